@@ -1,0 +1,28 @@
+"""The command modules of ``ftops``; each has ``register(sub, groups)``.
+
+``sub`` is the top-level subparsers object; ``groups`` maps shared group names (``plan``,
+``bench``) to their subparsers, so that e.g. ``ftops plan recovery`` lives beside the recovery CLI
+code rather than in one large file.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+COMMAND_MODULES = [
+    "ft_core.cli.topology",
+    "ft_core.cli.demo",
+]
+GROUPS = {
+    "plan": "compute a plan (replication, recovery, stages, checkpoint)",
+    "bench": "benchmarks that reproduce the papers' comparisons and write docs/benchmarks/",
+}
+
+
+def register_all(sub) -> None:
+    groups = {}
+    for name, help_text in GROUPS.items():
+        parser = sub.add_parser(name, help=help_text, description=help_text)
+        groups[name] = parser.add_subparsers(dest=f"{name}_command", required=True, parser_class=type(parser))
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(sub, groups)

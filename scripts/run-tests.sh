@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Run the whole test suite in the project's venv (CI runs this through `make test`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PYTHONDONTWRITEBYTECODE=1
+# Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.
+export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
+exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,42 @@
+"""Shared test fixtures: the repository root and a helper to run the ``ftops`` CLI for real."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "ft_core" / "samples"
+
+
+class CliResult:
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.code = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def json(self):
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, timeout: float = 300) -> CliResult:
+    """Run ``ftops`` in a subprocess (the console script's module), as users and checks do."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ft_core.cli.main", *map(str, args)],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+    )
+    return CliResult(proc)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+@pytest.fixture
+def samples() -> Path:
+    return SAMPLES
