@@ -12,6 +12,7 @@ import importlib
 COMMAND_MODULES = [
     "ft_core.cli.topology",
     "ft_core.cli.demo",
+    "ft_core.cli.bench_replication",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",
