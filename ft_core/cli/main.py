@@ -1,8 +1,9 @@
 """The ``ftops`` command line.
 
 Each command group lives in its own module with a ``register(subparsers)`` function that adds its
-parsers and sets ``func`` on them; ``func(args)`` returns the exit status. Errors of the user's
-input (:class:`~ft_core.errors.InputError`) become a message on stderr and exit status 2.
+parsers and sets ``func`` on them; ``func(args)`` returns the exit status. Errors raised on purpose
+(:mod:`ft_core.errors`) become a one-line message on stderr and their exit status (2 for bad
+input or an unreachable system, 3 for an infeasible request).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ft_core.errors import InfeasibleError, InputError
+from ft_core.errors import FtopsError
 
-EXIT_INPUT_ERROR = 2
-EXIT_INFEASIBLE = 3
+EXIT_INPUT_ERROR = 2  # also argparse's usage errors
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,12 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except InputError as exc:
-        print(f"ftops: error: {exc}", file=sys.stderr)
-        return EXIT_INPUT_ERROR
-    except InfeasibleError as exc:
-        print(f"ftops: infeasible: {exc}", file=sys.stderr)
-        return EXIT_INFEASIBLE
+    except FtopsError as exc:
+        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # e.g. `ftops ... | head`: the reader left, nothing more to say
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("ftops: interrupted", file=sys.stderr)
         return 130

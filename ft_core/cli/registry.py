@@ -2,12 +2,14 @@
 
 ``sub`` is the top-level subparsers object; ``groups`` maps shared group names (``plan``,
 ``bench``) to their subparsers, so that e.g. ``ftops plan recovery`` lives beside the recovery CLI
-code rather than in one large file.
+code rather than in one large file. Packages outside ft_core (``spark_jobs``) add command groups
+through the ``ftops.commands`` entry point, so ft_core never imports them.
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 
 COMMAND_MODULES = [
     "ft_core.cli.topology",
@@ -27,3 +29,5 @@ def register_all(sub) -> None:
         groups[name] = parser.add_subparsers(dest=f"{name}_command", required=True, parser_class=type(parser))
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(sub, groups)
+    for entry in entry_points(group="ftops.commands"):
+        entry.load().register(sub, groups)
