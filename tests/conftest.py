@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,11 +24,12 @@ class CliResult:
         return json.loads(self.out)
 
 
-def run_cli(*args: str, timeout: float = 300) -> CliResult:
+def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> CliResult:
     """Run ``ftops`` in a subprocess (the console script's module), as users and checks do."""
     proc = subprocess.run(
         [sys.executable, "-m", "ft_core.cli.main", *map(str, args)],
         capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env={**os.environ, **(env or {})},
     )
     return CliResult(proc)
 

@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "ft_core.cli.topology",
     "ft_core.cli.demo",
     "ft_core.cli.bench_replication",
+    "ft_core.cli.db",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",

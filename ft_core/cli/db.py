@@ -1,0 +1,77 @@
+"""``ftops db start|stop|upgrade|status``: the history store (``FTOPS_DATABASE_URL`` or the embedded server)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ft_core.cli.output import print_json
+from ft_core.store.connection import DEFAULT_EMBEDDED_DIR, connect, database_url, redact
+
+
+def register(sub, groups) -> None:
+    db = sub.add_parser("db", help="the PostgreSQL history store")
+    dsub = db.add_subparsers(dest="db_command", required=True, parser_class=type(db))
+    for name, func, text in (("start", _start, "start the embedded PostgreSQL (initialised on first use)"),
+                             ("stop", _stop, "stop the embedded PostgreSQL"),
+                             ("upgrade", _upgrade, "apply pending schema migrations from sql/ (idempotent)"),
+                             ("status", _status, "schema version and row counts")):
+        p = dsub.add_parser(name, help=text)
+        p.add_argument("--state-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder (default .state/postgres)")
+        p.add_argument("--port", type=int, default=5433, help="embedded server port (default 5433)")
+        p.set_defaults(func=func)
+        if name == "status":
+            p.add_argument("--json", action="store_true")
+
+
+def _start(args: argparse.Namespace) -> int:
+    from ft_core.store.embedded import EmbeddedPostgres
+
+    server = EmbeddedPostgres(args.state_dir, args.port)
+    server.start()
+    print(f"PostgreSQL running: {redact(server.url())} (password in {server.state_dir / 'password'})")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from ft_core.store.embedded import EmbeddedPostgres
+
+    stopped = EmbeddedPostgres(args.state_dir, args.port).stop()
+    print("PostgreSQL stopped" if stopped else "PostgreSQL was not running")
+    return 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from ft_core.store.migrations import current_version, upgrade
+
+    conn = connect(database_url(args.state_dir))
+    try:
+        applied = upgrade(conn)
+        version = current_version(conn)
+    finally:
+        conn.close()
+    print(f"schema at version {version}" + (f" (applied {', '.join(map(str, applied))})" if applied else " (up to date)"))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from ft_core.store.migrations import current_version
+
+    url = database_url(args.state_dir)
+    conn = connect(url)
+    try:
+        version = current_version(conn)
+        counts = {}
+        if version:
+            with conn, conn.cursor() as cur:
+                for table in ("ftops_job", "ftops_plan", "ftops_drill", "ftops_recovery_run"):
+                    cur.execute(f"SELECT count(*) FROM {table}")  # fixed table names, no user input
+                    counts[table] = cur.fetchone()[0]
+    finally:
+        conn.close()
+    doc = {"database": redact(url), "schema_version": version, "rows": counts}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"{doc['database']}: schema version {version}; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return 0

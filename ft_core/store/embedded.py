@@ -1,0 +1,136 @@
+"""A private PostgreSQL server for ftops, from the machine's own PostgreSQL binaries.
+
+Why the system binaries and not a pip-packaged server: PostgreSQL 15 is on the project's machines
+(and on most Linux hosts as a package), it is the server users run in production, and the
+pip-packaged servers lag behind by major versions. The server listens on 127.0.0.1 only, on its
+own port (5433 by default), with its data under the project's state folder and scram-sha-256
+authentication for a generated password kept in ``<state_dir>/password`` (mode 0600).
+PostgreSQL refuses to run as root; as root, the server runs as the ``postgres`` system user.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+from pathlib import Path
+
+from ft_core.errors import ExternalError, InputError
+
+DATABASE = "ftops"
+USER = "ftops"
+
+
+class EmbeddedPostgres:
+    def __init__(self, state_dir: Path, port: int = 5433):
+        self.state_dir = Path(state_dir).resolve()
+        self.port = port
+        self.data = self.state_dir / "data"
+        self.log = self.state_dir / "server.log"
+
+    # -- facts -----------------------------------------------------------------------------
+    def running(self) -> bool:
+        pid_file = self.data / "postmaster.pid"
+        if not pid_file.exists():
+            return False
+        try:
+            pid = int(pid_file.read_text().split()[0])
+            os.kill(pid, 0)
+            return True
+        except (ValueError, IndexError, ProcessLookupError):
+            return False
+        except PermissionError:
+            return True
+
+    def url(self) -> str:
+        port = self._recorded_port()
+        return f"postgresql://{USER}:{self._password()}@127.0.0.1:{port}/{DATABASE}"
+
+    # -- actions ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Initialise on first use, then start (a no-op when already running)."""
+        if self.running():
+            return
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.data / "PG_VERSION").exists():
+            self._initdb()
+        self._run([self._binary("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o",
+                   f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''", "start"],
+                  f"starting PostgreSQL on 127.0.0.1:{self.port} (log: {self.log})")
+        (self.state_dir / "server.json").write_text(json.dumps({"port": self.port}))
+        self._ensure_database()
+
+    def stop(self) -> bool:
+        if not self.running():
+            return False
+        self._run([self._binary("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop"], "stopping PostgreSQL")
+        return True
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _initdb(self) -> None:
+        password = secrets.token_urlsafe(24)
+        secret = self.state_dir / "password"
+        secret.write_text(password)
+        secret.chmod(0o600)
+        pwfile = self.state_dir / ".initdb-pw"
+        pwfile.write_text(password)
+        self._hand_over(self.state_dir)
+        pwfile.chmod(0o600)
+        self._hand_over(pwfile)
+        try:
+            self._run([self._binary("initdb"), "-D", str(self.data), "-U", USER, "--auth=scram-sha-256",
+                       f"--pwfile={pwfile}", "-E", "UTF8", "--no-instructions"], "initialising the database folder")
+        finally:
+            pwfile.unlink(missing_ok=True)
+
+    def _ensure_database(self) -> None:
+        from ft_core.store.connection import connect
+
+        conn = connect(self.url().rsplit("/", 1)[0] + "/postgres")
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+                if cur.fetchone() is None:
+                    cur.execute(f"CREATE DATABASE {DATABASE} OWNER {USER}")
+        finally:
+            conn.close()
+
+    def _password(self) -> str:
+        try:
+            return (self.state_dir / "password").read_text().strip()
+        except FileNotFoundError:
+            raise InputError(f"the embedded database in {self.state_dir} was never initialised (run `ftops db start`)") from None
+
+    def _recorded_port(self) -> int:
+        try:
+            return json.loads((self.state_dir / "server.json").read_text())["port"]
+        except (FileNotFoundError, KeyError, ValueError):
+            return self.port
+
+    @staticmethod
+    def _binary(name: str) -> str:
+        found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"), reverse=True)), None)
+        if found is None:
+            raise InputError(f"PostgreSQL's {name} was not found; install the PostgreSQL server (e.g. apt-get install postgresql) "
+                             "or set FTOPS_DATABASE_URL to an existing database")
+        return str(found)
+
+    def _as_server_user(self, args: list[str]) -> list[str]:
+        if os.geteuid() != 0:
+            return args
+        return ["runuser", "-u", "postgres", "--", *args]
+
+    def _hand_over(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            user = pwd.getpwnam("postgres")
+            os.chown(path, user.pw_uid, user.pw_gid)
+
+    def _run(self, args: list[str], what: str) -> None:
+        proc = subprocess.run(self._as_server_user(args), capture_output=True, text=True, timeout=120, cwd=self.state_dir)
+        if proc.returncode != 0:
+            detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise ExternalError(f"{what} failed: {detail[0]} (see {self.log})")

@@ -1,0 +1,38 @@
+"""A real PostgreSQL server for the store tests (the machine's binaries, a private port and folder)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ft_core.store.connection import connect
+from ft_core.store.embedded import EmbeddedPostgres
+from tests.conftest import ROOT
+
+TEST_PORT = 15433
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    # Under the project (not /tmp): as root the server runs as `postgres`, which must reach the folder.
+    state = ROOT / ".state" / "test-postgres"
+    server = EmbeddedPostgres(state, TEST_PORT)
+    server.stop()
+    shutil.rmtree(state, ignore_errors=True)
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_conn(pg_server):
+    """A connection to a freshly emptied database (the schema dropped before each test)."""
+    conn = connect(pg_server.url())
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    conn.autocommit = False
+    yield conn
+    conn.close()
