@@ -157,7 +157,7 @@ def _optimality(summary: list) -> str:
 
 def _scale_topology(tasks: int, shape: str) -> TaskGraph:
     """A chain of 10 operators of tasks/10 each: merges and splits (structured) or all full."""
-    per = max(2, (tasks // 10) // 2 * 2)
+    per = max(2, math.ceil(tasks / 7.5 / 2) * 2)  # 5 operators of N and 5 of N/2: at least `tasks` tasks
     ops = [{"name": f"O{k}", "parallelism": per if k % 2 == 0 else per // 2} for k in range(10)]
     streams = []
     for k in range(9):

@@ -132,3 +132,30 @@ class HistoryStore:
             )
             keys = ("plan_id", "created_at", "algorithm", "objective", "objective_change", "previous_plan_id")
             return [dict(zip(keys, row)) for row in cur.fetchall()]
+
+    def jobs(self) -> list[dict]:
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT name, workload, replication_budget, max_recovery_s FROM ftops_job ORDER BY name")
+            return [dict(zip(("name", "workload", "replication_budget", "max_recovery_s"), r)) for r in cur.fetchall()]
+
+    def plans(self, job: str, kind: str, limit: int = 100) -> list[dict]:
+        """The job's plans of a kind, oldest first, with payloads (for the UI and diffs)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT p.plan_id, p.created_at, p.algorithm, p.objective, p.optimal, p.payload, p.topology_id, p.dag_run_id
+                   FROM ftops_plan p JOIN ftops_job j USING (job_id) WHERE j.name = %s AND p.kind = %s
+                   ORDER BY p.created_at DESC, p.plan_id DESC LIMIT %s""",
+                (job, kind, limit),
+            )
+            keys = ("plan_id", "created_at", "algorithm", "objective", "optimal", "payload", "topology_id", "dag_run_id")
+            return [dict(zip(keys, r)) for r in reversed(cur.fetchall())]
+
+    def latest_topology(self, job: str) -> dict | None:
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT t.doc FROM ftops_topology_version t JOIN ftops_job j USING (job_id)
+                   WHERE j.name = %s ORDER BY t.version DESC LIMIT 1""",
+                (job,),
+            )
+            row = cur.fetchone()
+        return row[0] if row else None

@@ -1,0 +1,1 @@
+"""Hooks: one per external system ftops talks to."""

@@ -1,0 +1,59 @@
+"""SparkMasterHook: a Spark standalone master's state (workers, cores, applications) from its JSON.
+
+Connection (type ``ftops_spark_master``): host and port of the master's web UI (default
+127.0.0.1:8090); ``extra.master_url`` is the ``spark://`` URL applications use.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from ft_core.errors import ExternalError
+
+
+class SparkMasterHook(BaseHook):
+    conn_name_attr = "spark_master_conn_id"
+    default_conn_name = "ftops_spark_master"
+    conn_type = "ftops_spark_master"
+    hook_name = "Spark standalone master (ftops)"
+
+    def __init__(self, spark_master_conn_id: str = default_conn_name, timeout_s: float = 10.0):
+        super().__init__()
+        self.spark_master_conn_id = spark_master_conn_id
+        self.timeout_s = timeout_s
+
+    def _base_url(self) -> str:
+        conn = self.get_connection(self.spark_master_conn_id)
+        return f"http://{conn.host or '127.0.0.1'}:{conn.port or 8090}"
+
+    def master_state(self) -> dict[str, Any]:
+        """The master's ``/json/`` document."""
+        url = self._base_url() + "/json/"
+        try:
+            with urllib.request.urlopen(url, timeout=self.timeout_s) as resp:
+                return json.loads(resp.read())
+        except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
+            raise ExternalError(f"the Spark master at {url} does not answer: {exc}") from None
+
+    def alive_workers(self) -> list[dict[str, Any]]:
+        return [w for w in self.master_state()["workers"] if w["state"] == "ALIVE"]
+
+    def free_cores(self) -> int:
+        return sum(w["cores"] - w["coresused"] for w in self.alive_workers())
+
+    def active_apps(self) -> list[dict[str, Any]]:
+        return self.master_state().get("activeapps", [])
+
+    def kill_app(self, app_id: str) -> None:
+        """Ask the master to kill an application (its UI's kill endpoint; spark.ui.killEnabled)."""
+        data = urllib.parse.urlencode({"id": app_id, "terminate": "true"}).encode()
+        try:
+            urllib.request.urlopen(self._base_url() + "/app/kill/", data=data, timeout=self.timeout_s).close()
+        except (urllib.error.URLError, OSError) as exc:
+            raise ExternalError(f"killing application {app_id} failed: {exc}") from None

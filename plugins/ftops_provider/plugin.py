@@ -1,0 +1,15 @@
+"""The AirflowPlugin: mounts the ftops pages under /ftops and adds "Fault tolerance" to the navigation."""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+
+from ftops_provider.ui.app import app
+
+
+class FtopsPlugin(AirflowPlugin):
+    name = "ftops"
+    fastapi_apps = [{"app": app, "url_prefix": "/ftops", "name": "ftops"}]
+    external_views = [
+        {"name": "Fault tolerance", "href": "/ftops/", "destination": "nav", "category": "browse", "url_route": "fault-tolerance"}
+    ]
