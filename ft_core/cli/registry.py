@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "ft_core.cli.demo",
     "ft_core.cli.bench_replication",
     "ft_core.cli.db",
+    "ft_core.cli.job",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",

@@ -8,6 +8,9 @@ from tests.conftest import ROOT
 
 os.environ.setdefault("AIRFLOW_HOME", str(ROOT / ".state" / "airflow-test"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(ROOT / "plugins")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 
 import subprocess
 import sys

@@ -1,0 +1,1 @@
+"""Operators: each does one thing and leaves planning to ft_core."""
