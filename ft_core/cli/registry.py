@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "ft_core.cli.bench_replication",
     "ft_core.cli.db",
     "ft_core.cli.job",
+    "ft_core.cli.checkpoint",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",
