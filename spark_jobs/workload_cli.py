@@ -1,0 +1,278 @@
+"""``ftops workload topology|generate|run|stop``: the streaming workloads from the command line.
+
+Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.workload_cli"``);
+``python -m spark_jobs.workload_cli ...`` runs the same commands without it.
+
+- ``topology WORKLOAD [--param k=v ...] [--rates-from METRICS.jsonl] [--json]``: the workload's
+  topology document, built from the same spec as its Spark plan (expected rates by default, or
+  rates measured from a run's metrics file).
+- ``generate WORKLOAD --input DIR (--seconds N | --realtime [--duration-s S])``: the seeded input.
+- ``run WORKLOAD --role primary|replica|reference --input DIR --output DIR ...``: spark-submit of
+  ``spark_jobs.run_workload`` against ``--master`` (default ``local[2]``), in its own session (process
+  group), so that the whole tree (JVM and Python driver) can be stopped; ``--detach`` returns at once.
+- ``stop --output DIR``: SIGTERM to a detached run's Python driver (a graceful stop between
+  micro-batches), then to its process group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+
+WORKLOADS = ("topk", "incidents")
+
+
+def register(sub, groups) -> None:
+    wl = sub.add_parser("workload", help="the streaming workloads: topology documents, input, Spark runs")
+    wsub = wl.add_subparsers(dest="workload_command", required=True, parser_class=type(wl))
+
+    topo = wsub.add_parser("topology", help="print the workload's topology document")
+    topo.add_argument("workload", choices=WORKLOADS)
+    _params(topo)
+    topo.add_argument("--rates-from", type=Path, help="a run's metrics.jsonl: measured task rates instead of expected ones")
+    topo.add_argument("--name", help="document name (default <workload>-p<p1>)")
+    topo.add_argument("--json", action="store_true")
+    topo.set_defaults(func=_topology)
+
+    gen = wsub.add_parser("generate", help="write the seeded input: N seconds at once, or appended in real time")
+    gen.add_argument("workload", choices=WORKLOADS)
+    gen.add_argument("--input", type=Path, required=True)
+    _params(gen)
+    mode = gen.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--seconds", type=float, help="event-time seconds to write at once")
+    mode.add_argument("--realtime", action="store_true", help="append one file per source every file_s seconds")
+    gen.add_argument("--duration-s", type=float, help="realtime: stop after this many seconds")
+    gen.add_argument("--speedup", type=float, default=1.0, help="realtime: event seconds per wall second")
+    gen.set_defaults(func=_generate)
+
+    run = wsub.add_parser("run", help="spark-submit a primary, replica or reference job")
+    run.add_argument("workload", choices=WORKLOADS)
+    run.add_argument("--role", required=True, choices=("primary", "replica", "reference"))
+    run.add_argument("--input", type=Path, required=True)
+    run.add_argument("--output", type=Path, required=True)
+    run.add_argument("--checkpoint", type=Path)
+    run.add_argument("--plan", type=Path)
+    _params(run)
+    run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--trigger-s", type=float, default=2.0)
+    run.add_argument("--available-now", action="store_true")
+    run.add_argument("--duration-s", type=float)
+    run.add_argument("--shuffle-partitions", type=int, default=2)
+    run.add_argument("--min-deltas-for-snapshot", type=int)
+    run.add_argument("--max-files-per-trigger", type=int)
+    run.add_argument("--metrics", type=Path)
+    run.add_argument("--query-name")
+    run.add_argument("--driver-memory", default="512m")
+    run.add_argument("--executor-memory", default="512m")
+    run.add_argument("--executor-cores", type=int, default=1)
+    run.add_argument("--total-executor-cores", type=int, help="standalone: cap on the application's cores")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf (repeatable)")
+    run.add_argument("--detach", action="store_true", help="start in the background, print pid and log, return")
+    run.add_argument("--state-dir", type=Path, help="record the driver in this cluster state (ftops cluster down stops it)")
+    run.add_argument("--pool", choices=("primary", "standby"), default="primary")
+    run.set_defaults(func=_run)
+
+    stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
+    stop.add_argument("--output", type=Path, required=True)
+    stop.add_argument("--timeout-s", type=float, default=30.0)
+    stop.set_defaults(func=_stop)
+
+
+def _params(parser) -> None:
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+
+
+def _topology(args: argparse.Namespace) -> int:
+    from spark_jobs.workloads.spec import make_spec
+
+    spec = make_spec(args.workload, args.param)
+    rates = None
+    if args.rates_from is not None:
+        from spark_jobs.workloads.metrics import measured_rates, read_metrics
+
+        if not args.rates_from.exists():
+            raise InputError(f"--rates-from: file {str(args.rates_from)!r} does not exist")
+        rates = measured_rates(read_metrics(args.rates_from), spec)
+    topo = spec.topology(rates, name=args.name)
+    if args.json:
+        print_json(topo.to_document())
+        return 0
+    print(f"{topo.name}: " + ", ".join(f"{op.name}x{op.parallelism}" for op in topo.operators) + "; streams "
+          + ", ".join(f"{s.source}->{s.target} {s.partitioning}" for s in topo.streams))
+    print_table(["task", "operator role", "rate"],
+                [[t, spec.operator(t.split("[")[0]).role, topo.task_rate(t)] for t in topo.task_ids()])
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from spark_jobs.workloads import generator
+    from spark_jobs.workloads.spec import make_spec
+
+    spec = make_spec(args.workload, args.param)
+    if args.seconds is not None:
+        if args.seconds <= 0:
+            raise InputError("--seconds: must be positive")
+        n = generator.write_seconds(spec, args.input, args.seconds)
+        print(f"wrote {n} files per source ({', '.join(generator.source_names(spec))}) to {args.input}")
+        return 0
+    try:
+        end = generator.run_generator(spec, args.input, args.duration_s, args.speedup)
+    except KeyboardInterrupt:
+        end = generator.existing_files(spec, args.input)
+    print(f"{end} files per source in {args.input}")
+    return 0
+
+
+def submit_command(args: argparse.Namespace) -> list[str]:
+    """The spark-submit command line of a run (the entry point is run_workload.py's file path)."""
+    from spark_jobs import run_workload
+    from spark_jobs.cluster import spark_home
+
+    cmd = [str(spark_home() / "bin" / "spark-submit"), "--master", args.master, "--name", args.query_name or
+           f"ftops-{args.workload}-{args.role}", "--driver-memory", args.driver_memory,
+           "--conf", f"spark.sql.shuffle.partitions={args.shuffle_partitions}"]
+    if not args.master.startswith("local"):
+        cmd += ["--executor-memory", args.executor_memory, "--executor-cores", str(args.executor_cores)]
+        if args.total_executor_cores:
+            cmd += ["--total-executor-cores", str(args.total_executor_cores)]
+    for item in args.conf:
+        cmd += ["--conf", item]
+    cmd.append(run_workload.__file__)
+    job = ["--workload", args.workload, "--role", args.role, "--input", args.input.resolve(),
+           "--output", args.output.resolve(), "--trigger-s", args.trigger_s,
+           "--shuffle-partitions", args.shuffle_partitions]
+    for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics)):
+        if value is not None:
+            job += [flag, Path(value).resolve()]
+    for flag, value in (("--duration-s", args.duration_s), ("--min-deltas-for-snapshot", args.min_deltas_for_snapshot),
+                        ("--max-files-per-trigger", args.max_files_per_trigger), ("--query-name", args.query_name)):
+        if value is not None:
+            job += [flag, value]
+    if args.available_now:
+        job.append("--available-now")
+    for item in args.param:
+        job += ["--param", item]
+    return cmd + [str(x) for x in job]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster import spark_env
+    from spark_jobs.run_workload import config_from_args, prepare
+
+    # Validate before spawning a JVM: bad parameters and plans exit 2 here.
+    job_args = argparse.Namespace(**{**vars(args), "param": args.param})
+    prepare(config_from_args(job_args))
+    args.output.mkdir(parents=True, exist_ok=True)
+    log_dir = args.output / "_logs"
+    log_dir.mkdir(exist_ok=True)
+    log = log_dir / f"driver-{int(time.time())}.log"
+    env = spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
+    env.pop("SPARK_NO_DAEMONIZE", None)
+    cmd = submit_command(args)
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+    (args.output / "_submit.json").write_text(json.dumps({"pgid": proc.pid, "log": str(log), "command": cmd}, indent=2))
+    if args.state_dir is not None:
+        from spark_jobs.cluster import register_driver
+
+        register_driver(args.state_dir, f"driver-{args.workload}-{args.role}", proc.pid, args.pool, str(log))
+    if args.detach:
+        print_json({"pgid": proc.pid, "log": str(log), "output": str(args.output)})
+        return 0
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        stop_run(args.output)
+        code = 130
+    if code != 0:
+        tail = log.read_text().strip().splitlines()[-5:]
+        print("\n".join(tail), file=sys.stderr)
+    return code
+
+
+def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
+    """Stop a run started by ``workload run``: SIGTERM to its Python driver (it stops the query
+    between micro-batches and exits), then SIGTERM and finally SIGKILL to the process group.
+    Returns whether anything was running."""
+    submit = Path(output) / "_submit.json"
+    if not submit.exists():
+        raise InputError(f"--output: {str(output)!r} has no _submit.json (not started by `ftops workload run`)")
+    pgid = json.loads(submit.read_text())["pgid"]
+    if not _group_alive(pgid):
+        return False
+    run_doc = Path(output) / "_run.json"
+    if run_doc.exists():
+        driver = json.loads(run_doc.read_text()).get("pid")
+        if driver:
+            try:
+                os.kill(driver, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for sig, wait in ((None, timeout_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        if sig is not None:
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.2)
+        if not _group_alive(pgid):
+            return True
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.waitpid(pgid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # Only zombies left?
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def _stop(args: argparse.Namespace) -> int:
+    was = stop_run(args.output, args.timeout_s)
+    print("stopped" if was else "not running")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m spark_jobs.workload_cli ...``: the ``ftops workload`` commands alone."""
+    from ft_core.cli.main import _Parser
+    from ft_core.errors import FtopsError
+
+    parser = _Parser(prog="ftops")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    register(sub, {})
+    args = parser.parse_args(["workload", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except FtopsError as exc:
+        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

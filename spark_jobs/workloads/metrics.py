@@ -1,0 +1,154 @@
+"""Per-task (key group) input and output counts per micro-batch, for profiling the topology's rates.
+
+Problem: the declared topology's tasks are key groups, which Spark does not know about; profiling
+needs how many records each logical task read and emitted. Each workload plan marks the rows
+entering and leaving every operator with ``df.observe(name, ...)``, one ``sum(g == k)`` per key
+group ``k`` (:func:`observe_groups`); names are ``<operator>.in[.<upstream>]`` and
+``<operator>.out``. A :class:`TaskMetricsListener` (a ``StreamingQueryListener``) reads
+``progress.observedMetrics`` after every micro-batch and appends one JSON line per batch::
+
+    {"query": "...", "batch_id": 3, "timestamp": "...", "num_input_rows": 200,
+     "batch_duration_ms": 812, "watermark": "...", "tasks": {"O1[0]": {"in": 61, "out": 40}, ...}}
+
+:func:`measured_rates` turns those lines into task rates with the same meaning as the spec's
+expected rates (records per second represented by a task: source tasks' input, summed down their
+key-group paths).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ft_core.topology import split_task_id
+from spark_jobs.workloads.spec import WorkloadSpec
+
+
+def observe_groups(df, name: str, group_col: str, parallelism: int, enabled: bool = True):
+    """Attach an observation counting ``df``'s rows per key group (no-op when disabled)."""
+    if not enabled:
+        return df
+    from pyspark.sql import functions as F
+
+    exprs = [F.sum(F.when(F.col(group_col) == k, 1).otherwise(0)).cast("long").alias(str(k))
+             for k in range(parallelism)]
+    return df.observe(name, *exprs)
+
+
+def restrict(df, group_col: str, groups: list[int] | None):
+    """Keep only rows whose key group is in ``groups`` (a replica's plan); None keeps everything."""
+    if groups is None:
+        return df
+    from pyspark.sql import functions as F
+
+    return df.filter(F.col(group_col).isin(groups) if groups else F.lit(False))
+
+
+def task_counts(observed: dict[str, Any], spec: WorkloadSpec) -> dict[str, dict[str, int]]:
+    """``{"O1[0]": {"in": n, "out": m}}`` from a progress's observed metrics (inputs of a join from
+    several upstream operators are summed)."""
+    tasks = {t: {"in": 0, "out": 0} for t in spec.task_ids()}
+    for name, row in observed.items():
+        parts = name.split(".")
+        if len(parts) < 2 or parts[1] not in ("in", "out"):
+            continue
+        values = row.asDict() if hasattr(row, "asDict") else dict(row)
+        for k, v in values.items():
+            task = f"{parts[0]}[{k}]"
+            if task in tasks and v is not None:
+                tasks[task][parts[1]] += int(v)
+    return tasks
+
+
+def _listener_base():
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    return StreamingQueryListener
+
+
+class TaskMetricsListener(_listener_base()):
+    """Appends one JSON line per micro-batch of the query named ``query_name`` to ``path``."""
+
+    def __init__(self, path: Path, spec: WorkloadSpec, query_name: str, extra: dict[str, Any] | None = None):
+        super().__init__()
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.spec = spec
+        self.query_name = query_name
+        self.extra = extra or {}
+        self._lock = threading.Lock()
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryProgress(self, event) -> None:
+        p = event.progress
+        if p.name != self.query_name:
+            return
+        record = {
+            "query": p.name,
+            "run_id": str(p.runId),
+            "batch_id": p.batchId,
+            "timestamp": p.timestamp,
+            "num_input_rows": p.numInputRows,
+            "batch_duration_ms": p.batchDuration,
+            "watermark": (p.eventTime or {}).get("watermark"),
+            **self.extra,
+            "tasks": task_counts(p.observedMetrics or {}, self.spec),
+        }
+        with self._lock, self.path.open("a") as fh:
+            fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        pass
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    path = Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def total_counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per task, the ``in`` and ``out`` counts summed over micro-batches."""
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: {"in": 0, "out": 0})
+    for rec in records:
+        for task, c in rec["tasks"].items():
+            totals[task]["in"] += c["in"]
+            totals[task]["out"] += c["out"]
+    return dict(totals)
+
+
+def measured_rates(records: list[dict[str, Any]], spec: WorkloadSpec) -> dict[str, float]:
+    """Task rates from metrics lines: source tasks' input records per wall-clock second (first
+    batch start to last batch end), propagated down each key group's path like the expected rates."""
+    if not records:
+        return {t: 0.0 for t in spec.task_ids()}
+    starts = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp() for r in records]
+    elapsed = max(starts) + records[starts.index(max(starts))]["batch_duration_ms"] / 1000 - min(starts)
+    totals = total_counts(records)
+    rates = {t: 0.0 for t in spec.task_ids()}
+    for op in spec.source_operators():
+        for k in range(spec.parallelism(op)):
+            count = totals.get(f"{op}[{k}]", {"in": 0})["in"]
+            for task in spec.feeds(f"{op}[{k}]"):
+                rates[task] += count / max(elapsed, 1e-9)
+    return rates
+
+
+def observed_groups(records: list[dict[str, Any]], kind: str = "in") -> dict[str, set[int]]:
+    """Per operator, the key groups that saw at least one row (``kind`` in/out)."""
+    seen: dict[str, set[int]] = defaultdict(set)
+    for task, c in total_counts(records).items():
+        if c[kind] > 0:
+            op, k = split_task_id(task)
+            seen[op].add(k)
+    return dict(seen)
