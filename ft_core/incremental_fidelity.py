@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
 
-from ft_core.task_graph import TaskGraph
+from ft_core.task_graph import TaskGraph, rate_shares
 
 _REL_EPS = 1e-12
 
@@ -53,16 +53,16 @@ class IncrementalFidelity:
                 self.join[i] = True
                 self.sums[i] = [0.0] * len(streams)
                 for g, s in enumerate(streams):
-                    for u, share in zip(s.upstream, _shares(s.rates)):
+                    for u, share in zip(s.upstream, rate_shares(s.rates)):
                         self.out[u].append((i, g, share))
             else:
-                weights = _shares([s.total_rate for s in streams])
+                weights = rate_shares([s.total_rate for s in streams])
                 for s, sw in zip(streams, weights):
-                    for u, share in zip(s.upstream, _shares(s.rates)):
+                    for u, share in zip(s.upstream, rate_shares(s.rates)):
                         self.out[u].append((i, 0, sw * share))
         sinks = graph.sinks
         self.weight = [0.0] * n
-        for s, w in zip(sinks, _shares([graph.rate[s] for s in sinks])):
+        for s, w in zip(sinks, rate_shares([graph.rate[s] for s in sinks])):
             self.weight[s] = w
         self.alive = [0.0] * n
         self.chosen = bytearray(n)
@@ -117,11 +117,3 @@ class IncrementalFidelity:
             for (v, g), d in delta_sums.items():
                 sums[v][g] += d
         return gain
-
-
-def _shares(rates) -> list[float]:
-    rates = list(rates)
-    total = sum(rates)
-    if total > 0:
-        return [r / total for r in rates]
-    return [1.0 / len(rates)] * len(rates) if rates else []

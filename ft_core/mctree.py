@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from itertools import product
 
 from ft_core.errors import InputError
-from ft_core.task_graph import InputStream, TaskGraph
+from ft_core.task_graph import InputStream, TaskGraph, rate_shares
 
 
 def count_mc_trees(graph: TaskGraph) -> int:
@@ -66,7 +66,7 @@ def iter_mc_trees(graph: TaskGraph, sink: int | None = None) -> Iterator[tuple[f
     every rate is positive.
     """
     sinks = graph.sinks if sink is None else [sink]
-    sink_weights = _shares([graph.rate[s] for s in graph.sinks])
+    sink_weights = rate_shares([graph.rate[s] for s in graph.sinks])
     weight_of = dict(zip(graph.sinks, sink_weights))
     for s in sinks:
         for tasks, w in _subtrees(graph, s):
@@ -92,7 +92,7 @@ def _subtrees(graph: TaskGraph, task: int) -> Iterator[tuple[tuple[int, ...], fl
     if graph.correlated[task]:
         yield from _join_subtrees(graph, task, streams)
     else:
-        shares = _shares([r for s in streams for r in s.rates])
+        shares = rate_shares([r for s in streams for r in s.rates])
         ups = [u for s in streams for u in s.upstream]
         for u, share in zip(ups, shares):
             for tasks, w in _subtrees(graph, u):
@@ -101,7 +101,7 @@ def _subtrees(graph: TaskGraph, task: int) -> Iterator[tuple[tuple[int, ...], fl
 
 def _join_subtrees(graph: TaskGraph, task: int, streams: list[InputStream]) -> Iterator[tuple[tuple[int, ...], float]]:
     branches = [
-        [(u, share) for u, share in zip(s.upstream, _shares(list(s.rates)))] for s in streams
+        [(u, share) for u, share in zip(s.upstream, rate_shares(list(s.rates)))] for s in streams
     ]
     for choice in product(*branches):
         parts = [list(_subtrees(graph, u)) for u, _ in choice]
@@ -115,10 +115,3 @@ def _join_subtrees(graph: TaskGraph, task: int, streams: list[InputStream]) -> I
                 tasks.update(sub_tasks)
                 w *= sub_w
             yield tuple(sorted(tasks)), w
-
-
-def _shares(rates: list[float]) -> list[float]:
-    total = sum(rates)
-    if total > 0:
-        return [r / total for r in rates]
-    return [1.0 / len(rates)] * len(rates) if rates else []

@@ -42,7 +42,7 @@ from ft_core.fidelity import replicated_fidelity
 from ft_core.highs import solve_milp
 from ft_core.mctree import count_mc_trees, weighted_tree_sets
 from ft_core.replication_plan import ReplicationPlan, make_plan
-from ft_core.task_graph import TaskGraph
+from ft_core.task_graph import TaskGraph, rate_shares
 
 # HiGHS proves optima up to its feasibility tolerances (1e-6); a gap below this is optimal.
 TOLERANCE = 1e-5
@@ -90,7 +90,7 @@ def _solve_alive_fraction(graph: TaskGraph, budget: int, time_limit: float | Non
     # Variables: x (n, binary), A (n), and one flow f per substream with f <= A_upstream, f <= x_task,
     # A_i <= sum_k c_ik f_ik. The per-substream cap tightens the LP relaxation well beyond A_i <= x_i.
     n = graph.n
-    subs = [(i, j, u, c) for i in range(n) for j, s in enumerate(graph.inputs[i]) for u, c in zip(s.upstream, _shares(s.rates))]
+    subs = [(i, j, u, c) for i in range(n) for j, s in enumerate(graph.inputs[i]) for u, c in zip(s.upstream, rate_shares(s.rates))]
     m = len(subs)
     rows, cols, vals = [], [], []
     upper: list[float] = []
@@ -117,8 +117,7 @@ def _solve_alive_fraction(graph: TaskGraph, budget: int, time_limit: float | Non
             for stream in streams:  # the join's product relaxed to min over streams
                 add([(n + i, 1.0)] + [(f, -c) for f, c in stream])
         else:
-            total = sum(graph.inputs[i][j].total_rate for j in range(len(streams)))
-            weights = _shares([graph.inputs[i][j].total_rate for j in range(len(streams))]) if total >= 0 else []
+            weights = rate_shares([graph.inputs[i][j].total_rate for j in range(len(streams))])
             add([(n + i, 1.0)] + [(f, -c * w) for stream, w in zip(streams, weights) for f, c in stream])
     add([(i, 1.0) for i in range(n)], float(budget))
     for higher, lower in _exchangeable_pairs(graph):
@@ -198,9 +197,3 @@ def _best_incumbent(graph: TaskGraph, budget: int, relaxed: set[int]) -> set[int
     for planner in (structure_aware_plan, greedy_plan):
         candidates.append({graph.index[t] for t in planner(graph, budget).tasks})
     return max(candidates, key=lambda p: replicated_fidelity(graph, p))
-
-
-def _shares(rates) -> list[float]:
-    rates = list(rates)
-    total = sum(rates)
-    return [r / total for r in rates] if total > 0 else [1.0 / len(rates)] * len(rates)

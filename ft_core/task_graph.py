@@ -171,6 +171,15 @@ def _rule_edges(topology: Topology, stream: Stream, index: dict[str, int], rate:
     return edges
 
 
+def rate_shares(rates) -> list[float]:
+    """Each rate's share of the total (Eq. 1/3 weights); equal shares when the total is zero."""
+    rates = list(rates)
+    total = sum(rates)
+    if total > 0:
+        return [r / total for r in rates]
+    return [1.0 / len(rates)] * len(rates) if rates else []
+
+
 def partition_targets(partitioning: str, k: int, n1: int, n2: int) -> list[int]:
     """Downstream task indices that upstream task ``k`` feeds under a partitioning."""
     if partitioning == "one_to_one":

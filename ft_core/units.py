@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ft_core.sub_topology import SubTopology, decompose_topology
-from ft_core.task_graph import TaskGraph
+from ft_core.task_graph import TaskGraph, rate_shares
 
 SEGMENT_FACTOR = 4
 SEGMENT_FLOOR = 64
@@ -154,9 +154,9 @@ def _coefficients(graph: TaskGraph):
         if not streams:
             continue
         join = graph.correlated[i] and len(streams) > 1
-        weights = [1.0] * len(streams) if join else _shares([s.total_rate for s in streams])
+        weights = [1.0] * len(streams) if join else rate_shares([s.total_rate for s in streams])
         for s, sw in zip(streams, weights):
-            for u, share in zip(s.upstream, _shares(s.rates)):
+            for u, share in zip(s.upstream, rate_shares(s.rates)):
                 coefficient[i][u] = sw * share
             groups[i].append(s.upstream)
         if not join:
@@ -167,7 +167,7 @@ def _coefficients(graph: TaskGraph):
 def _values(graph: TaskGraph, coefficient: list[dict[int, float]]) -> list[float]:
     sinks = graph.sinks
     value = [0.0] * graph.n
-    for s, w in zip(sinks, _shares([graph.rate[s] for s in sinks])):
+    for s, w in zip(sinks, rate_shares([graph.rate[s] for s in sinks])):
         value[s] = w
     for i in range(graph.n - 1, -1, -1):
         vi = value[i]
@@ -291,11 +291,3 @@ def _enumerate_segments(graph: TaskGraph, d: UnitDecomposition, groups) -> None:
     for lists in (d.segments_by_root, d.segments_by_requirement_task):
         for key, sids in lists.items():
             sids.sort(key=lambda s: (-d.segments[s].weight, s))
-
-
-def _shares(rates) -> list[float]:
-    rates = list(rates)
-    total = sum(rates)
-    if total > 0:
-        return [r / total for r in rates]
-    return [1.0 / len(rates)] * len(rates) if rates else []
