@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "ft_core.cli.db",
     "ft_core.cli.job",
     "ft_core.cli.checkpoint",
+    "ft_core.cli.recovery",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",

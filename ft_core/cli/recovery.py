@@ -1,0 +1,139 @@
+"""``ftops plan recovery``, ``ftops plan stages`` and ``ftops bench recovery`` (paper 003)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+from ft_core.recovery_problem import ALGORITHMS, load_problem, plan_recovery
+from ft_core.staged_recovery import DEFAULT_NODE_CAP, POLICIES, plan_stages
+
+_UNITS = ("Costs, budgets and capacities share one unit; we use fractions of a node's CPU "
+          "(1.0 = one node at 100 percent CPU, a cost of 0.25 = a quarter of a node).")
+
+
+def register(sub, groups) -> None:
+    rec = groups["plan"].add_parser(
+        "recovery", help="choose failed partitions to restart within a budget (paper 003, Def. 2)",
+        description="Choose the failed partitions to restart within budget R, maximising the priority of the "
+                    "recovered queries (a query is recovered iff all its failed partitions are). " + _UNITS)
+    rec.add_argument("problem", help="recovery problem document (.json, .yaml): explicit queries or topology + failed")
+    rec.add_argument("--budget", "-R", type=float, required=True, help="available resources R (same unit as the costs)")
+    rec.add_argument("--algorithm", choices=ALGORITHMS, default="best-density")
+    rec.add_argument("--time-limit", type=float, default=60.0, help="seconds for the exact planner (default 60)")
+    rec.add_argument("--json", action="store_true", help="print the plan as JSON")
+    rec.set_defaults(func=_plan)
+
+    st = groups["plan"].add_parser(
+        "stages", help="stage-by-stage incremental recovery as capacity arrives (paper 003, Sec. 4.4)",
+        description="Schedule the restart of failed partitions stage by stage: first the free capacity of the "
+                    "surviving nodes (--capacity, already under the per-node cap), then one stage per arriving node "
+                    "(--arrivals: each number is one new node's size, 1.0 = a whole node, of which --node-cap is "
+                    "usable). Each started partition goes to the node with the most free capacity. " + _UNITS)
+    st.add_argument("problem", help="recovery problem document (.json, .yaml)")
+    st.add_argument("--capacity", required=True,
+                    help="free capacity of the surviving nodes under the cap: one number (pooled) or one per node, comma-separated")
+    st.add_argument("--arrivals", default="", help="sizes of the nodes arriving one by one, comma-separated (1.0 = one node)")
+    st.add_argument("--node-cap", type=float, default=DEFAULT_NODE_CAP, help="usable fraction of a node's CPU (default 0.8)")
+    st.add_argument("--policy", choices=POLICIES, default="order-then-pack",
+                    help="order-then-pack (default: BestDensity order, packed into every stage), per-stage (BestDensity "
+                         "per stage, whole queries only) or operator-centric (the paper's OC baseline)")
+    st.add_argument("--failures", type=int, default=None,
+                    help="node failures since the last global checkpoint; below 2 recovery is blocking (default: incremental)")
+    st.add_argument("--json", action="store_true", help="print the schedule as JSON")
+    st.set_defaults(func=_stages)
+
+    bench = groups["bench"].add_parser("recovery", help="paper 003's planner comparison (Fig. 16), Fig. 2 schedules, scale")
+    bench.add_argument("--quick", action="store_true", help="a small run for CI smoke tests (seconds, not minutes)")
+    bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/recovery.md; --quick: stdout only)")
+    bench.add_argument("--instances", type=int, default=None, help="synthetic instances per setting (default 100)")
+    bench.set_defaults(func=_bench)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    problem = load_problem(args.problem)
+    options = {"time_limit": _time_limit(args.time_limit)} if args.algorithm == "exact" else {}
+    plan = plan_recovery(problem, _finite(args.budget, "--budget"), args.algorithm, **options)
+    doc = plan.model_dump(mode="json")
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{plan.algorithm}: restart {len(plan.partitions)} of {len(problem.partitions)} failed partitions "
+          f"(cost {plan.cost:.4g} of budget {plan.budget:.4g}); recovers {len(plan.recovered_queries)} of "
+          f"{len(problem.queries)} failed queries, priority {plan.recovered_priority:.4g} of {plan.total_priority:.4g}"
+          f"{' (optimal)' if plan.optimal else ''}{f', gap {plan.gap:.2%}' if plan.gap else ''}, {plan.elapsed_s:.3f} s")
+    print_table(["query", "priority", "recovered", "failed partitions"],
+                [[q, problem.queries[q].priority, "yes" if q in plan.recovered_queries else "no", problem.queries[q].partitions]
+                 for q in problem.query_ids()])
+    return 0
+
+
+def _stages(args: argparse.Namespace) -> int:
+    problem = load_problem(args.problem)
+    capacity = _numbers(args.capacity, "--capacity")
+    if not capacity:
+        raise InputError("--capacity: expected a number or a comma-separated list of numbers")
+    schedule = plan_stages(
+        problem, capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity,
+        _numbers(args.arrivals, "--arrivals"), node_cap=args.node_cap, policy=args.policy, failures=args.failures,
+    )
+    if args.json:
+        print_json(schedule)
+        return 0
+    print(f"{schedule.mode} recovery, policy {schedule.policy}, node cap {schedule.node_cap:.0%}; "
+          f"recovered {len(schedule.recovered_queries)} of {len(problem.queries)} failed queries"
+          + (f"; never scheduled: {', '.join(schedule.unscheduled_partitions)}" if schedule.unscheduled_partitions else ""))
+    print_table(["stage", "event", "available", "started (node)", "recovered", "rollback"],
+                [[s.stage, s.event, s.available, [f"{p}@{n}" for p, n in s.placement.items()] or "-",
+                  s.recovered_queries or "-", "yes" if s.global_rollback else ""] for s in schedule.stages])
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from ft_core.recovery_bench import QUICK, BenchConfig, run_benchmark
+
+    config = QUICK if args.quick else BenchConfig()
+    if args.instances is not None:
+        if args.instances < 1:
+            raise InputError(f"--instances: must be >= 1, got {args.instances}")
+        config = BenchConfig(**{**config.__dict__, "instances_per_setting": args.instances})
+    command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench recovery"
+    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
+    out = args.out or (None if args.quick else "docs/benchmarks/recovery.md")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(report)
+        print(f"wrote {out}", file=sys.stderr)
+    print(report)
+    return 0
+
+
+def _numbers(text: str, flag: str) -> list[float]:
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise InputError(f"{flag}: {item!r} is not a number") from None
+        out.append(_finite(value, flag))
+    return out
+
+
+def _finite(value: float, flag: str) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise InputError(f"{flag}: must be a finite number, got {value}")
+    if value < 0:
+        raise InputError(f"{flag}: must be >= 0, got {value:g}")
+    return value
+
+
+def _time_limit(value: float) -> float:
+    if not value > 0:
+        raise InputError(f"--time-limit: must be > 0 seconds, got {value:g}")
+    return value
