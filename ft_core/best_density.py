@@ -53,7 +53,7 @@ SEED_MODES = ("auto", "all", "literal")
 # Work units (queries + query-partition incidences touched) allowed for the seeds in "auto" mode;
 # about 1 s of CPython on a 2020s core (see docs/benchmarks/recovery.md, scale section).
 DEFAULT_WORK_LIMIT = 1_000_000
-_TIE = 1e-9  # densities within this relative distance are ties (float noise of incremental sums)
+_TIE_BITS = 30  # densities equal in their top 30 mantissa bits (~1e-9 relative) are ties: float noise of incremental sums
 _INF = math.inf
 _TINY = 1e-15  # a remaining weight below this is zero (all its partitions free or recovered)
 
@@ -121,6 +121,16 @@ def profit_density(problem: RecoveryProblem, recovered=()) -> dict[str, float]:
     return out
 
 
+def _heap_key(density: float) -> float:
+    """Min-heap key of a density: negated and rounded to ``_TIE_BITS`` mantissa bits, so that
+    densities differing only by float noise tie and the heap's ``(key, query)`` order breaks the
+    tie to the lower query id in O(log M), without popping every tied entry."""
+    if density == _INF or density == 0.0:
+        return -density
+    mantissa, exponent = math.frexp(density)
+    return -math.ldexp(round(mantissa * (1 << _TIE_BITS)), exponent - _TIE_BITS)
+
+
 def _density(priority: float, weight: float) -> float:
     if weight > _TINY:
         return priority / weight
@@ -158,7 +168,7 @@ class _Search:
         self.C0 = [math.fsum(inst.cost[p] for p in ps) for ps in inst.parts]
         self.n0 = [len(ps) for ps in inst.parts]
         self.dead0 = bytearray(1 if c > budget + self.eps else 0 for c in self.C0)
-        self.heap0 = [(-_density(pr, w), q, n) for q, (pr, w, n) in enumerate(zip(inst.priority, self.W0, self.n0)) if not self.dead0[q]]
+        self.heap0 = [(_heap_key(_density(pr, w)), q, n) for q, (pr, w, n) in enumerate(zip(inst.priority, self.W0, self.n0)) if not self.dead0[q]]
         heapify(self.heap0)
         self._fk_prepare()
 
@@ -185,7 +195,7 @@ class _Search:
                 if n == 0:
                     st.value += prio[q2]
                 elif not dead[q2]:
-                    push(heap, (-prio[q2] / w if w > _TINY else -_density(prio[q2], w), q2, n))
+                    push(heap, (_heap_key(prio[q2] / w if w > _TINY else _density(prio[q2], w)), q2, n))
 
     def extend(self, st: _State, allow_zero: bool = False) -> None:
         """Greedily add the densest query that fits until none does."""
@@ -199,7 +209,7 @@ class _Search:
         """Continue ``st`` as if the budget were unlimited (every outstanding query gets added)."""
         st.left = _INF
         st.dead = bytearray(len(st.nrem))
-        st.heap = [(-_density(self.inst.priority[q], st.W[q]), q, n) for q, n in enumerate(st.nrem) if n]
+        st.heap = [(_heap_key(_density(self.inst.priority[q], st.W[q])), q, n) for q, n in enumerate(st.nrem) if n]
         heapify(st.heap)
         self.extend(st, allow_zero=True)
 
@@ -217,26 +227,9 @@ class _Search:
                 break
         else:
             return -1
-        top = -heap[0][0]
-        if top <= 0 and not allow_zero:
+        if heap[0][0] >= 0 and not allow_zero:  # the best density is 0: nothing worth adding
             return -1
-        first = heappop(heap)
-        if top == _INF:
-            return first[1]
-        threshold = top - _TIE * top
-        if not heap or -heap[0][0] < threshold:
-            return first[1]
-        ties = [first]
-        while heap and -heap[0][0] >= threshold:
-            entry = heappop(heap)
-            q = entry[1]
-            if entry[2] == nrem[q] and not dead[q] and C[q] <= limit:
-                ties.append(entry)
-        best = min(ties, key=lambda e: e[1])
-        for entry in ties:
-            if entry is not best:
-                heappush(heap, entry)
-        return best[1]
+        return heappop(heap)[1]  # ties (equal keys) pop the lower query id first
 
     def run_seed(self, seed: tuple[int, ...]) -> _State:
         st = _State(self)

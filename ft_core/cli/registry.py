@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "ft_core.cli.job",
     "ft_core.cli.checkpoint",
     "ft_core.cli.recovery",
+    "ft_core.cli.simulate",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",
