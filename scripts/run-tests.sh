@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PYTHONDONTWRITEBYTECODE=1
+# Debian packages the tests use (the compose parser, ...): scripts/system-packages.txt
+./scripts/system-packages.sh
 # Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
 exec .venv/bin/python -m pytest -q "$@"
