@@ -1,0 +1,183 @@
+"""A local Airflow for the demo and the end-to-end tests: api-server, scheduler, dag-processor, triggerer.
+
+Why not ``airflow standalone``: it stops its children only on SIGINT, and a background job started from
+a non-interactive shell ignores SIGINT, so a scripted stop leaves an orphaned scheduler behind
+(stack notes, section 7). Each component is started here in its own session with its pid recorded,
+and stopped by signalling its whole process group (the LocalExecutor's workers included).
+
+Configuration: ``AIRFLOW_HOME`` under the project's state folder (SQLite metadata), this repository's
+``dags/`` folder, parallelism 4 (2 cores), the SimpleAuthManager with one ``admin`` user whose generated
+password stays in ``$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated``. Connections come in as
+``AIRFLOW_CONN_*`` environment variables of the processes (``extra_env``), never written to a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from ft_core.errors import ExternalError, InputError
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class LocalAirflow:
+    """The Airflow processes of one ``AIRFLOW_HOME`` (state in ``<home>/ftops-processes.json``)."""
+
+    home: Path
+    port: int = 8080
+    dags_folder: Path = ROOT / "dags"
+    parallelism: int = 4
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def _state_file(self) -> Path:
+        return self.home / "ftops-processes.json"
+
+    def env(self, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of every Airflow process (and of ``airflow`` CLI calls for this home)."""
+        bin_dir = str(Path(sys.executable).parent)
+        return {
+            **os.environ,
+            "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",  # spark-submit and airflow from the venv
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "30",
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            **(extra_env or {}),
+        }
+
+    # -- facts -----------------------------------------------------------------------------
+    def pids(self) -> dict[str, int]:
+        try:
+            return {k: int(v) for k, v in json.loads(self._state_file.read_text()).items()}
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    def alive(self) -> dict[str, bool]:
+        return {name: _alive(pid) for name, pid in self.pids().items()}
+
+    def health(self) -> dict[str, str]:
+        """Component statuses from ``/api/v2/monitor/health`` ({} when the api-server does not answer)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as resp:
+                doc = json.load(resp)
+        except (urllib.error.URLError, OSError, ValueError):
+            return {}
+        return {name: (info or {}).get("status", "unknown") for name, info in doc.items() if isinstance(info, dict)}
+
+    def admin_password(self) -> str:
+        path = self.home / "simple_auth_manager_passwords.json.generated"
+        try:
+            return json.loads(path.read_text())["admin"]
+        except (FileNotFoundError, KeyError, ValueError):
+            raise ExternalError(f"no generated admin password in {path} (has the api-server started?)") from None
+
+    def token(self) -> str:
+        """A JWT for the admin user (``POST /auth/token``), for API calls and the plugin's pages."""
+        body = json.dumps({"username": "admin", "password": self.admin_password()}).encode()
+        req = urllib.request.Request(f"{self.url}/auth/token", data=body, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                return json.load(resp)["access_token"]
+        except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
+            raise ExternalError(f"could not get an Airflow token from {self.url}/auth/token: {exc}") from None
+
+    # -- actions ---------------------------------------------------------------------------
+    def up(self, extra_env: dict[str, str] | None = None, timeout_s: float = 240, progress=lambda _: None) -> None:
+        """Migrate the metadata database, start the four components and wait until all are healthy."""
+        if any(self.alive().values()):
+            raise InputError(f"Airflow in {self.home} is already running (pids {self.pids()}); stop it first")
+        _port_free(self.port)
+        self.home.mkdir(parents=True, exist_ok=True)
+        env = self.env(extra_env)
+        progress("migrating the Airflow metadata database")
+        proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise ExternalError(f"airflow db migrate failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        pids = {}
+        logs = self.home / "logs"
+        logs.mkdir(exist_ok=True)
+        for name in COMPONENTS:
+            args = [sys.executable, "-m", "airflow", name] + (["--port", str(self.port)] if name == "api-server" else [])
+            with open(logs / f"{name}.log", "ab") as log:
+                pids[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                              start_new_session=True, cwd=self.home).pid
+        self._state_file.write_text(json.dumps(pids))
+        progress(f"waiting for {', '.join(COMPONENTS)} to be healthy at {self.url}")
+        self._wait_healthy(timeout_s)
+
+    def down(self, timeout_s: float = 60) -> list[str]:
+        """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""
+        pids = self.pids()
+        for pid in pids.values():
+            _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for pid in pids.values():
+            _signal_group(pid, signal.SIGKILL)
+        self._state_file.unlink(missing_ok=True)
+        return sorted(pids)
+
+    def _wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        wanted = {"metadatabase", "scheduler", "triggerer", "dag_processor"}
+        health: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            dead = [n for n, ok in self.alive().items() if not ok]
+            if dead:
+                self.down()
+                raise ExternalError(f"Airflow {', '.join(dead)} exited during start-up (see {self.home / 'logs'})")
+            health = self.health()
+            if wanted <= {k for k, v in health.items() if v == "healthy"}:
+                return
+            time.sleep(2)
+        self.down()
+        raise ExternalError(f"Airflow did not become healthy within {timeout_s:.0f} s (last health: {health or 'no answer'}; "
+                            f"logs in {self.home / 'logs'})")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours is dead
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _port_free(port: int) -> None:
+    import socket
+
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            raise InputError(f"port {port} is in use on 127.0.0.1; stop what listens there or choose another port")
