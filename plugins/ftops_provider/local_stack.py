@@ -1,0 +1,140 @@
+"""The whole local stack on the embedded defaults: PostgreSQL, the Spark clusters and Airflow.
+
+``up`` starts what is not running yet (PostgreSQL from the system binaries, the primary and standby
+Spark standalone clusters of ``spark_jobs.cluster``, the four Airflow components of
+:class:`~ftops_provider.local_airflow.LocalAirflow`), applies the history-store migrations and
+registers the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own
+specs). ``down`` stops all of it, also after a crash (every part keeps its pids in its own state
+folder). ``trigger`` runs a DAG through Airflow's REST API and waits for its end, as a user clicking
+"Trigger" would. Everything lives under ``.state/`` of the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ft_core.errors import ExternalError
+from ft_core.store.connection import connect
+from ft_core.store.embedded import EmbeddedPostgres
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from ftops_provider.local_airflow import ROOT, LocalAirflow
+
+SAMPLE_JOBS = (
+    JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=120,
+            primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
+    JobSpec(name="incidents", workload="incidents", replication_budget=6, max_recovery_s=120,
+            primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
+)
+
+
+@dataclass
+class LocalStack:
+    state: Path = ROOT / ".state"
+    airflow_port: int = 8080
+    db_port: int = 5433
+    progress: object = field(default=lambda _: None)
+
+    @property
+    def postgres(self) -> EmbeddedPostgres:
+        return EmbeddedPostgres(self.state / "postgres", self.db_port)
+
+    @property
+    def airflow(self) -> LocalAirflow:
+        return LocalAirflow(home=self.state / "airflow-local", port=self.airflow_port)
+
+    @property
+    def spark_state(self) -> Path:
+        return self.state / "spark"
+
+    def connections(self) -> dict[str, str]:
+        """Airflow connections as environment variables of the Airflow processes (never written to disk)."""
+        spark = lambda port: json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})  # noqa: E731
+        return {"AIRFLOW_CONN_FTOPS_DB": self.postgres.url(), "AIRFLOW_CONN_SPARK_PRIMARY": spark(7077),
+                "AIRFLOW_CONN_SPARK_STANDBY": spark(7078), "FTOPS_DATABASE_URL": self.postgres.url()}
+
+    def up(self) -> None:
+        from spark_jobs.cluster import ClusterConfig, ClusterState, cluster_up
+
+        self.progress("starting PostgreSQL (embedded, 127.0.0.1:%d)" % self.db_port)
+        self.postgres.start()
+        self.register_sample_jobs()
+        state = ClusterState.load(self.spark_state.resolve())
+        if state is None or not state.processes:
+            self.progress("starting the Spark clusters (primary: rack-a, rack-b; standby)")
+            cluster_up(ClusterConfig(state_dir=self.spark_state))
+        if not any(self.airflow.alive().values()):
+            self.progress(f"starting Airflow (api-server, scheduler, dag-processor, triggerer) on port {self.airflow_port}")
+            self.airflow.up(extra_env=self.connections(), progress=self.progress)
+
+    def down(self) -> list[str]:
+        from spark_jobs.cluster import cluster_down
+
+        stopped = [f"airflow {c}" for c in self.airflow.down()]
+        stopped += [f"spark {p}" for p in cluster_down(self.spark_state)]
+        if self.postgres.running() and self.postgres.stop():
+            stopped.append("postgres")
+        return stopped
+
+    def register_sample_jobs(self) -> list[str]:
+        from spark_jobs.workloads.spec import make_spec
+
+        conn = connect(self.postgres.url())
+        try:
+            upgrade(conn)
+            store = HistoryStore(conn)
+            for job in SAMPLE_JOBS:
+                store.register_job(job)
+                store.save_topology(job.name, make_spec(job.workload).topology(name=job.name).to_document())
+        finally:
+            conn.close()
+        return [j.name for j in SAMPLE_JOBS]
+
+    # -- Airflow REST ----------------------------------------------------------------------
+    def trigger(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900) -> dict:
+        """Unpause ``dag_id``, trigger a run with ``conf`` and wait for it to finish; returns the run."""
+        token = self.airflow.token()
+        self._wait_for_dag(dag_id, token)
+        self._api("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
+        run = self._api("POST", f"/api/v2/dags/{dag_id}/dagRuns", token, {"logical_date": None, "conf": conf or {}})
+        run_id = run["dag_run_id"]
+        self.progress(f"{dag_id}: run {run_id} triggered")
+        deadline = time.monotonic() + timeout_s
+        state = run.get("state")
+        while time.monotonic() < deadline:
+            run = self._api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token)
+            if run["state"] != state:
+                state = run["state"]
+                self.progress(f"{dag_id}: {state}")
+            if state in ("success", "failed"):
+                return run
+            time.sleep(3)
+        raise ExternalError(f"{dag_id} run {run_id} did not finish within {timeout_s:.0f} s (state {state})")
+
+    def _wait_for_dag(self, dag_id: str, token: str, timeout_s: float = 180) -> None:
+        """A fresh Airflow parses the DAG folder in the background: wait until the DAG is known."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                self._api("GET", f"/api/v2/dags/{dag_id}", token)
+                return
+            except ExternalError:
+                time.sleep(3)
+        raise ExternalError(f"DAG {dag_id} did not appear within {timeout_s:.0f} s; check /api/v2/importErrors")
+
+    def _api(self, method: str, path: str, token: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.airflow.url}{path}", data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:
+            raise ExternalError(f"Airflow API {method} {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ExternalError(f"Airflow API {method} {path}: {exc}") from None
