@@ -125,7 +125,7 @@ def cluster_up(config: ClusterConfig) -> ClusterState:
             raise InputError(f"a cluster from {state_dir} is already running; run `ftops cluster down` first")
         (state_dir / "cluster.json").unlink()  # stale state from a crash: every recorded pid is gone
     _check_config(config)
-    _check_ports_free(config)
+    check_ports_free(config)
     state = ClusterState(str(state_dir), config.worker_timeout_s)
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
     try:
@@ -157,7 +157,8 @@ def _check_config(config: ClusterConfig) -> None:
         raise InputError(f"worker cores: must be >= 1, got {config.worker_cores}")
 
 
-def _check_ports_free(config: ClusterConfig) -> None:
+def check_ports_free(config: ClusterConfig) -> None:
+    """Every port the configuration needs can be bound on 127.0.0.1, else InputError naming it."""
     workers = sum(c for _, c in config.primary_domains) + config.standby_workers
     ports = [config.primary_port, config.primary_ui, config.standby_port, config.standby_ui]
     ports += [config.worker_port_base + i for i in range(workers)] + [config.worker_ui_base + i for i in range(workers)]
@@ -202,7 +203,10 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
     args = [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", HOST,
             "--port", str(port), "--webui-port", str(ui), "--cores", str(cores), "--memory", memory,
             "--work-dir", str(work_dir), state.master_url(pool)]
-    pid, log = _spawn(state, name, args, spark_env())
+    # The worker heartbeats every timeout / 4 of *its own* spark.worker.timeout: without this it would
+    # use Spark's 60 s (a heartbeat every 15 s) and the master would drop it as dead every few seconds.
+    env = spark_env({"SPARK_WORKER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
+    pid, log = _spawn(state, name, args, env)
     proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir))
     state.processes.append(proc)
     state.save()
@@ -210,12 +214,13 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
 
 
 def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int = 1, memory: str = "1g",
-               timeout_s: float = 60.0) -> Process:
-    """Replacement capacity: one new worker in ``domain``, waited for until the master lists it alive."""
+               timeout_s: float = 60.0, port_base: int = 7100, ui_base: int = 8100) -> Process:
+    """Replacement capacity: one new worker in ``domain``, waited for until the master lists it alive.
+    Its ports are the first free ones from ``port_base`` and ``ui_base`` (200 candidates each)."""
     state = require_state(state_dir)
     used = {p.port for p in state.processes} | {p.ui_port for p in state.processes}
-    port = next(p for p in range(7100, 7300) if p not in used and _port_free(p))
-    ui = next(p for p in range(8100, 8300) if p not in used and _port_free(p))
+    port = _free_port(range(port_base, port_base + 200), used)
+    ui = _free_port(range(ui_base, ui_base + 200), used | {port})
     proc = start_worker(state, pool, domain, port, ui, cores, memory)
     wait_for_workers(state, [proc], timeout_s=timeout_s)
     return proc
@@ -372,6 +377,13 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def _free_port(candidates: range, used: set[int]) -> int:
+    port = next((p for p in candidates if p not in used and _port_free(p)), None)
+    if port is None:
+        raise ClusterError(f"no free port in {candidates.start}-{candidates.stop - 1} for a new worker")
+    return port
 
 
 def _port_free(port: int) -> bool:

@@ -164,17 +164,30 @@ def submit_command(args: argparse.Namespace) -> list[str]:
     return cmd + [str(x) for x in job]
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_args(argv: list[str]) -> argparse.Namespace:
+    """Parse ``ftops workload run ...`` arguments (without the leading ``run``) into the namespace
+    :func:`launch_run` takes, so that Python callers (drills, operators) submit runs exactly as
+    the CLI does."""
+    from ft_core.cli.main import _Parser
+
+    parser = _Parser(prog="ftops workload")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    register(sub, {})
+    return parser.parse_args(["workload", "run", *map(str, argv)])
+
+
+def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
+    """Validate (bad parameters and plans raise InputError before a JVM starts), then spark-submit
+    the run in its own session; returns the process (leader of its process group) and its log."""
     from spark_jobs.cluster import spark_env
     from spark_jobs.run_workload import config_from_args, prepare
 
-    # Validate before spawning a JVM: bad parameters and plans exit 2 here.
     job_args = argparse.Namespace(**{**vars(args), "param": args.param})
     prepare(config_from_args(job_args))
     args.output.mkdir(parents=True, exist_ok=True)
     log_dir = args.output / "_logs"
     log_dir.mkdir(exist_ok=True)
-    log = log_dir / f"driver-{int(time.time())}.log"
+    log = log_dir / f"driver-{time.time():.3f}.log"
     env = spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
     env.pop("SPARK_NO_DAEMONIZE", None)
     cmd = submit_command(args)
@@ -186,6 +199,11 @@ def _run(args: argparse.Namespace) -> int:
         from spark_jobs.cluster import register_driver
 
         register_driver(args.state_dir, f"driver-{args.workload}-{args.role}", proc.pid, args.pool, str(log))
+    return proc, log
+
+
+def _run(args: argparse.Namespace) -> int:
+    proc, log = launch_run(args)
     if args.detach:
         print_json({"pgid": proc.pid, "log": str(log), "output": str(args.output)})
         return 0

@@ -12,7 +12,9 @@ file source takes them in event-time order.
 
 Records (event time ``ts`` in epoch ms):
 - topk ``requests``: ``{ts, server, page}``; ``server`` ~ Zipf(server_zipf) over n_servers,
-  ``page`` ~ Zipf(page_zipf) over n_pages (the World Cup 1998 log's shape).
+  ``page`` ~ Zipf(page_zipf) over n_pages (the World Cup 1998 log's shape); with ``page_affinity``
+  a, a share a of requests ranks pages by the server's own popularity (the Zipf ranking rotated
+  by ``server * n_pages // n_servers``), like servers with regional content.
 - incidents ``locations``: ``{ts, user, segment, speed}``; a uniform user, on the segment the user
   lives on (users apportioned to segments by Zipf(segment_zipf)); speed 50-90, or 5-25 while a jam
   incident is active on the segment.
@@ -34,6 +36,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -85,6 +88,9 @@ def _requests(spec: TopkSpec, index: int) -> list[dict]:
     ts = _timestamps(rng, lo, hi, n)
     servers = rng.choice(spec.n_servers, size=n, p=spec.server_probabilities())
     pages = rng.choice(spec.n_pages, size=n, p=spec.page_probabilities())
+    if spec.page_affinity > 0:  # drawn after the rest, so page_affinity=0 leaves the files unchanged
+        own = rng.random(n) < spec.page_affinity
+        pages = np.where(own, (pages + servers * spec.n_pages // spec.n_servers) % spec.n_pages, pages)
     return [{"ts": int(t), "server": int(s), "page": int(p)} for t, s, p in zip(ts, servers, pages)]
 
 
@@ -207,26 +213,67 @@ def existing_files(spec: WorkloadSpec, input_dir: Path) -> int:
 
 
 def run_generator(spec: WorkloadSpec, input_dir: Path, duration_s: float | None = None,
-                  speedup: float = 1.0, log=None) -> int:
+                  speedup: float = 1.0, log=None, stop: threading.Event | None = None) -> int:
     """Append one file per source every ``file_s / speedup`` wall seconds (after its event-time
     slice has passed), resuming after the files already present; stop after ``duration_s`` wall
-    seconds (None: until interrupted). Returns the index after the last file written."""
+    seconds (None: until interrupted) or once ``stop`` is set (a drill feeds a job this way).
+    Returns the index after the last file written."""
     index = existing_files(spec, input_dir)
     start = time.monotonic()
     first = index
-    while duration_s is None or time.monotonic() - start < duration_s:
+    stop = stop or threading.Event()
+    while (duration_s is None or time.monotonic() - start < duration_s) and not stop.is_set():
         due = start + (index - first + 1) * spec.file_s / speedup
         delay = due - time.monotonic()
         if delay > 0:
             if duration_s is not None and time.monotonic() + delay - start > duration_s:
                 break
-            time.sleep(delay)
+            if stop.wait(delay):
+                break
         for source in source_names(spec):
             write_file(spec, input_dir, source, index)
         if log is not None:
             log(index)
         index += 1
     return index
+
+
+def file_max_ts(spec: WorkloadSpec, source: str, index: int) -> int | None:
+    """The largest event time in input file ``index`` of ``source`` (None: the file is empty)."""
+    records = file_records(spec, source, index)
+    return max(r["ts"] for r in records) if records else None
+
+
+class InputWatermark:
+    """The event-time watermark a streaming run reaches after reading files ``0 .. n-1``:
+    Spark's rule (per source: max event time - ``watermark_s``; several sources: the minimum),
+    computed exactly from the deterministic files, one file at a time. A window is closed (emitted
+    in append mode) once its end is <= this value.
+
+        >>> from spark_jobs.workloads.spec import TopkSpec
+        >>> w = InputWatermark(TopkSpec(rate=10, watermark_s=1)); w.add(0); w.add(1)
+        >>> w.value_ms == max(r["ts"] for r in file_records(TopkSpec(rate=10), "requests", 1)) - 1000
+        True
+    """
+
+    def __init__(self, spec: WorkloadSpec):
+        self.spec = spec
+        self.files = 0
+        self._max = {s: None for s in source_names(spec)}
+
+    def add(self, index: int) -> None:
+        """Account for file ``index`` of every source (files are added in index order)."""
+        for source in self._max:
+            ts = file_max_ts(self.spec, source, index)
+            if ts is not None and (self._max[source] is None or ts > self._max[source]):
+                self._max[source] = ts
+        self.files = max(self.files, index + 1)
+
+    @property
+    def value_ms(self) -> int | None:
+        if any(v is None for v in self._max.values()):
+            return None
+        return min(self._max.values()) - int(round(self.spec.watermark_s * 1000))
 
 
 def read_records(spec: WorkloadSpec, input_dir: Path, source: str) -> list[dict]:

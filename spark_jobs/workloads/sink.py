@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 REFERENCE_FILE = "reference.jsonl"
 
 
@@ -70,3 +72,46 @@ def closed_rows(rows: list[dict[str, Any]], watermark_ms: int) -> list[dict[str,
     """The rows of windows a streaming run has closed once its watermark reached ``watermark_ms``
     (Spark emits a window in append mode when ``window_end <= watermark``)."""
     return [r for r in rows if r["window_end"] <= watermark_ms]
+
+
+class OutputComparison(BaseModel):
+    """A streaming sink against the expected rows: windows lost, windows written more than once
+    (by two micro-batch files, or with repeated rows), windows that should not be there."""
+
+    equal: bool
+    expected_windows: int
+    lost_windows: list[int]
+    duplicated_windows: list[int]
+    unexpected_windows: list[int]
+
+
+def _window(row: dict[str, Any]) -> tuple[int, int]:
+    return row.get("window_start", 0), row.get("window_end", 0)
+
+
+def compare_output(folder: str | Path, expected: list[dict[str, Any]]) -> OutputComparison:
+    """Compare every micro-batch file of ``folder`` with ``expected`` (windows named by their start)."""
+    files_of: dict[tuple[int, int], set[str]] = {}
+    rows: list[dict[str, Any]] = []
+    for path in sorted(Path(folder).glob("batch-*.jsonl")):
+        with path.open() as fh:
+            batch = [json.loads(line) for line in fh if line.strip()]
+        rows.extend(batch)
+        for row in batch:
+            files_of.setdefault(_window(row), set()).add(path.name)
+    rows.sort(key=row_key)
+    want = sorted(expected, key=row_key)
+    want_count: dict[tuple[int, int], int] = {}
+    for row in want:
+        want_count[_window(row)] = want_count.get(_window(row), 0) + 1
+    got_count: dict[tuple[int, int], int] = {}
+    for row in rows:
+        got_count[_window(row)] = got_count.get(_window(row), 0) + 1
+    duplicated = [w for w, names in files_of.items() if len(names) > 1 or got_count[w] > want_count.get(w, got_count[w])]
+    return OutputComparison(
+        equal=rows == want,
+        expected_windows=len(want_count),
+        lost_windows=sorted(w[0] for w in want_count if w not in got_count),
+        duplicated_windows=sorted(w[0] for w in duplicated),
+        unexpected_windows=sorted(w[0] for w in got_count if w not in want_count),
+    )

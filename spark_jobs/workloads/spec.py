@@ -257,6 +257,8 @@ class TopkSpec(WorkloadSpec):
     n_pages: int = Field(default=200, ge=1)
     server_zipf: float = Field(default=1.0, ge=0)
     page_zipf: float = Field(default=1.0, ge=0)
+    page_affinity: float = Field(default=0.0, ge=0, le=1, description="share of requests whose page popularity "
+                                 "is the server's own (its Zipf ranking rotated by server); 0: one popularity for all")
     k: int = Field(default=10, ge=1)
     p1: int = Field(default=4, ge=1)
     p2: int | None = Field(default=None, ge=1, description="merge parallelism (default p1 // 2, at least 1)")

@@ -1,0 +1,98 @@
+"""Chaos drills on a real local Spark standalone cluster (issue 4): the primary and the replica are
+submitted to the cluster's two pools, the primary's failure domain is SIGKILLed, the replica keeps
+producing tentative outputs, replacement capacity arrives, the primary recovers from its checkpoint
+and its final output equals the batch reference. Every wait in the drill polls real state; nothing
+here depends on how fast the machine is."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from spark_jobs.drill import DrillConfig, run_drill
+from spark_jobs.workloads.spec import make_spec
+
+# Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
+PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
+# Ports of these tests only (21400-21699); the drill's default base is 7000.
+BASE_FULL, BASE_EMPTY, BASE_BAD = 21400, 21500, 21600
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (a drill's work dir)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (cmdline.parent / "stat").read_text()
+        except OSError:
+            continue
+        if text in args and ") Z" not in stat:
+            found.append(args[:200])
+    return found
+
+
+def _drill(tmp_path: Path, base: int, **kw) -> DrillConfig:
+    return DrillConfig(workload="topk", params=PARAMS, primary_workers=1, new_capacity_after_s=5,
+                       port_base=base, timeout_s=300, work_dir=tmp_path / "drill", **kw)
+
+
+def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers(tmp_path):
+    n_tasks = len(make_spec("topk", PARAMS).task_ids())
+    report = run_drill(_drill(tmp_path, BASE_FULL, budget=n_tasks))
+
+    assert report.plan_tasks == sorted(make_spec("topk", PARAMS).task_ids())
+    assert report.predicted_output_fidelity == 1.0
+    # The failure held windows back from the primary; the full replica delivered each exactly.
+    assert len(report.tentative_accuracy_per_window) >= 1
+    assert report.tentative_accuracy_per_window == [1.0] * len(report.tentative_accuracy_per_window)
+    assert report.tentative_accuracy == 1.0
+    assert report.time_to_first_tentative_s is not None and report.time_to_first_tentative_s >= 0
+    # Caught up only after the replacement worker joined (the primary was really down).
+    assert report.time_to_caught_up_s > report.capacity_alive_s >= 5
+    assert report.recovery == "rescheduled onto the replacement worker" and report.primary_driver_restarts == 0
+    assert report.killed == [f"worker-primary-rack-a-{BASE_FULL + 100}"]
+    assert report.output_equals_reference and report.lost_windows == 0 and report.duplicated_windows == 0
+    assert report.windows_expected > len(report.tentative_accuracy_per_window)
+    # The jobs really ran on the standalone pools, and nothing the drill started is left running.
+    run_doc = json.loads((tmp_path / "drill" / "primary" / "_run.json").read_text())
+    replica_doc = json.loads((tmp_path / "drill" / "replica" / "_run.json").read_text())
+    assert (run_doc["master"], replica_doc["master"]) == (f"spark://127.0.0.1:{BASE_FULL + 77}", f"spark://127.0.0.1:{BASE_FULL + 78}")
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_its_checkpoint(tmp_path):
+    report = run_drill(_drill(tmp_path, BASE_EMPTY, budget=0, kill_driver=True))
+
+    assert report.plan_tasks == [] and report.predicted_output_fidelity == 0.0
+    assert not (tmp_path / "drill" / "replica" / "_run.json").exists()  # R = 0: no replica was started
+    assert report.time_to_first_tentative_s is None
+    assert len(report.tentative_accuracy_per_window) >= 1 and report.tentative_accuracy == 0.0
+    assert report.killed[-1] == "primary driver" and report.primary_driver_restarts == 1
+    assert report.output_equals_reference and report.lost_windows == 0 and report.duplicated_windows == 0
+    assert _processes_mentioning(str(tmp_path)) == []
+
+
+def test_bad_plan_exits_2_before_anything_starts(tmp_path, cli):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"tasks": ["O1[0]", "O7[0]"]}))
+    work = tmp_path / "drill"
+    res = cli("drill", "run", "--workload", "topk", "--plan", plan, "--work-dir", work, "--port-base", BASE_BAD,
+              *[a for p in PARAMS for a in ("--param", p)])
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1
+    assert "'O7[0]' is not in the topk topology" in res.err
+    assert not work.exists()
+
+
+def test_port_in_use_exits_2_and_leaves_nothing_running(tmp_path, cli):
+    work = tmp_path / "drill"
+    with socket.socket() as blocker:
+        blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        blocker.bind(("127.0.0.1", BASE_BAD + 90))  # the primary master's UI
+        blocker.listen()
+        res = cli("drill", "run", "--workload", "topk", "--budget", "4", "--work-dir", work, "--port-base", BASE_BAD,
+                  *[a for p in PARAMS for a in ("--param", p)])
+    assert res.code == 2 and f"port {BASE_BAD + 90} on 127.0.0.1 is in use" in res.err
+    assert _processes_mentioning(str(tmp_path)) == []
+    assert not (work / "spark" / "cluster.json").exists()
