@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "ft_core.cli.checkpoint",
     "ft_core.cli.recovery",
     "ft_core.cli.simulate",
+    "ft_core.cli.fault_tolerance",
 ]
 GROUPS = {
     "plan": "compute a plan (replication, recovery, stages, checkpoint)",
