@@ -1,7 +1,11 @@
 """The "Fault tolerance" view: registered as an Airflow plugin, behind Airflow's authentication,
-showing plan history, topology and plan diffs from the real PostgreSQL history store."""
+showing plan history, topology, plan diffs, drills and recovery runs from the real PostgreSQL history
+store (written through the store API the DAGs use)."""
 
 from __future__ import annotations
+
+import re
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -11,6 +15,70 @@ from ft_core.samples import load_sample
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
+
+ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
+          "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2")
+
+
+def _windows(start_ms: int, accuracies: list[float]) -> dict:
+    return {"failure_window_starts_ms": [start_ms + 2000 * i for i in range(len(accuracies))],
+            "tentative_accuracy_per_window": accuracies,
+            "tentative_accuracy": sum(accuracies) / len(accuracies)}
+
+
+def record_drills(store: HistoryStore, plan_id: int) -> list[int]:
+    """Three drills as the chaos-drill DAG leaves them: passed, failed (lost output), still running."""
+    t0 = int(time.time() * 1000) - 600_000
+    passed = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__d1")
+    store.finish_drill(passed, {"predicted_output_fidelity": 0.5595, **_windows(t0, [0.5, 0.6, 0.7]),
+                                "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 35.0, "lost_windows": 0,
+                                "duplicated_windows": 0, "output_equals_reference": True}, "passed")
+    failed = store.start_drill("topk", plan_id, {"failure_domain": "rack-b", "kill_driver": True}, "manual__d2")
+    store.finish_drill(failed, {"predicted_output_fidelity": 0.5595, **_windows(t0 + 60_000, [0.2, 0.3]),
+                                "time_to_first_tentative_s": 4.0, "time_to_caught_up_s": None, "lost_windows": 2,
+                                "duplicated_windows": 1, "output_equals_reference": False}, "failed")
+    running = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__d3")
+    return [passed, failed, running]
+
+
+def record_recovery_runs(store: HistoryStore) -> list[int]:
+    """Two recovery runs as the incremental-recovery DAG records them, stage by stage."""
+    t_fail = time.time() - 300
+    done = store.start_recovery_run("topk", None, {"domain": "rack-a", "time": t_fail, "units": ["u1", "u2", "u3"]},
+                                    "manual__r1")
+    for k in (1, 2, 3):
+        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "pending")
+    for k, (start, end) in enumerate([(6.0, 14.0), (20.0, 31.0), (33.0, 40.0)], start=1):
+        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "waiting", waiting_at=t_fail + start - 4)
+        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "started", started_at=t_fail + start)
+        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "done", finished_at=t_fail + end)
+    for q, s in (("Q1", 16.0), ("Q2", 33.5), ("Q3", 42.0)):
+        store.record_query_recovery(done, q, 1.0, s)
+    store.finish_recovery_run(done, "succeeded")
+    running = store.start_recovery_run("topk", None, {"domain": "rack-b", "time": time.time() - 60}, "manual__r2")
+    store.record_stage(running, 1, 1.0, ["u4"], {}, "done", finished_at=time.time() - 30)  # done without a start time
+    store.record_stage(running, 2, 2.0, ["u5"], {}, "waiting")
+    store.record_stage(running, 3, 3.0, ["u6"], {}, "pending")
+    store.record_query_recovery(running, "Q4", 2.0, None)
+    return [done, running]
+
+
+def seed_history(conn) -> dict:
+    """Job ``topk`` with its topology, two replication plans (budgets 4 and 8), drills and recovery runs."""
+    upgrade(conn)
+    store = HistoryStore(conn)
+    store.register_job(JobSpec(name="topk", workload="topk", replication_budget=8))
+    graph = load_sample("q1-topk")
+    topology_id = store.save_topology("topk", graph.topology.to_document())
+    plan_ids = []
+    for budget in (4, 8):
+        plan = plan_replication(graph, budget, "exact")
+        plan_ids.append(store.save_plan("topk", "replication", algorithm=plan.algorithm, objective=plan.output_fidelity,
+                                        optimal=plan.optimal, payload=plan.model_dump(mode="json"), input_hash=plan.input_hash,
+                                        parameters={"budget": budget}, topology_id=topology_id).plan_id)
+    drills = record_drills(store, plan_ids[-1])
+    runs = record_recovery_runs(store)
+    return {"plans": plan_ids, "drills": drills, "runs": runs, "store": store}
 
 
 @pytest.fixture
@@ -23,38 +91,103 @@ def ui(pg_server, pg_conn, monkeypatch):
 
     manager = init_auth_manager()
     token = manager.generate_jwt(SimpleAuthManagerUser(username="admin", role="ADMIN"))
-    upgrade(pg_conn)
-    store = HistoryStore(pg_conn)
-    store.register_job(JobSpec(name="topk", workload="topk", replication_budget=8))
-    graph = load_sample("q1-topk")
-    topology_id = store.save_topology("topk", graph.topology.to_document())
-    for budget in (4, 8):
-        plan = plan_replication(graph, budget, "exact")
-        store.save_plan("topk", "replication", algorithm=plan.algorithm, objective=plan.output_fidelity,
-                        optimal=plan.optimal, payload=plan.model_dump(mode="json"), input_hash=plan.input_hash,
-                        topology_id=topology_id)
-    return TestClient(app), token
+    return TestClient(app), token, seed_history(pg_conn)
 
 
 def test_unauthenticated_requests_are_refused(ui):
-    client, _ = ui
-    for path in ("/", "/jobs/topk", "/api/jobs/topk/plans"):
-        assert client.get(path).status_code == 401
+    client, _, _ = ui
+    for path in ROUTES:
+        refused = client.get(path)
+        assert refused.status_code == 401, path
+        assert refused.json() == {"detail": "Not authenticated"}  # API clients get Airflow's JSON error
+        assert "topk" not in refused.text
+
+
+def test_a_refused_browser_gets_a_login_link_and_no_content(ui):
+    client, _, _ = ui
+    page = client.get("/jobs/topk", headers={"Accept": "text/html"})
+    assert page.status_code == 401 and "<svg" not in page.text and "Drills" not in page.text
+    login = re.search(r"id='login' href='([^']+)'", page.text).group(1)
+    assert login.startswith("/auth/login?next=") and "ftops" not in login.split("?")[0]
+    client.cookies.set("_token", "not-a-token")
+    forged = client.get("/jobs/topk", headers={"Accept": "text/html"})
+    assert forged.status_code == 403 and "<svg" not in forged.text and "id='login'" in forged.text
 
 
 def test_job_page_shows_history_topology_and_diff(ui):
-    client, token = ui
+    client, token, _ = ui
     client.cookies.set("_token", token)
     index = client.get("/")
     assert index.status_code == 200 and "jobs/topk" in index.text
     page = client.get("/jobs/topk")
     assert page.status_code == 200
-    assert page.text.count("<circle") >= 2 + 13  # two plan points and the 13 tasks of Q1
+    history = _section(page.text, "history")
+    assert history.count('class="point plan"') == 2
+    assert _section(page.text, "topology").count("<circle") == 13  # the 13 tasks of Q1
     assert "Current plan" in page.text and "proven optimal" in page.text
     assert "id='diff'" in page.text and "class='added'" in page.text
     plans = client.get("/api/jobs/topk/plans").json()
     assert [round(p["objective"], 4) for p in plans] == [0.25, 0.5595]
     assert client.get("/jobs/unknown").status_code == 404
+
+
+def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    page = client.get("/jobs/topk").text
+    chart = _section(page, "drill-chart")
+    assert chart.count('class="point predicted"') == 3  # every drill has its plan's prediction
+    assert chart.count('class="point measured"') == 2  # the running drill is not measured yet
+    assert chart.count('class="line measured"') == 1 and chart.count('class="line predicted"') == 1
+    measured_y = [float(y) for y in re.findall(r'class="point measured" cx="[\d.]+" cy="([\d.]+)"', chart)]
+    assert measured_y[0] < measured_y[1]  # accuracy 0.6 is drawn above 0.25
+    assert page.count("<tr class='drill") == 3 and "<tr class='drill failed'>" in page
+    drills = client.get("/api/jobs/topk/drills").json()
+    assert [d["drill_id"] for d in drills] == ids["drills"]
+    assert [len(d["windows"]) for d in drills] == [3, 2, 0] and [d["status"] for d in drills] == ["passed", "failed", "running"]
+    assert drills[0]["tentative_accuracy"] == pytest.approx(0.6)
+    assert drills[0]["prediction_error"] == pytest.approx(abs(0.6 - 0.5595), abs=1e-4)
+    assert drills[1]["lost_windows"] == 2 and drills[1]["output_equals_reference"] is False
+    assert drills[2]["tentative_accuracy"] is None and drills[2]["predicted_output_fidelity"] == pytest.approx(0.5595, abs=1e-4)
+
+
+def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    page = client.get("/jobs/topk").text
+    done_run, running_run = (_section(page, f"run-{i}", tag="section class='run'") for i in ids["runs"])
+    assert done_run.count('class="bar done"') == 3 and done_run.count('class="bar waiting"') == 3
+    assert done_run.count('class="mark query"') == 3 and "Q2 available again after 33.5 s" in done_run
+    starts = [float(x) for x in re.findall(r'class="bar done" x="([\d.]+)"', done_run)]
+    assert starts == sorted(starts) and len(set(starts)) == 3  # stages restart one after the other
+    assert running_run.count('class="mark done"') == 1  # done without a recorded start: a mark at its finish
+    assert running_run.count('class="bar waiting"') == 1 and "stage 3 (pending)" in running_run
+    assert running_run.count('class="mark unrecovered"') == 1
+    runs = client.get("/api/jobs/topk/recovery-runs").json()
+    assert [r["run_id"] for r in runs] == ids["runs"] and [r["status"] for r in runs] == ["succeeded", "running"]
+    assert [s["status"] for s in runs[1]["stages"]] == ["done", "waiting", "pending"]
+    assert [q["recovered_s"] for q in runs[0]["queries"]] == [16.0, 33.5, 42.0]
+
+
+def test_any_two_plans_can_be_compared(ui):
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    a, b = ids["plans"]
+    diff = client.get(f"/api/jobs/topk/diff?a={a}&b={b}").json()
+    assert diff["objective_change"] == pytest.approx(0.5595 - 0.25, abs=1e-4)
+    assert diff["parameters_changed"] == {"budget": [4, 8]} and len(diff["added_tasks"]) >= 4
+    back = client.get(f"/api/jobs/topk/diff?a={b}&b={a}").json()
+    assert back["added_tasks"] == diff["removed_tasks"] and back["removed_tasks"] == diff["added_tasks"]
+    page = client.get(f"/jobs/topk/diff?a={a}&b={b}")
+    assert page.status_code == 200 and f"Changes from plan #{a} to #{b}" in page.text
+    assert page.text.count("class='added'") == len(diff["added_tasks"])
+    store = ids["store"]
+    store.register_job(JobSpec(name="other", workload="topk"))
+    recovery = store.save_plan("topk", "recovery", algorithm="order-then-pack", objective=12.0, optimal=False,
+                               payload={"schedule": {}}, input_hash="r1").plan_id
+    assert client.get(f"/api/jobs/other/diff?a={a}&b={b}").status_code == 404
+    assert client.get(f"/api/jobs/topk/diff?a={a}&b={recovery}").status_code == 400
+    assert client.get(f"/jobs/topk/diff?a={a}").status_code == 422
 
 
 def test_the_plugin_is_registered_through_its_entry_point():
@@ -64,3 +197,9 @@ def test_the_plugin_is_registered_through_its_entry_point():
     assert any(a["url_prefix"] == "/ftops" for a in apps)
     views, _ = plugins_manager._get_ui_plugins()
     assert any(v["name"] == "Fault tolerance" and v["href"] == "/ftops/" for v in views)
+
+
+def _section(page: str, ident: str, tag: str = "section") -> str:
+    """The HTML of ``<{tag} id='{ident}'>...</section>``."""
+    start = page.index(f"<{tag} id='{ident}'>")
+    return page[start:page.index("</section>", start)]

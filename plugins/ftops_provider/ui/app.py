@@ -1,29 +1,44 @@
-"""The "Fault tolerance" pages: per job, the plan history, the topology with replicated tasks, and
-what changed between the last two plans. Every route requires an authenticated Airflow user:
-FastAPI apps mounted by a plugin are not protected by Airflow automatically.
+"""The "Fault tolerance" pages and their JSON APIs, mounted by the Airflow plugin under /ftops.
+
+Per job: the plan history (chart, current plan, topology with replicated tasks, a diff between any two
+plans), drills (predicted output fidelity against measured tentative accuracy, over time) and recovery
+runs (a timeline of stages per run). Pages are rendered on the server as HTML with inline SVG: no
+JavaScript build step, and they work inside the Airflow UI's external-view frame.
+
+Every route requires an authenticated Airflow user: FastAPI apps mounted by a plugin are *not* protected
+by Airflow automatically, so the app depends on Airflow's own ``requires_authenticated``. A browser that
+is refused gets a 401 page linking to Airflow's login (which brings it back); API clients get Airflow's
+JSON error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from html import escape
+from urllib.parse import quote
 
-from fastapi import Depends, FastAPI, HTTPException, Query
-from fastapi.responses import HTMLResponse
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import HTMLResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow.api_fastapi.core_api.security import requires_authenticated
 from ft_core.store.history import HistoryStore
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
-from ftops_provider.ui.svg import line_chart, topology_graph
+from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut, plan_diff
+from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
-app = FastAPI(title="ftops", dependencies=[Depends(requires_authenticated())])
+app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
+              dependencies=[Depends(requires_authenticated())])
 
-_STYLE = ("body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}.added{color:#2da44e}.removed{color:#cf222e}")
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}table{border-collapse:collapse;margin:8px 0}"
+          "table{font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}td{white-space:nowrap}.added{color:#2da44e}.removed{color:#cf222e}"
+          ".ok{color:#2da44e}.bad{color:#cf222e}nav a{margin-right:12px}.caption{color:#555;font-size:13px}"
+          "section.run{margin-bottom:16px}")
+_KIND = Query("replication", pattern="^(replication|recovery|checkpoint)$")
 
 
 def get_store() -> Iterator[HistoryStore]:
+    """A store on a new connection to the ``ftops_db`` Airflow connection, closed after the request."""
     from ftops_provider.hooks.history import HistoryStoreHook
 
     store = HistoryStoreHook().store()
@@ -33,43 +48,24 @@ def get_store() -> Iterator[HistoryStore]:
         store.conn.close()
 
 
-def _page(title: str, body: str) -> HTMLResponse:
+@app.exception_handler(StarletteHTTPException)
+async def refused(request: Request, exc: StarletteHTTPException) -> Response:
+    """A browser refused for want of a (valid) login gets a page that links to Airflow's login form."""
+    wants_html = "text/html" in request.headers.get("accept", "")
+    if exc.status_code not in (401, 403) or not wants_html:
+        return await http_exception_handler(request, exc)
+    from airflow.api_fastapi.app import get_auth_manager
+
+    login = get_auth_manager().get_url_login(next_url=str(request.url))
+    body = (f"<p>{escape(str(exc.detail))}: the Fault tolerance pages need an Airflow login.</p>"
+            f"<p><a id='login' href='{escape(login, quote=True)}'>Sign in to Airflow</a></p>")
+    return _page("Sign in required", body, status_code=exc.status_code)
+
+
+def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
     return HTMLResponse(f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-                        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>")
-
-
-@app.get("/", response_class=HTMLResponse)
-def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    rows = "".join(f"<tr><td><a href='jobs/{escape(j['name'])}'>{escape(j['name'])}</a></td><td>{escape(j['workload'])}</td>"
-                   f"<td>{j['replication_budget']}</td></tr>" for j in store.jobs())
-    body = (f"<table><tr><th>job</th><th>workload</th><th>replica budget</th></tr>{rows}</table>"
-            if rows else "<p>No jobs registered yet.</p>")
-    return _page("Fault tolerance: jobs", body)
-
-
-@app.get("/api/jobs/{job}/plans")
-def plans_api(job: str, kind: str = Query("replication", pattern="^(replication|recovery|checkpoint)$"),
-              store: HistoryStore = Depends(get_store)) -> list[dict]:
-    _known(store, job)
-    return [{**p, "created_at": p["created_at"].isoformat()} for p in store.plans(job, kind)]
-
-
-@app.get("/jobs/{job}", response_class=HTMLResponse)
-def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    _known(store, job)
-    plans = store.plans(job, "replication")
-    chart = line_chart([(f"#{p['plan_id']}", p["objective"]) for p in plans],
-                       title="Replication plans: predicted output fidelity over time", y_label="OF")
-    body = [f"<section id='history'>{chart}</section>"]
-    if plans:
-        current = plans[-1]
-        body.append(_current_plan(current))
-        body.append(_topology(store.latest_topology(job), set(current["payload"].get("tasks", []))))
-        if len(plans) > 1:
-            body.append(_diff(plans[-2], current))
-    else:
-        body.append("<p>No replication plan stored for this job yet.</p>")
-    return _page(f"Fault tolerance: {job}", "".join(body))
+                        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>",
+                        status_code=status_code)
 
 
 def _known(store: HistoryStore, job: str) -> None:
@@ -77,24 +73,75 @@ def _known(store: HistoryStore, job: str) -> None:
         raise HTTPException(status_code=404, detail=f"job {job!r} is not registered")
 
 
-def _current_plan(plan: dict) -> str:
-    status = "proven optimal" if plan["optimal"] else "heuristic"
-    return (f"<h2>Current plan #{plan['plan_id']}</h2><p>{escape(plan['algorithm'])}, OF {plan['objective']:.4f} ({status}), "
-            f"{len(plan['payload'].get('tasks', []))} replicas, stored {plan['created_at']:%Y-%m-%d %H:%M} UTC</p>")
+# -- pages ---------------------------------------------------------------------------------------------
+
+@app.get("/", response_class=HTMLResponse)
+def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    rows = "".join(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
+                   f"<td>{escape(j['workload'])}</td><td>{j['replication_budget']}</td></tr>" for j in store.jobs())
+    body = (f"<table><tr><th>job</th><th>workload</th><th>replica budget</th></tr>{rows}</table>"
+            if rows else "<p>No jobs registered yet.</p>")
+    return _page("Fault tolerance: jobs", body)
 
 
-def _topology(doc: dict | None, replicated: set[str]) -> str:
-    if doc is None:
-        return "<p>No topology stored.</p>"
-    graph = build_task_graph(parse_topology(doc))
-    ops = [(op, [graph.task_ids[i] for i in graph.tasks_of[op]]) for op in graph.operator_order]
-    edges = [(graph.task_ids[u], graph.task_ids[v]) for v in range(graph.n) for s in graph.inputs[v] for u in s.upstream]
-    return f"<h2>Topology (replicated tasks filled)</h2><section id='topology'>{topology_graph(ops, edges, replicated)}</section>"
+@app.get("/jobs/{job}", response_class=HTMLResponse)
+def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The job's plan history, drills and recovery runs on one page."""
+    _known(store, job)
+    plans = store.plans(job, "replication")
+    nav = ("<nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>Recovery runs</a>"
+           "<a href='../'>All jobs</a></nav>")
+    body = [nav, history_section(job, plans, store.latest_topology(job) if plans else None)]
+    if len(plans) > 1:
+        body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
+    body.append(drills_section([DrillOut.from_store(d) for d in store.drills(job)]))
+    body.append(recovery_section([RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
+    return _page(f"Fault tolerance: {job}", "".join(body))
 
 
-def _diff(old: dict, new: dict) -> str:
-    before, after = set(old["payload"].get("tasks", [])), set(new["payload"].get("tasks", []))
-    added = "".join(f"<li class='added'>+ {escape(t)}</li>" for t in sorted(after - before))
-    removed = "".join(f"<li class='removed'>- {escape(t)}</li>" for t in sorted(before - after))
-    return (f"<h2>Changes from plan #{old['plan_id']} to #{new['plan_id']}</h2>"
-            f"<p>OF {old['objective']:.4f} &rarr; {new['objective']:.4f}</p><ul id='diff'>{added}{removed or ''}</ul>")
+@app.get("/jobs/{job}/diff", response_class=HTMLResponse)
+def diff_page(job: str, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """What changed between any two plans of the job (of one kind)."""
+    diff = _diff(store, job, a, b)
+    return _page(f"Fault tolerance: {job}, plan #{a} to #{b}", f"<nav><a href='../{escape(quote(job, safe=''))}'>"
+                 f"Back to {escape(job)}</a></nav>{diff_section(diff)}")
+
+
+def _diff(store: HistoryStore, job: str, a: int, b: int) -> PlanDiff:
+    _known(store, job)
+    plans = {i: store.plan(i) for i in (a, b)}
+    missing = [i for i, p in plans.items() if p is None or p["job"] != job]
+    if missing:
+        raise HTTPException(status_code=404, detail=f"plan {missing[0]} is not a plan of job {job!r}")
+    if plans[a]["kind"] != plans[b]["kind"]:
+        raise HTTPException(status_code=400, detail=f"plan {a} is a {plans[a]['kind']} plan and plan {b} a "
+                                                    f"{plans[b]['kind']} plan: compare plans of one kind")
+    return plan_diff(plans[a], plans[b])
+
+
+# -- JSON APIs -----------------------------------------------------------------------------------------
+
+@app.get("/api/jobs/{job}/plans")
+def plans_api(job: str, kind: str = _KIND, store: HistoryStore = Depends(get_store)) -> list[dict]:
+    _known(store, job)
+    return [{**p, "created_at": p["created_at"].isoformat()} for p in store.plans(job, kind)]
+
+
+@app.get("/api/jobs/{job}/diff")
+def diff_api(job: str, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> PlanDiff:
+    return _diff(store, job, a, b)
+
+
+@app.get("/api/jobs/{job}/drills")
+def drills_api(job: str, limit: int = Query(100, ge=1, le=1000), store: HistoryStore = Depends(get_store)) -> list[DrillOut]:
+    """The job's drills, oldest first: predicted OF, measured accuracy (and per window), times, verdicts."""
+    _known(store, job)
+    return [DrillOut.from_store(d) for d in store.drills(job, limit)]
+
+
+@app.get("/api/jobs/{job}/recovery-runs")
+def recovery_runs_api(job: str, limit: int = Query(50, ge=1, le=500),
+                      store: HistoryStore = Depends(get_store)) -> list[RecoveryRunOut]:
+    """The job's recovery runs, oldest first, with their stages and per-query recovery times."""
+    _known(store, job)
+    return [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job, limit)]

@@ -1,0 +1,104 @@
+"""What the "Fault tolerance" JSON APIs return (pydantic: the OpenAPI schema documents them), and the
+comparison of two plans that both the diff page and its API show."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class DrillWindowOut(BaseModel):
+    window_start: datetime
+    accuracy: float
+
+
+class DrillOut(BaseModel):
+    """A drill: what the plan predicted, what was measured, and its failure windows."""
+
+    drill_id: int
+    plan_id: int | None
+    status: str
+    params: dict[str, Any]
+    predicted_output_fidelity: float | None
+    tentative_accuracy: float | None
+    prediction_error: float | None
+    time_to_first_tentative_s: float | None
+    time_to_caught_up_s: float | None
+    lost_windows: int | None
+    duplicated_windows: int | None
+    output_equals_reference: bool | None
+    error: str | None
+    dag_run_id: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    windows: list[DrillWindowOut]
+
+    @classmethod
+    def from_store(cls, drill: dict[str, Any]) -> DrillOut:
+        predicted, measured = drill["predicted_output_fidelity"], drill["tentative_accuracy"]
+        error = None if predicted is None or measured is None else abs(measured - predicted)
+        return cls.model_validate({**drill, "prediction_error": error})
+
+
+class StageOut(BaseModel):
+    stage_no: int
+    capacity: float
+    partitions: list[str]
+    placement: dict[str, Any]
+    status: str
+    waiting_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class QueryOut(BaseModel):
+    query: str
+    priority: float
+    recovered_s: float | None
+
+
+class RecoveryRunOut(BaseModel):
+    """A recovery run with its stages and per-query recovery times (seconds after the failure)."""
+
+    run_id: int
+    plan_id: int | None
+    status: str
+    failure: dict[str, Any]
+    dag_run_id: str | None
+    started_at: datetime
+    finished_at: datetime | None
+    stages: list[StageOut]
+    queries: list[QueryOut]
+
+
+class PlanDiff(BaseModel):
+    """What changed from plan ``a`` to plan ``b`` of one job and kind."""
+
+    job: str
+    kind: str
+    a: int
+    b: int
+    algorithm: tuple[str, str]
+    objective: tuple[float, float]
+    objective_change: float
+    added_tasks: list[str]
+    removed_tasks: list[str]
+    kept_tasks: int
+    parameters_changed: dict[str, tuple[Any, Any]]
+    payload_keys_changed: list[str]
+
+
+def plan_diff(a: dict[str, Any], b: dict[str, Any]) -> PlanDiff:
+    """Compare two stored plans (``HistoryStore.plan`` rows): replicated tasks added and removed (for
+    replication plans, whose payload lists ``tasks``), objective, algorithm, parameters, and which other
+    payload fields differ (recovery and checkpoint plans have no task list; their payloads differ by key)."""
+    before, after = set(a["payload"].get("tasks", [])), set(b["payload"].get("tasks", []))
+    params = {k: (a["parameters"].get(k), b["parameters"].get(k))
+              for k in sorted(set(a["parameters"]) | set(b["parameters"])) if a["parameters"].get(k) != b["parameters"].get(k)}
+    keys = sorted(k for k in set(a["payload"]) | set(b["payload"]) if k != "tasks" and a["payload"].get(k) != b["payload"].get(k))
+    return PlanDiff(job=b["job"], kind=b["kind"], a=a["plan_id"], b=b["plan_id"], algorithm=(a["algorithm"], b["algorithm"]),
+                    objective=(a["objective"], b["objective"]), objective_change=b["objective"] - a["objective"],
+                    added_tasks=sorted(after - before), removed_tasks=sorted(before - after), kept_tasks=len(before & after),
+                    parameters_changed=params, payload_keys_changed=keys)
