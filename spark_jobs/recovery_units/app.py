@@ -1,0 +1,181 @@
+"""One recovery-units application (a "node"): a Spark driver running some units' streaming queries.
+
+    python -m spark_jobs.recovery_units.app --dir DEPLOYMENT --app NAME --units 'O1[0],O2[0]'
+
+Started by :mod:`.runtime` in its own session (the Python driver and its JVM form one process group, so a
+node failure can SIGKILL both). It reads the deployment (workload parameters, input, master, trigger),
+starts one query per unit from the unit's own checkpoint, and until SIGTERM:
+
+- appends every micro-batch's progress to ``units/<unit>/progress.jsonl`` (batch id, trigger start, duration,
+  input rows, watermark, the wall time it was reported);
+- rewrites ``apps/<name>/status.json`` about once a second: per unit whether its query is active, its
+  status (data available, trigger active), the batch its checkpoint had planned before this start
+  (``restored_batch``, replayed if uncommitted) and its CPU time so far.
+
+CPU time per unit comes from Spark's task metrics: Structured Streaming runs each micro-batch's jobs in the
+job group of the query's run id, so the sum of ``executorCpuTime`` over the stages of those jobs (the
+driver's REST API) is the unit's CPU; divided by wall time it is the unit's share of a one-core node,
+the cost ``c_p`` of paper 003.
+
+SIGTERM stops the queries between micro-batches and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+from spark_jobs.recovery_units.deployment import app_dir, load, unit_dir, write_json
+from spark_jobs.recovery_units.queries import last_planned_batch, query_name, start_unit
+
+
+def _listener(units_by_query: dict[str, str], root: Path, app: str):
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class ProgressLog(StreamingQueryListener):
+        """Appends each unit's micro-batch progress to its progress.jsonl."""
+
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            p = event.progress
+            unit = units_by_query.get(p.name)
+            if unit is None:
+                return
+            rec = {"app": app, "run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
+                   "batch_duration_ms": p.batchDuration, "num_input_rows": p.numInputRows,
+                   "watermark": (p.eventTime or {}).get("watermark"), "reported_at": time.time()}
+            path = unit_dir(root, unit) / "progress.jsonl"
+            with path.open("a") as fh:
+                fh.write(json.dumps(rec, default=str) + "\n")
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    return ProgressLog()
+
+
+def _session(dep, app: str, ui_port: int):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (SparkSession.builder.appName(f"ftops-units-{app}").master(dep.master)
+               .config("spark.driver.memory", dep.driver_memory)
+               .config("spark.executor.memory", dep.executor_memory)
+               .config("spark.executor.cores", "1").config("spark.cores.max", "1")
+               .config("spark.ui.port", str(ui_port)).config("spark.port.maxRetries", "64")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "1")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.streaming.stateStore.minDeltasForSnapshot", "10"))
+    return builder.getOrCreate()
+
+
+def unit_cpu_seconds(ui_url: str | None, app_id: str, run_ids: dict[str, str]) -> dict[str, float]:
+    """CPU seconds of each unit's tasks so far, from the driver's REST API (jobs grouped by run id)."""
+    if not ui_url:
+        return {}
+    base = f"{ui_url}/api/v1/applications/{app_id}"
+    try:
+        jobs = _get(f"{base}/jobs")
+        stages = _get(f"{base}/stages?status=complete")
+    except (OSError, ValueError):
+        return {}
+    cpu_of_stage = {}
+    for s in stages:
+        cpu_of_stage[s["stageId"]] = cpu_of_stage.get(s["stageId"], 0) + s.get("executorCpuTime", 0)
+    unit_of_run = {rid: unit for unit, rid in run_ids.items()}
+    out = {unit: 0.0 for unit in run_ids}
+    for job in jobs:
+        unit = unit_of_run.get(job.get("jobGroup"))
+        if unit is not None:
+            out[unit] += sum(cpu_of_stage.get(sid, 0) for sid in job.get("stageIds", [])) / 1e9
+    return out
+
+
+def _get(url: str):
+    with urllib.request.urlopen(url, timeout=5) as resp:
+        return json.loads(resp.read())
+
+
+def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Event) -> None:
+    """Start the units' queries and keep the status file current until ``stop`` is set."""
+    dep = load(root)
+    spec = dep.spec
+    spark = _session(dep, app, ui_port)
+    sc = spark.sparkContext
+    restored = {u: last_planned_batch(root, u) for u in units}
+    for u in units:
+        unit_dir(root, u).mkdir(parents=True, exist_ok=True)
+    spark.streams.addListener(_listener({query_name(u): u for u in units}, root, app))
+    started_at = time.time()
+    queries = {u: start_unit(spark, spec, u, Path(dep.input), root, dep.trigger_s) for u in units}
+    run_ids = {u: str(q.runId) for u, q in queries.items()}
+    cpu: dict[str, float] = {}
+    last_cpu = 0.0
+    try:
+        while not stop.is_set():
+            if time.monotonic() - last_cpu > 5:
+                cpu = unit_cpu_seconds(sc.uiWebUrl, sc.applicationId, run_ids) or cpu
+                last_cpu = time.monotonic()
+            _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu)
+            failed = [u for u, q in queries.items() if not q.isActive]
+            if failed:
+                raise RuntimeError(f"unit query {failed[0]} stopped: {queries[failed[0]].exception()}")
+            stop.wait(1.0)
+    finally:
+        for q in queries.values():
+            _stop_between_batches(q)
+        _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, stopped=True)
+        spark.stop()
+
+
+def _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, stopped=False) -> None:
+    units = {}
+    for u, q in queries.items():
+        status = dict(q.status) if q.isActive else {}
+        units[u] = {"active": q.isActive, "run_id": run_ids[u], "restored_batch": restored[u],
+                    "data_available": status.get("isDataAvailable"), "trigger_active": status.get("isTriggerActive"),
+                    "message": status.get("message"), "cpu_s": cpu.get(u)}
+    write_json(app_dir(root, app) / "status.json", {
+        "app": app, "pid": os.getpid(), "app_id": sc.applicationId, "ui": sc.uiWebUrl, "master": sc.master,
+        "started_at": started_at, "updated_at": time.time(), "stopped": stopped, "units": units})
+
+
+def _stop_between_batches(query, wait_s: float = 15.0) -> None:
+    deadline = time.monotonic() + wait_s
+    try:
+        while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+            time.sleep(0.05)
+        query.stop()
+    except Exception:  # noqa: BLE001 - a query that failed already is stopped
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark_jobs.recovery_units.app", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dir", type=Path, required=True)
+    p.add_argument("--app", required=True)
+    p.add_argument("--units", required=True)
+    p.add_argument("--ui-port", type=int, default=23400)
+    args = p.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    run(args.dir.resolve(), args.app, [u for u in args.units.split(",") if u], args.ui_port, stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

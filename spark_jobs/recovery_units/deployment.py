@@ -1,0 +1,176 @@
+"""The state of a recovery-units deployment: one JSON document in the deployment folder.
+
+Problem: deploy, status, start, stop, kill and recover are separate commands (and, later, separate
+Airflow tasks), so what runs where must live outside any one process. ``<root>/deployment.json`` holds
+the workload parameters, the folders, the Spark master, the input feed and every application ever
+started (its units, process group, log, and when it stopped or was killed), plus the failures injected.
+Applications' live state is in ``<root>/apps/<name>/status.json``, written by the application itself
+(:mod:`.app`), and per-unit progress events in ``<root>/units/<unit>/progress.jsonl``.
+
+Layout of ``<root>``: ``deployment.json``, ``input/`` (unless given), ``tables/<unit>``,
+``checkpoints/<unit>``, ``apps/<name>/{status.json,driver.log}``, ``units/<unit>/progress.jsonl``,
+``feed.log``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ft_core.errors import InputError
+from spark_jobs.recovery_units.queries import folder_name
+from spark_jobs.recovery_units.spec import SmartCitySpec, make_units_spec
+
+
+class AppRecord(BaseModel):
+    """One application (a "node" of units) started by ftops."""
+
+    name: str
+    units: list[str]
+    pid: int
+    log: str
+    started_at: float
+    ui_port: int
+    stopped_at: float | None = None
+    killed: bool = False
+    stage: int | None = None
+
+
+class Failure(BaseModel):
+    """An injected correlated failure: the domain, when, and the units and applications it took."""
+
+    time: float
+    domain: str | None
+    apps: list[str]
+    units: list[str]
+    workers: list[str] = Field(default_factory=list)
+    survivor_workers: list[str] = Field(default_factory=list, description="master worker ids alive after the failure: "
+                                        "recovery counts the others as new capacity")
+
+
+class Deployment(BaseModel):
+    root: str
+    workload: str
+    params: dict
+    input: str
+    master: str
+    cluster_state: str | None = None
+    trigger_s: float = 2.0
+    ui_port_base: int = 23400
+    driver_memory: str = "512m"
+    executor_memory: str = "512m"
+    feed_pid: int | None = None
+    feed_speedup: float = 1.0
+    apps: dict[str, AppRecord] = Field(default_factory=dict)
+    failures: list[Failure] = Field(default_factory=list)
+
+    @property
+    def spec(self) -> SmartCitySpec:
+        return make_units_spec(self.params)
+
+    @property
+    def root_path(self) -> Path:
+        return Path(self.root)
+
+    def running_apps(self) -> list[AppRecord]:
+        """Applications started and neither stopped nor killed, whose driver is alive."""
+        return [a for a in self.apps.values() if a.stopped_at is None and pid_alive(a.pid)]
+
+    def unit_apps(self) -> dict[str, str]:
+        """Which running application holds each unit."""
+        return {u: a.name for a in self.running_apps() for u in a.units}
+
+    def next_ui_port(self) -> int:
+        return self.ui_port_base + len(self.apps) % 100
+
+    def save(self) -> None:
+        path = self.root_path / "deployment.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        tmp.replace(path)
+
+
+def load(root: Path | str) -> Deployment:
+    path = Path(root).resolve() / "deployment.json"
+    if not path.exists():
+        raise InputError(f"--dir: no recovery-units deployment in {Path(root).resolve()} (run `ftops units deploy` first)")
+    return Deployment.model_validate_json(path.read_text())
+
+
+@contextmanager
+def locked(root: Path | str):
+    """Load, let the caller change, and save the deployment under an exclusive file lock (the CLI, a
+    recovery and a test thread may update it at once)."""
+    lock = Path(root).resolve() / ".deployment.lock"
+    with lock.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        dep = load(root)
+        yield dep
+        dep.save()
+
+
+def app_dir(root: Path | str, app: str) -> Path:
+    return Path(root) / "apps" / app
+
+
+def unit_dir(root: Path | str, unit: str) -> Path:
+    return Path(root) / "units" / folder_name(unit)
+
+
+def read_status(root: Path | str, app: str) -> dict | None:
+    path = app_dir(root, app) / "status.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def read_progress(root: Path | str, unit: str) -> list[dict]:
+    path = unit_dir(root, unit) / "progress.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line being written
+    return out
+
+
+def write_json(path: Path, doc: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(path)
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (reaping it first if it is our exited child; zombies count as dead)."""
+    if not pid:
+        return False
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return not Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,345 @@
+"""Execute a staged recovery schedule on a live units deployment (paper 003, §4.4, on Spark).
+
+Problem: after a correlated failure (:func:`.runtime.kill_domain`), restart the failed units stage by stage
+as capacity comes back, in the order the planner chose (``ftops plan stages``), and measure per query when
+it is available again. The CLI (``ftops recover``) runs all stages in one process; the Airflow DAG runs the
+same steps as tasks (a deferred wait for capacity, then :func:`start_stage`), so each step is a function.
+
+Mapping: a *node* of the schedule is one Spark application with one executor core (:mod:`.app`); the units a
+stage places on a node start together in a new application ``<prefix>-s<stage>-<node>`` from their own
+checkpoints. A stage waits, by polling the Spark master's JSON (never a sleep), until
+
+- as many *new* workers are alive as the schedule's arrivals up to this stage (workers not alive right after
+  the failure, recorded with it), and
+- the master has a free core for each application the stage starts,
+
+then starts its applications and waits until their queries run. Stages are idempotent: an application the
+deployment already records is not started again, so a resumed recovery (an Airflow retry, a scheduler
+restart) continues where it stopped.
+
+Measures: per query, seconds from the failure until it is available again (:mod:`.latency`: relative latency
+below 1.2), and per unit the committed table against the failure-free reference for the windows it has
+closed (:mod:`.tables`): lost and duplicated rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from ft_core.errors import ExternalError, InputError
+from ft_core.staged_recovery import StagedSchedule
+from spark_jobs.recovery_units.deployment import Failure, load
+from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
+
+Progress = Callable[[str], None]
+
+
+class StageRun(BaseModel):
+    """What one stage did: when its capacity was there, which applications it started."""
+
+    stage: int
+    event: str
+    units: list[str]
+    apps: dict[str, list[str]]
+    capacity_ready_s: float | None
+    started_s: float | None
+    running_s: float | None
+    skipped: bool = False
+
+
+class UnitsVerification(BaseModel):
+    lost_rows: int
+    duplicated_rows: int
+    units: list[dict]
+
+
+class RecoveryReport(BaseModel):
+    """``ftops recover --json``: the contract fields first."""
+
+    stages: list[StageRun]
+    query_recovered_s: dict[str, float | None]
+    lost_rows: int
+    duplicated_rows: int
+    failure_time: float
+    failed_units: list[str]
+    policy: str
+    mode: str
+    normal_lag_s: dict[str, float | None]
+    verification: list[dict]
+
+
+# --- the schedule ---------------------------------------------------------------------------------
+
+def load_schedule(path: Path, root: Path) -> StagedSchedule:
+    """Read ``ftops plan stages --json`` output and check it against the deployment's last failure."""
+    failure = last_failure(root)
+    try:
+        schedule = StagedSchedule.model_validate_json(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(f"--schedule: file {str(path)!r} does not exist") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise InputError(f"--schedule: not a `ftops plan stages --json` document: {where}: {err['msg']}") from None
+    planned = [u for s in schedule.stages for u in s.partitions]
+    unknown = [u for u in planned if u not in failure.units]
+    if unknown:
+        raise InputError(f"--schedule: partition {unknown[0]!r} is not a failed unit of this deployment "
+                         f"(failed: {', '.join(failure.units)})")
+    return schedule
+
+
+def last_failure(root: Path) -> Failure:
+    dep = load(root)
+    if not dep.failures:
+        raise InputError(f"--dir: no failure recorded in {dep.root}; inject one with `ftops units kill` first")
+    return dep.failures[-1]
+
+
+def app_name(prefix: str, stage: int, node: str) -> str:
+    return f"{prefix}-s{stage}-{node}"
+
+
+def stage_apps(schedule: StagedSchedule, k: int, prefix: str) -> dict[str, list[str]]:
+    """The applications stage ``k`` starts: one per node it places units on (units upstream first)."""
+    stage = schedule.stages[k]
+    apps: dict[str, list[str]] = {}
+    for unit in stage.partitions:
+        apps.setdefault(app_name(prefix, k, stage.placement[unit]), []).append(unit)
+    return apps
+
+
+def arrivals_by(schedule: StagedSchedule, k: int) -> int:
+    """How many new nodes the schedule assumes by stage ``k`` (every stage after the initial one is an arrival)."""
+    return len(schedule.stages[1:k + 1])
+
+
+def unit_costs(root: Path, text: str) -> dict[str, float]:
+    """Unit costs in fractions of a node: ``measured`` (CPU share from Spark's task metrics; a unit never
+    measured gets the largest measured cost, else 0.25) or ``declared:X`` (every unit X)."""
+    from spark_jobs.recovery_units.runtime import measured_cost
+    from spark_jobs.recovery_units.spec import declared_cost
+
+    spec = load(root).spec
+    if text == "measured":
+        measured = measured_cost(root)
+        fallback = max(measured.values(), default=0.25)
+        return {u: measured.get(u, fallback) for u in spec.unit_ids()}
+    kind, _, value = text.partition(":")
+    try:
+        per_unit = float(value)
+    except ValueError:
+        per_unit = -1.0
+    if kind != "declared" or not 0 < per_unit <= 1:
+        raise InputError(f"--cost: expected 'measured' or 'declared:X' with 0 < X <= 1, got {text!r}")
+    return declared_cost(spec, per_unit)
+
+
+def survivor_capacity(root: Path, node_cap: float) -> list[float]:
+    """Usable capacity on the surviving workers now: ``node_cap`` per free core (one-core nodes)."""
+    from spark_jobs.cluster import master_json
+
+    failure = last_failure(root)
+    alive = [w for w in master_json(master_ui_port(root))["workers"]
+             if w["state"] == "ALIVE" and w["id"] in failure.survivor_workers]
+    return [node_cap] * sum(w["cores"] - w["coresused"] for w in alive)
+
+
+def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", policy: str = "order-then-pack",
+                        node_cap: float = 0.8) -> tuple[StagedSchedule, dict]:
+    """The staged schedule for the last failure's units that are still down: its recovery problem (unit
+    costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
+    (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
+    from ft_core.recovery_problem import parse_problem
+    from ft_core.staged_recovery import plan_stages
+    from spark_jobs.recovery_units.spec import problem_document
+
+    dep = load(root)
+    running = dep.unit_apps()
+    down = [u for u in last_failure(root).units if u not in running]
+    if not down:
+        raise InputError("every unit of the last failure runs again: nothing to recover")
+    try:
+        sizes = [float(x) for x in str(arrivals).split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"arrivals: expected comma-separated node sizes, got {arrivals!r}") from None
+    problem = problem_document(dep.spec, down, unit_costs(root, cost))
+    capacity = survivor_capacity(root, node_cap) or 0.0
+    if policy == "blocking":
+        schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, failures=1)
+    else:
+        schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, policy=policy)
+    return schedule, problem
+
+
+# --- capacity (the Spark master's real state) -----------------------------------------------------
+
+def master_ui_port(root: Path) -> int:
+    from spark_jobs.cluster import require_state
+
+    dep = load(root)
+    if not dep.cluster_state:
+        raise InputError("this deployment runs without a cluster state: capacity cannot be polled")
+    return require_state(Path(dep.cluster_state)).master("primary").ui_port
+
+
+def capacity(root: Path, known_workers: list[str]) -> tuple[int, int]:
+    """(alive workers not in ``known_workers``, free cores on alive workers) from the master's JSON."""
+    from spark_jobs.cluster import master_json
+
+    alive = [w for w in master_json(master_ui_port(root))["workers"] if w["state"] == "ALIVE"]
+    return sum(w["id"] not in known_workers for w in alive), sum(w["cores"] - w["coresused"] for w in alive)
+
+
+def wait_for_capacity(root: Path, new_workers: int, free_cores: int, known_workers: list[str],
+                      timeout_s: float, progress: Progress = lambda _: None) -> None:
+    """Poll the master until ``new_workers`` new workers are alive and ``free_cores`` cores are free."""
+    from spark_jobs.cluster import ClusterError
+
+    deadline = time.monotonic() + timeout_s
+    seen = None
+    while True:
+        try:
+            now = capacity(root, known_workers)
+        except ClusterError as exc:
+            now = None
+            progress(f"waiting for the master: {exc}")
+        if now is not None and now[0] >= new_workers and now[1] >= free_cores:
+            return
+        if now != seen and now is not None:
+            progress(f"capacity: {now[0]}/{new_workers} new workers, {now[1]}/{free_cores} free cores")
+            seen = now
+        if time.monotonic() > deadline:
+            raise ExternalError(f"capacity did not arrive within {timeout_s:.0f} s: wanted {new_workers} new workers and "
+                                f"{free_cores} free cores, have {now}")
+        time.sleep(1.0)
+
+
+# --- stages ---------------------------------------------------------------------------------------
+
+def start_stage(root: Path, schedule: StagedSchedule, k: int, prefix: str = "recovery",
+                timeout_s: float = 300.0, wait_capacity: bool = True, progress: Progress = lambda _: None) -> StageRun:
+    """Run stage ``k``: wait for its capacity (unless ``wait_capacity`` is off: the caller waited, as the
+    Airflow DAG does in a deferred task), start its applications, wait until their units run."""
+    failure = last_failure(root)
+    stage = schedule.stages[k]
+    apps = stage_apps(schedule, k, prefix)
+    run = StageRun(stage=k, event=stage.event, units=list(stage.partitions), apps=apps, capacity_ready_s=None,
+                   started_s=None, running_s=None, skipped=not apps)
+    if not apps:
+        return run
+    existing = load(root).apps
+    todo = {name: units for name, units in apps.items() if name not in existing}
+    if wait_capacity and todo:
+        progress(f"stage {k} ({stage.event}): waiting for capacity for {len(todo)} application(s)")
+        wait_for_capacity(root, arrivals_by(schedule, k), len(todo), failure.survivor_workers, timeout_s, progress)
+    run.capacity_ready_s = round(time.time() - failure.time, 2)
+    for name, units in todo.items():
+        progress(f"stage {k}: starting {name} with {', '.join(units)}")
+        start_app(root, name, units, stage=k)
+    run.started_s = round(time.time() - failure.time, 2)
+    for name in apps:
+        wait_app_running(root, name, timeout_s)
+    run.running_s = round(time.time() - failure.time, 2)
+    return run
+
+
+def execute_schedule(root: Path, schedule: StagedSchedule, prefix: str = "recovery", timeout_s: float = 600.0,
+                     wait_recovered_s: float = 300.0, progress: Progress = lambda _: None) -> RecoveryReport:
+    """Every stage in order, then wait (up to ``wait_recovered_s``) until every failed query is available."""
+    runs = [start_stage(root, schedule, k, prefix, timeout_s, progress=progress) for k in range(len(schedule.stages))]
+    queries = failed_queries(root)
+    deadline = time.monotonic() + wait_recovered_s
+    recovered = query_recovery(root, queries)
+    while any(v is None for v in recovered.values()) and time.monotonic() < deadline:
+        time.sleep(2.0)
+        recovered = query_recovery(root, queries)
+    progress("queries available again after (s): " + ", ".join(f"{q} {v}" for q, v in recovered.items()))
+    check = verify(root)
+    failure = last_failure(root)
+    return RecoveryReport(stages=runs, query_recovered_s=recovered, lost_rows=check.lost_rows,
+                          duplicated_rows=check.duplicated_rows, failure_time=failure.time, failed_units=failure.units,
+                          policy=schedule.policy, mode=schedule.mode, normal_lag_s=normal_lags(root, queries),
+                          verification=check.units)
+
+
+# --- measures -------------------------------------------------------------------------------------
+
+def failed_queries(root: Path) -> list[str]:
+    """Queries (output units) whose upstream closure holds a unit of the last failure."""
+    dep = load(root)
+    failed = set(last_failure(root).units)
+    return [q for q in dep.spec.query_ids() if failed & set(dep.spec.query_units(q))]
+
+
+def _arrivals(root: Path):
+    from spark_jobs.recovery_units.latency import InputArrivals
+
+    dep = load(root)
+    return InputArrivals(dep.spec, Path(dep.input))
+
+
+def normal_lags(root: Path, queries: list[str], normal_s: float = 30.0) -> dict[str, float | None]:
+    from spark_jobs.recovery_units.latency import normal_lag, unit_marks
+
+    failure, arrivals = last_failure(root), _arrivals(root)
+    return {q: normal_lag(unit_marks(root, q, arrivals), failure.time, normal_s) for q in queries}
+
+
+def query_recovery(root: Path, queries: list[str], normal_s: float = 30.0, window: int = 3) -> dict[str, float | None]:
+    """Per query, seconds from the failure until it is available again (None: not yet, or no normal lag):
+    never before every failed unit of its upstream closure has restarted (:mod:`.latency`)."""
+    from spark_jobs.recovery_units.latency import normal_lag, recovered_after, restarted_at, unit_marks
+
+    failure, arrivals = last_failure(root), _arrivals(root)
+    spec = load(root).spec
+    marks = {u: unit_marks(root, u, arrivals) for u in spec.unit_ids()}
+    out: dict[str, float | None] = {}
+    for q in queries:
+        restarts = [restarted_at(marks[u], failure.time) for u in spec.query_units(q) if u in failure.units]
+        base = normal_lag(marks[q], failure.time, normal_s)
+        if base is None or any(r is None for r in restarts):
+            out[q] = None
+            continue
+        value = recovered_after(marks[q], failure.time, base, max(restarts, default=failure.time), window)
+        out[q] = None if value is None else round(value, 2)
+    return out
+
+
+def closed_until(root: Path, unit: str) -> int | None:
+    """The watermark of the unit's last completed micro-batch: windows ending at or before it are in its
+    table (the batch that used that watermark wrote them, and its progress is reported after its commit)."""
+    from spark_jobs.recovery_units.deployment import read_progress
+
+    marks = [epoch_ms(r.get("watermark")) for r in read_progress(root, unit)]
+    marks = [m for m in marks if m]
+    return max(marks) if marks else None
+
+
+def verify(root: Path) -> UnitsVerification:
+    """Every unit's committed table against the failure-free reference over the current input."""
+    from spark_jobs.recovery_units.tables import check_unit, input_reference, read_committed
+
+    dep = load(root)
+    root = Path(dep.root)
+    limits = {u: closed_until(root, u) for u in dep.spec.unit_ids()}  # before reading tables: never ahead of them
+    reference = input_reference(dep.spec, Path(dep.input))
+    checks = [check_unit(u, read_committed(root, u), reference[u], limits[u]) for u in dep.spec.unit_ids()]
+    return UnitsVerification(lost_rows=sum(c.lost_rows for c in checks), duplicated_rows=sum(c.duplicated_rows for c in checks),
+                             units=[c.model_dump() for c in checks])
+
+
+def require_recovered(report: RecoveryReport) -> None:
+    """Raise when a query never came back or output was lost or duplicated (for callers that must fail)."""
+    missing = [q for q, v in report.query_recovered_s.items() if v is None]
+    problems = []
+    if missing:
+        problems.append(f"queries not available again: {', '.join(missing)}")
+    if report.lost_rows or report.duplicated_rows:
+        problems.append(f"{report.lost_rows} lost and {report.duplicated_rows} duplicated rows")
+    if problems:
+        raise UnitsError("recovery incomplete: " + "; ".join(problems))

@@ -1,0 +1,83 @@
+"""A small recovery-units deployment on a real local cluster, shared by the units and recovery-DAG tests:
+application A (O1[0], O2[0]) pinned to failure domain rack-a, B (O3[0]) to rack-b, a steady baseline."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from spark_jobs.cluster import ClusterConfig, add_worker, cluster_down, cluster_up
+from spark_jobs.recovery_units.deployment import load
+from spark_jobs.recovery_units.runtime import (DeployConfig, create_deployment, start_app, stop_apps, wait_app_placed,
+                                               wait_app_running)
+
+PARAMS = ["p1=1", "p2=1", "rate=30", "window_s=4", "slide_s=2", "watermark_s=1", "n_users=60", "n_segments=8",
+          "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"]
+PLACEMENT = {"A": ["O1[0]", "O2[0]"], "B": ["O3[0]"]}
+
+
+def wait(cond, what: str, timeout_s: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1.0)
+
+
+def cluster_config(state: Path, base: int) -> ClusterConfig:
+    return ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1),), standby_workers=0, worker_timeout_s=5,
+                         primary_port=base + 77, primary_ui=base + 90, standby_port=base + 78, standby_ui=base + 91,
+                         worker_port_base=base + 100, worker_ui_base=base + 200)
+
+
+def start_cluster(state: Path, base: int) -> None:
+    cluster_up(cluster_config(state, base))
+
+
+def stop_everything(root: Path, state: Path) -> None:
+    if (root / "deployment.json").exists():
+        stop_apps(root, all_apps=True, timeout_s=20)
+    cluster_down(state)
+
+
+def deploy_pinned(tmp: Path, state: Path, base: int) -> Path:
+    """A pinned to rack-a (the only worker when it starts), then a rack-b worker and B."""
+    root = tmp / "units"
+    placement = tmp / "placement.json"
+    placement.write_text(json.dumps({"apps": PLACEMENT}))
+    create_deployment(DeployConfig(root=root, params=PARAMS, placement=placement, cluster_state=state, trigger_s=2.0,
+                                   backlog_s=6, ui_port_base=base + 300))
+    start_app(root, "A", PLACEMENT["A"])
+    assert wait_app_placed(root, "A", 300) == "rack-a"
+    add_worker(state, "rack-b", port_base=base + 110, ui_base=base + 210)
+    start_app(root, "B", PLACEMENT["B"])
+    assert wait_app_placed(root, "B", 300) == "rack-b"
+    for app in PLACEMENT:
+        wait_app_running(root, app, 300)
+    return root
+
+
+def recent_lag_samples(root: Path, query: str, seconds: float = 30.0) -> int:
+    from spark_jobs.recovery_units.latency import InputArrivals, unit_marks
+
+    dep = load(root)
+    marks = unit_marks(root, query, InputArrivals(dep.spec, Path(dep.input)))
+    return sum(1 for t, _ in marks if t >= time.time() - seconds)
+
+
+def wait_steady(root: Path) -> None:
+    """Every query has a normal-latency baseline: several micro-batches with a watermark in the last 30 s."""
+    wait(lambda: all(recent_lag_samples(root, q) >= 5 for q in ("O1[0]", "O2[0]", "O3[0]")), "a steady baseline")
+
+
+def arrivals(state: Path, failure_time: float, delays: tuple[float, ...], base: int) -> threading.Thread:
+    """Replacement nodes (one-core rack-c workers) ``delays`` seconds after the failure, in a thread."""
+    def run() -> None:
+        for i, delay in enumerate(delays):
+            time.sleep(max(0.0, failure_time + delay - time.time()))
+            add_worker(state, "rack-c", port_base=base + 120 + i, ui_base=base + 220 + i)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
