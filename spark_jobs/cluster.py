@@ -104,6 +104,10 @@ def spark_home() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise InputError("pyspark is not installed in this environment (run ./scripts/bootstrap.sh)")
     home = Path(list(spec.submodule_search_locations)[0])
+    # Inside a spark-submitted driver pyspark is imported from pyspark.zip; spark-class sets SPARK_HOME.
+    launched_from = Path(os.environ.get("SPARK_HOME", "/nonexistent"))
+    if not (home / "bin" / "spark-class").exists() and (launched_from / "bin" / "spark-class").exists():
+        home = launched_from
     if not (home / "bin" / "spark-class").exists():
         raise InputError(f"{home} has no bin/spark-class: the pyspark installation is incomplete")
     return home

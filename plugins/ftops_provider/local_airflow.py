@@ -27,6 +27,8 @@ from pathlib import Path
 from ft_core.errors import ExternalError, InputError
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+# Pools the ftops DAGs use: profiling copies compete for the machine's cores, so one runs at a time.
+POOLS = (("ftops_profiling", 1, "ftops_checkpoint_tuning: profiling copies running at once"),)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -112,6 +114,11 @@ class LocalAirflow:
         proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise ExternalError(f"airflow db migrate failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        for name, slots, text in POOLS:
+            proc = subprocess.run([sys.executable, "-m", "airflow", "pools", "set", name, str(slots), text], env=env,
+                                  capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                raise ExternalError(f"airflow pools set {name} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
         pids = {}
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)

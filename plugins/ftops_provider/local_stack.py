@@ -1,12 +1,14 @@
-"""The whole local stack on the embedded defaults: PostgreSQL, the Spark clusters and Airflow.
+"""The whole local stack on the embedded defaults: PostgreSQL, the Spark clusters, a running job and Airflow.
 
 ``up`` starts what is not running yet (PostgreSQL from the system binaries, the primary and standby
 Spark standalone clusters of ``spark_jobs.cluster``, the four Airflow components of
-:class:`~ftops_provider.local_airflow.LocalAirflow`), applies the history-store migrations and
-registers the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own
-specs). ``down`` stops all of it, also after a crash (every part keeps its pids in its own state
-folder). ``trigger`` runs a DAG through Airflow's REST API and waits for its end, as a user clicking
-"Trigger" would. Everything lives under ``.state/`` of the repository.
+:class:`~ftops_provider.local_airflow.LocalAirflow`), applies the history-store migrations, registers
+the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own specs, with
+deployments under ``.state/jobs/``) and starts the ``topk`` job: its seeded input generator and its
+primary (through ftops's detached launcher, as the DAGs resubmit it); its replica is started by
+``ftops_profile_and_plan`` from the plan it computes. ``down`` stops all of it, also after a crash
+(every part keeps its pids in its own state folder). ``trigger`` runs a DAG through Airflow's REST API
+and waits for its end, as a user clicking "Trigger" would. Everything lives under ``.state/``.
 """
 
 from __future__ import annotations
@@ -26,11 +28,27 @@ from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import ROOT, LocalAirflow
 
 SAMPLE_JOBS = (
-    JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=120,
+    JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=180,
             primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
-    JobSpec(name="incidents", workload="incidents", replication_budget=6, max_recovery_s=120,
+    JobSpec(name="incidents", workload="incidents", replication_budget=6, max_recovery_s=180,
             primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
 )
+RUNNING_JOB = "topk"  # the sample job whose streams the stack runs (two cores hold one job comfortably)
+SAMPLE_PARAMS = {"topk": ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"],
+                 "incidents": ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"]}
+
+
+def stack_connections(db_url: str, primary: tuple[int, int] = (7077, 8090), standby: tuple[int, int] = (7078, 8091)) -> dict[str, str]:
+    """The Airflow connections ftops's DAGs use, as ``AIRFLOW_CONN_*`` environment variables: the history
+    store, each pool's master for spark-submit (``spark_primary``, ``spark_standby``) and each master's web
+    UI for the deferred waits (``ftops_spark_master``, ``ftops_spark_standby``)."""
+    spark = lambda port: json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})  # noqa: E731
+    ui = lambda port, url: json.dumps({"conn_type": "ftops_spark_master", "host": "127.0.0.1", "port": port,  # noqa: E731
+                                       "extra": {"master_url": url}})
+    return {"AIRFLOW_CONN_FTOPS_DB": db_url,
+            "AIRFLOW_CONN_SPARK_PRIMARY": spark(primary[0]), "AIRFLOW_CONN_SPARK_STANDBY": spark(standby[0]),
+            "AIRFLOW_CONN_FTOPS_SPARK_MASTER": ui(primary[1], f"spark://127.0.0.1:{primary[0]}"),
+            "AIRFLOW_CONN_FTOPS_SPARK_STANDBY": ui(standby[1], f"spark://127.0.0.1:{standby[0]}")}
 
 
 @dataclass
@@ -54,9 +72,7 @@ class LocalStack:
 
     def connections(self) -> dict[str, str]:
         """Airflow connections as environment variables of the Airflow processes (never written to disk)."""
-        spark = lambda port: json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})  # noqa: E731
-        return {"AIRFLOW_CONN_FTOPS_DB": self.postgres.url(), "AIRFLOW_CONN_SPARK_PRIMARY": spark(7077),
-                "AIRFLOW_CONN_SPARK_STANDBY": spark(7078), "FTOPS_DATABASE_URL": self.postgres.url()}
+        return {**stack_connections(self.postgres.url()), "FTOPS_DATABASE_URL": self.postgres.url()}
 
     def up(self) -> None:
         from spark_jobs.cluster import ClusterConfig, ClusterState, cluster_up
@@ -68,6 +84,7 @@ class LocalStack:
         if state is None or not state.processes:
             self.progress("starting the Spark clusters (primary: rack-a, rack-b; standby)")
             cluster_up(ClusterConfig(state_dir=self.spark_state))
+        self.start_running_job()
         if not any(self.airflow.alive().values()):
             self.progress(f"starting Airflow (api-server, scheduler, dag-processor, triggerer) on port {self.airflow_port}")
             self.airflow.up(extra_env=self.connections(), progress=self.progress)
@@ -76,10 +93,17 @@ class LocalStack:
         from spark_jobs.cluster import cluster_down
 
         stopped = [f"airflow {c}" for c in self.airflow.down()]
+        stopped += self.stop_running_job()
         stopped += [f"spark {p}" for p in cluster_down(self.spark_state)]
         if self.postgres.running() and self.postgres.stop():
             stopped.append("postgres")
         return stopped
+
+    def deployment(self, job: JobSpec):
+        from spark_jobs.job_streams import JobDeployment
+
+        return JobDeployment(workload=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
+                             params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()))
 
     def register_sample_jobs(self) -> list[str]:
         from spark_jobs.workloads.spec import make_spec
@@ -89,11 +113,62 @@ class LocalStack:
             upgrade(conn)
             store = HistoryStore(conn)
             for job in SAMPLE_JOBS:
-                store.register_job(job)
-                store.save_topology(job.name, make_spec(job.workload).topology(name=job.name).to_document())
+                dep = self.deployment(job)
+                store.register_job(job.model_copy(update={"deployment": dep.model_dump()}))
+                store.save_topology(job.name, make_spec(job.workload, dep.params).topology(name=job.name).to_document())
         finally:
             conn.close()
         return [j.name for j in SAMPLE_JOBS]
+
+    # -- the running sample job ------------------------------------------------------------
+    @property
+    def _feed_pid_file(self) -> Path:
+        return self.state / "jobs" / RUNNING_JOB / "feed.pid"
+
+    def start_running_job(self) -> None:
+        """The sample job's input generator and its primary (idempotent: nothing runs twice)."""
+        import subprocess
+        import sys
+
+        from spark_jobs.detached_submit import submit_stream
+        from spark_jobs.job_streams import primary_app_name, primary_run_argv
+        from spark_jobs.recovery_units.deployment import pid_alive
+
+        dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
+        dep.input.mkdir(parents=True, exist_ok=True)
+        pid = int(self._feed_pid_file.read_text()) if self._feed_pid_file.exists() else None
+        if not pid_alive(pid):
+            self.progress(f"starting the {RUNNING_JOB} input generator ({dep.input})")
+            cmd = [sys.executable, "-m", "spark_jobs.workload_cli", "generate", dep.workload, "--input", str(dep.input),
+                   "--realtime", *[a for p in dep.params for a in ("--param", p)]]
+            with (self.state / "jobs" / RUNNING_JOB / "feed.log").open("a") as log:
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, cwd=ROOT)
+            self._feed_pid_file.write_text(str(proc.pid))
+        self.progress(f"starting the {RUNNING_JOB} primary on {dep.primary_master} (if it is not running)")
+        submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+
+    def stop_running_job(self) -> list[str]:
+        """Stop the sample job's streams (primary and every replica) and its generator."""
+        import os
+        import signal
+
+        from spark_jobs.workload_cli import stop_run
+
+        dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
+        stopped = []
+        outputs = [dep.primary_output, *sorted((dep.path / "replica").glob("plan-*"))]
+        for out in outputs:
+            if (out / "_submit.json").exists() and stop_run(out):
+                stopped.append(f"stream {out.relative_to(dep.path)}")
+        if self._feed_pid_file.exists():
+            try:
+                os.killpg(int(self._feed_pid_file.read_text()), signal.SIGTERM)
+                stopped.append(f"{RUNNING_JOB} input generator")
+            except ProcessLookupError:
+                pass
+            self._feed_pid_file.unlink()
+        return stopped
 
     # -- Airflow REST ----------------------------------------------------------------------
     def trigger(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900) -> dict:

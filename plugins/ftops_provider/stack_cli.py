@@ -9,7 +9,7 @@ from ft_core.cli.output import print_table
 
 DEMO_RUNS = (  # (DAG, conf): what the README's main command runs, in order
     ("ftops_profile_and_plan", {}),
-    ("ftops_chaos_drill", {"job": "topk", "failure_domain": "rack-a"}),
+    ("ftops_chaos_drill", {"job": "topk", "failure_domain": "auto", "replacement_delay_s": 20}),
 )
 
 
@@ -64,8 +64,35 @@ def _demo(args: argparse.Namespace) -> int:
     stack.up()
     results = [(dag_id, stack.trigger(dag_id, conf)) for dag_id, conf in DEMO_RUNS]
     print_table(["DAG", "run", "state"], [[dag_id, run["dag_run_id"], run["state"]] for dag_id, run in results])
+    _summary(stack)
     _where(stack)
     return 0 if all(run["state"] == "success" for _, run in results) else 1
+
+
+def _summary(stack) -> None:
+    """What the demo's runs stored: the sample job's current plan and its latest drill."""
+    from ft_core.store.connection import connect
+    from ft_core.store.history import HistoryStore
+
+    conn = connect(stack.postgres.url())
+    try:
+        store = HistoryStore(conn)
+        plan = store.current_plan("topk", "replication")
+        drills = store.drills("topk")
+    finally:
+        conn.close()
+    if plan:
+        tasks = plan["payload"].get("tasks", [])
+        print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(tasks)}, "
+              f"predicted output fidelity {plan['objective']:.3f}")
+    if drills:
+        d = drills[-1]
+        acc = "-" if d["tentative_accuracy"] is None else f"{d['tentative_accuracy']:.3f}"
+        first = "-" if d["time_to_first_tentative_s"] is None else f"{d['time_to_first_tentative_s']:.1f} s"
+        caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"
+        print(f"topk: drill #{d['drill_id']} {d['status']}: measured tentative accuracy {acc}, first tentative output "
+              f"after {first}, primary caught up after {caught}, lost/duplicated windows "
+              f"{d['lost_windows']}/{d['duplicated_windows']}")
 
 
 def _where(stack) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from tests.conftest import ROOT
 
@@ -11,9 +12,11 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
 os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(ROOT / "plugins")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+# SparkSubmitOperator runs `spark-submit` from PATH: the one the pyspark package puts beside this Python.
+os.environ["PATH"] = f"{os.path.dirname(os.path.abspath(sys.executable))}{os.pathsep}{os.environ.get('PATH', '')}"
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 import subprocess
-import sys
 
 import pytest
 

@@ -18,7 +18,8 @@ def test_every_dag_file_imports_quickly_and_cleanly():
 
     bag = DagBag(dag_folder=str(ROOT / "dags"))
     assert bag.import_errors == {}
-    assert "ftops_replan" in bag.dag_ids
+    assert {"ftops_profile_and_plan", "ftops_chaos_drill", "ftops_incremental_recovery",
+            "ftops_checkpoint_tuning"} <= set(bag.dag_ids)
     for path in (ROOT / "dags").glob("*.py"):  # each file also runs on its own (python dags/x.py)
         proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, proc.stderr
@@ -38,7 +39,9 @@ def test_dag_file_parses_in_under_a_second():
         assert time.perf_counter() - start < 1.0, path.name
 
 
-def test_replan_run_stores_one_plan_per_job_and_is_idempotent(pg_server, pg_conn, monkeypatch):
+def test_profile_and_plan_on_topology_only_jobs_stores_one_plan_per_job_and_is_idempotent(pg_server, pg_conn, monkeypatch):
+    """Jobs registered with a topology only (no deployment: ftops does not manage their streams) are planned
+    from the stored topology, with a what-if recovery per failure domain; nothing is submitted."""
     monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
     for name, sample, budget in (("topk", "q1-topk", 6), ("incidents", "q2-incidents", 8)):
@@ -47,7 +50,7 @@ def test_replan_run_stores_one_plan_per_job_and_is_idempotent(pg_server, pg_conn
         assert res.code == 0, res.err
     from airflow.dag_processing.dagbag import DagBag
 
-    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_replan")
+    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_profile_and_plan")
     first = dag.test()
     assert first.state == "success"
     second = dag.test()
@@ -57,4 +60,41 @@ def test_replan_run_stores_one_plan_per_job_and_is_idempotent(pg_server, pg_conn
         plans = store.plans(name, "replication")
         assert len(plans) == 1  # the second run found nothing new to store
         assert plans[0]["dag_run_id"] == first.run_id and plans[0]["optimal"]
+        assert {p["payload"]["domain"] for p in store.plans(name, "recovery")} == {"rack-a", "rack-b"}
+        assert store.applied_plans(name) == []
     assert store.current_plan("topk", "replication")["objective"] == pytest.approx(0.4166666, abs=1e-4)
+    states = {ti.task_id: ti.state for ti in first.get_task_instances()}
+    assert states["submit_replica"] == "skipped" and states["record_applied"] == "skipped"
+
+
+def test_two_planning_runs_at_once_store_one_consistent_history(pg_server, pg_conn, monkeypatch):
+    """Two runs of the planning step at the same time (a manual trigger beside the schedule, or two DAG
+    copies): for each job exactly one of them stores the plan, the other finds it current."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ftops_provider.operators.planning import PlanReplicationOperator
+
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    env = {"FTOPS_DATABASE_URL": pg_server.url()}
+    jobs = {"topk": "q1-topk", "incidents": "q2-incidents"}
+    for name, sample in jobs.items():
+        res = run_cli("job", "register", "--name", name, "--workload", name, "--budget", "6",
+                      "--topology", ROOT / "ft_core" / "samples" / f"{sample}.json", env=env)
+        assert res.code == 0, res.err
+    start = threading.Barrier(4)
+
+    def plan(job: str, run_id: str) -> dict:
+        op = PlanReplicationOperator(task_id=f"plan_{job}_{run_id}", job_name=job, exact_time_limit=20)
+        start.wait()
+        return {"job": job, "run_id": run_id, **op.execute({"run_id": run_id})}
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda a: plan(*a), [(j, r) for j in jobs for r in ("run-a", "run-b")]))
+    store = HistoryStore(pg_conn)
+    for job in jobs:
+        mine = [r for r in results if r["job"] == job]
+        assert sorted(r["created"] for r in mine) == [False, True]
+        assert mine[0]["plan_id"] == mine[1]["plan_id"]
+        plans = store.plans(job, "replication")
+        assert len(plans) == 1 and plans[0]["dag_run_id"] == next(r["run_id"] for r in mine if r["created"])

@@ -32,6 +32,15 @@ class SparkMasterHook(BaseHook):
         conn = self.get_connection(self.spark_master_conn_id)
         return f"http://{conn.host or '127.0.0.1'}:{conn.port or 8090}"
 
+    def ui_url(self) -> str:
+        """The master web UI's base URL (what the triggers poll)."""
+        return self._base_url()
+
+    def master_url(self) -> str:
+        """The ``spark://`` URL applications are submitted to (``extra.master_url``, else host:7077)."""
+        conn = self.get_connection(self.spark_master_conn_id)
+        return conn.extra_dejson.get("master_url") or f"spark://{conn.host or '127.0.0.1'}:7077"
+
     def master_state(self) -> dict[str, Any]:
         """The master's ``/json/`` document."""
         url = self._base_url() + "/json/"

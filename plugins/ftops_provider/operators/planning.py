@@ -6,9 +6,6 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from ft_core.replication import plan_replication
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -51,6 +48,11 @@ class PlanReplicationOperator(BaseOperator):
             store.conn.close()
 
     def _plan(self, store, run_id: str) -> dict[str, Any]:
+        # The planners (numpy, scipy, HiGHS) load here, not when the DAG file is parsed.
+        from ft_core.replication import plan_replication
+        from ft_core.task_graph import build_task_graph
+        from ft_core.topology import parse_topology
+
         job = next((j for j in store.jobs() if j["name"] == self.job_name), None)
         doc = store.latest_topology(self.job_name)
         if job is None or doc is None:

@@ -1,0 +1,76 @@
+"""ftops_checkpoint_tuning: pick a job's checkpoint (trigger) interval from profiling runs (Chiron, paper 004).
+
+Weekly, or manually with the form. ``profile_interval`` is mapped over the candidate intervals: each runs an
+isolated copy of the job's workload at that interval, kills its driver ``failures`` times near the end of a
+checkpoint interval and measures ingress, latency, restore and warm-up; the ``ftops_profiling`` pool (one
+slot by default) limits how many copies run at once. ``recommend`` fits Chiron's quadratic models and picks
+the lowest-latency interval whose predicted recovery time meets the job's bound (stored as a ``checkpoint``
+plan with its R^2; the task fails with the smallest achievable recovery time when none does). With
+``resubmit`` on, the primary restarts on its checkpoint with the new interval: the trigger interval is not
+pinned by a checkpoint, and two drivers must never share one, so the old primary stops first
+(``stop_primary``), then ``submit_primary`` and a deferred ``wait_primary_running``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import DAG, Param, task
+
+from ftops_provider.operators.checkpoint import ApplyIntervalOperator, ProfileIntervalOperator, RecommendIntervalOperator
+from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
+from ftops_provider.sensors.waits import SparkAppSensor
+
+WORK_DIR = str(Path(__file__).resolve().parents[1] / ".state" / "profiling")
+APPLY = "ti.xcom_pull(task_ids='apply_interval')"
+
+with DAG(
+    dag_id="ftops_checkpoint_tuning",
+    schedule="@weekly",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["ftops"],
+    doc_md=__doc__,
+    render_template_as_native_obj=True,
+    params={
+        "job": Param("topk", type="string", description="registered job whose workload is profiled"),
+        "intervals_s": Param("1,2,4", type="string", description="candidate trigger intervals in seconds (>= 3)"),
+        "failures": Param(1, type="integer", minimum=1, description="driver kills per profiling copy"),
+        "duration_s": Param(60, type="number", minimum=10, description="steady seconds per copy"),
+        "max_recovery_s": Param(None, type=["null", "number"], description="bound (default: the job's max_recovery_s)"),
+        "case": Param("avg", enum=["min", "avg", "max"], description="Chiron's recovery-time case"),
+        "resubmit": Param(False, type="boolean", description="restart the primary with the recommended interval"),
+    },
+) as dag:
+
+    @task
+    def candidate_intervals(params=None) -> list[float]:
+        from spark_jobs.profiling import check_intervals
+
+        return check_intervals([float(x) for x in str(params["intervals_s"]).split(",") if x.strip()])
+
+    profiled = ProfileIntervalOperator.partial(
+        task_id="profile_interval", pool="ftops_profiling", job_name="{{ params.job }}",
+        work_dir=WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}",
+        failures="{{ params.failures }}", duration_s="{{ params.duration_s }}",
+    ).expand(interval_s=candidate_intervals())
+    recommend = RecommendIntervalOperator(task_id="recommend", job_name="{{ params.job }}",
+                                          max_recovery_s="{{ params.max_recovery_s }}", case="{{ params.case }}")
+
+    @task.short_circuit
+    def resubmit_requested(params=None) -> bool:
+        return bool(params["resubmit"])
+
+    apply = ApplyIntervalOperator(task_id="apply_interval", job_name="{{ params.job }}")
+    stop = StopStreamOperator(task_id="stop_primary", output_dir="{{ " + APPLY + "['output'] }}")
+    submit = StreamSubmitOperator(task_id="submit_primary", conn_id="spark_primary", app_name="{{ " + APPLY + "['app_name'] }}",
+                                  run_args="{{ " + APPLY + "['run_args'] }}", master_ui="{{ " + APPLY + "['master_ui'] }}")
+    running = SparkAppSensor(task_id="wait_primary_running", app_name="{{ " + APPLY + "['app_name'] }}",
+                             spark_master_conn_id="ftops_spark_master", timeout_s=300)
+
+    profiled >> recommend >> resubmit_requested() >> apply >> stop >> submit >> running
+
+if __name__ == "__main__":
+    print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

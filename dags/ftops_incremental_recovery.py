@@ -1,0 +1,71 @@
+"""ftops_incremental_recovery: restart a recovery-units deployment after a correlated failure, stage by stage.
+
+Triggered from the Airflow UI with the form (or by ``ftops_failure_watcher``). ``detect_failure`` finds the
+units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
+computes the staged schedule (paper 003: BestDensity order packed into each capacity step, or blocking /
+operator-centric) for the expected replacement nodes and opens the recovery run in the history store.
+Then, for each stage, its own task instances: ``wait_capacity_<k>`` (deferred until the Spark master has
+the stage's new workers and free cores), ``start_stage_<k>`` (SparkSubmitOperator through ftops's launcher:
+the stage's units restart from their checkpoints in new applications), ``record_stage_<k>``. Stages that
+start nothing are skipped. ``wait_recovered`` waits, deferred, until every failed query is available again
+(relative latency below 1.2); ``finish`` verifies every table against the failure-free reference and
+stores per-query recovery times. Every stage is recorded as it completes, and starting a stage is
+idempotent, so a scheduler restart in the middle resumes the recovery instead of restarting it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import DAG, Param
+
+from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
+                                               QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
+from ftops_provider.operators.streams import UnitsStageSubmitOperator
+
+MAX_STAGES = 5  # stage 0 (the survivors' free capacity) and up to four replacement nodes
+DEFAULT_UNITS_DIR = str(Path(__file__).resolve().parents[1] / ".state" / "units" / "smartcity")  # `ftops units deploy`
+PLANNED = "ti.xcom_pull(task_ids='plan_stages')"
+
+with DAG(
+    dag_id="ftops_incremental_recovery",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["ftops"],
+    doc_md=__doc__,
+    params={
+        "units_dir": Param(DEFAULT_UNITS_DIR, type="string", description="the recovery-units deployment folder (absolute)"),
+        "job": Param("smartcity", type="string", description="registered job the run is recorded under"),
+        "arrivals": Param("1,1", type="string", description="expected replacement nodes (sizes, 1 = a node), in order"),
+        "cost": Param("measured", type="string", description="'measured' unit costs, or 'declared:X' (X of a node each)"),
+        "policy": Param("order-then-pack", enum=["order-then-pack", "per-stage", "operator-centric", "blocking"]),
+        "node_cap": Param(0.8, type="number", exclusiveMinimum=0, maximum=1, description="usable share of a node"),
+        "timeout_s": Param(900, type="number", minimum=30, description="deadline of each wait"),
+    },
+) as dag:
+    units_dir = "{{ params.units_dir }}"
+    detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir)
+    plan = PlanStagesOperator(task_id="plan_stages", units_dir=units_dir, job_name="{{ params.job }}",
+                              arrivals="{{ params.arrivals }}", cost="{{ params.cost }}", policy="{{ params.policy }}",
+                              node_cap="{{ params.node_cap }}")
+    detect >> plan
+    previous = plan
+    for k in range(MAX_STAGES):
+        wait = StageCapacitySensor(task_id=f"wait_capacity_{k}", units_dir=units_dir, stage=k,
+                                   timeout_s="{{ params.timeout_s }}", trigger_rule="none_failed")
+        start = UnitsStageSubmitOperator(task_id=f"start_stage_{k}", units_dir=units_dir, stage=k,
+                                         schedule_path="{{ " + PLANNED + "['schedule_path'] }}",
+                                         prefix="{{ " + PLANNED + "['prefix'] }}", conn_id="spark_primary")
+        record = RecordStageOperator(task_id=f"record_stage_{k}", units_dir=units_dir, stage=k)
+        previous >> wait >> start >> record
+        previous = record
+    recovered = QueriesRecoveredSensor(task_id="wait_recovered", units_dir=units_dir, timeout_s="{{ params.timeout_s }}",
+                                       trigger_rule="none_failed")
+    finish = FinishRecoveryOperator(task_id="finish", units_dir=units_dir, trigger_rule="all_done")  # records failures too
+    previous >> recovered >> finish
+
+if __name__ == "__main__":
+    print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

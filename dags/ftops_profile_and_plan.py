@@ -1,0 +1,79 @@
+"""ftops_profile_and_plan: profile every registered job, recompute its plans, adapt its replica.
+
+Per registered job (dynamic task mapping): measure the running primary's task rates from its metrics
+(``profile``), recompute the replication plan (``plan_replication``: exact up to 200 tasks, structure-aware
+above), simulate the failure of each failure domain now (``what_if_recovery``). When the new replication
+plan beats the applied one by more than ``of_threshold`` output fidelity (or no replica runs yet), the
+replica is resubmitted with the new plan (``submit_replica``, a SparkSubmitOperator through ftops's
+detached launcher), the DAG waits, deferred, until it runs (``wait_replica_running``), only then stops the
+old one (``stop_old_replica``) and records the applied plan, publishing the ``ftops://plans/replication``
+asset. Everything goes to the history store (connection ``ftops_db``). Nothing heavy runs at import time.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG, Asset, Param, task
+
+from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
+from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
+from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
+from ftops_provider.sensors.waits import SparkAppSensor
+
+REPLICATION_PLANS = Asset("ftops://plans/replication")
+
+with DAG(
+    dag_id="ftops_profile_and_plan",
+    schedule="@hourly",
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["ftops"],
+    doc_md=__doc__,
+    params={"of_threshold": Param(0.02, type="number", minimum=0, maximum=1,
+                                  description="resubmit the replica when the new plan's OF beats the applied one by more")},
+) as dag:
+    upgrade = UpgradeHistoryOperator(task_id="upgrade_history")
+
+    @task
+    def registered_jobs() -> list[str]:
+        from ftops_provider.hooks.history import HistoryStoreHook
+
+        store = HistoryStoreHook().store()
+        try:
+            return [j["name"] for j in store.jobs()]
+        finally:
+            store.conn.close()
+
+    jobs = registered_jobs()
+    profiled = ProfileJobOperator.partial(task_id="profile").expand(job_name=jobs)
+    planned = PlanReplicationOperator.partial(task_id="plan_replication").expand(job_name=jobs)
+    what_if = WhatIfRecoveryOperator.partial(task_id="what_if_recovery").expand(job_name=jobs)
+
+    @task
+    def replica_changes(names: list[str], params=None) -> list[dict]:
+        from ftops_provider.operators.replicas import replica_changes as changes
+
+        return changes(names, float(params["of_threshold"]))
+
+    changes = replica_changes(jobs)
+    submit = StreamSubmitOperator.partial(task_id="submit_replica", conn_id="spark_standby").expand_kwargs(
+        changes.map(lambda c: {"app_name": c["app_name"], "run_args": c["run_args"], "master_ui": c["master_ui"]}))
+    running = SparkAppSensor.partial(task_id="wait_replica_running", spark_master_conn_id="ftops_spark_standby",
+                                     timeout_s=300).expand(app_name=changes.map(lambda c: c["app_name"]))
+    stop_old = StopStreamOperator.partial(task_id="stop_old_replica").expand(output_dir=changes.map(lambda c: c["old_output"]))
+
+    @task(outlets=[REPLICATION_PLANS])
+    def record_applied(applied: list[dict], outlet_events=None) -> list[dict]:
+        from ftops_provider.operators.replicas import record_applied as record
+
+        recorded = record(applied)
+        outlet_events[REPLICATION_PLANS].extra = {"applied": [{"job": r["job"], "plan_id": r["plan_id"]} for r in recorded]}
+        return recorded
+
+    upgrade >> jobs
+    profiled >> planned >> what_if >> changes
+    submit >> running >> stop_old >> record_applied(changes)
+
+if __name__ == "__main__":
+    print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

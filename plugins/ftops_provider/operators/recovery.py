@@ -1,0 +1,257 @@
+"""The steps of a staged incremental recovery of a recovery-units deployment (logic in ``spark_jobs.recovery_units``).
+
+- :class:`DetectFailureOperator`: the units that are down: the deployment's last recorded failure if it is
+  not recovered yet, else the applications whose drivers died (recorded now as a failure);
+- :class:`PlanStagesOperator`: the recovery problem of that failure (measured or declared unit costs), the
+  staged schedule (``ft_core.staged_recovery``) for the expected replacement nodes, written next to the
+  deployment and stored as a ``recovery`` plan with a recovery run and its stages;
+- :class:`StageCapacitySensor`: a deferred wait for a stage's capacity (new workers, free cores) on the
+  Spark master; skipped for a stage that starts nothing;
+- the stage's restart goes through ``UnitsStageSubmitOperator`` (spark-submit of ftops's launcher), then
+  :class:`RecordStageOperator` marks it done, so a resumed run knows where it stands;
+- :class:`QueriesRecoveredSensor` (deferred) and :class:`FinishRecoveryOperator`: per-query recovery times,
+  lost/duplicated rows, the run's verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+from ftops_provider.hooks.history import HistoryStoreHook
+from ftops_provider.sensors.waits import _DeferredWait
+
+
+class RecoveryFailed(Exception):
+    """The recovery ran, and the deployment did not come back whole (the message says why)."""
+
+
+def _skip(message: str):
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    return AirflowSkipException(message)
+
+
+class DetectFailureOperator(BaseOperator):
+    """The deployment's current failure (recorded or detected now); returns it."""
+
+    template_fields = ("units_dir",)
+
+    def __init__(self, *, units_dir: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir = units_dir
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.recovery_units.runtime import current_failure
+
+        failure = current_failure(Path(self.units_dir))
+        if failure is None:
+            raise _skip(f"no failed units in {self.units_dir}: nothing to recover")
+        self.log.info("failed units: %s (domain %s)", ", ".join(failure.units), failure.domain or "-")
+        return failure.model_dump()
+
+
+class PlanStagesOperator(BaseOperator):
+    """Plan the stages of the current failure's recovery and open the recovery run in the history store."""
+
+    template_fields = ("units_dir", "job_name", "arrivals", "cost", "policy", "node_cap")
+
+    def __init__(self, *, units_dir: str, job_name: str, arrivals: str = "1,1", cost: str = "measured",
+                 policy: str = "order-then-pack", node_cap: float | str = 0.8, ftops_db_conn_id: str = "ftops_db",
+                 **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir, self.job_name, self.arrivals = units_dir, job_name, arrivals
+        self.cost, self.policy, self.node_cap = cost, policy, node_cap
+        self.ftops_db_conn_id = ftops_db_conn_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from ft_core.input_hash import input_hash
+        from spark_jobs.recovery_units.recovery import plan_failure_stages
+
+        root = Path(self.units_dir)
+        schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, float(self.node_cap))
+        path = root / "recoveries" / f"{_safe(context['run_id'])}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(schedule.model_dump_json(indent=2))
+        store = HistoryStoreHook(self.ftops_db_conn_id).store()
+        try:
+            plan = store.save_plan(self.job_name, "recovery", algorithm=schedule.policy, objective=schedule.total_priority,
+                                   optimal=False, payload={"schedule": schedule.model_dump(mode="json"), "problem": problem},
+                                   input_hash=input_hash(problem, self.arrivals, self.policy, self.node_cap),
+                                   parameters={"arrivals": self.arrivals, "cost": self.cost, "node_cap": self.node_cap},
+                                   dag_run_id=context["run_id"])
+            failure = json.loads((root / "deployment.json").read_text())["failures"][-1]
+            run_id = store.start_recovery_run(self.job_name, plan.plan_id, failure, context["run_id"])
+            for s in schedule.stages:
+                if s.partitions:
+                    store.record_stage(run_id, s.stage + 1, s.capacity, s.partitions, s.placement, "pending")
+        finally:
+            store.conn.close()
+        self.log.info("%s schedule: %s", schedule.mode, "; ".join(f"stage {s.stage}: {' '.join(s.partitions) or '-'}"
+                                                                   for s in schedule.stages))
+        return {"schedule_path": str(path), "stages": len(schedule.stages), "run_id": run_id, "plan_id": plan.plan_id,
+                "prefix": app_prefix(context["run_id"])}
+
+
+def _safe(run_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+
+
+def app_prefix(run_id: str) -> str:
+    """Application names of a DAG run's stages: the same on every retry and resume of that run."""
+    import hashlib
+
+    return "rec-" + hashlib.sha1(run_id.encode()).hexdigest()[:8]
+
+
+class StageCapacitySensor(_DeferredWait):
+    """Wait (deferred) until stage ``stage`` of the schedule has its capacity on the primary master: the new
+    workers the schedule expects by then, and a free core per application it starts. Skips a stage that
+    starts nothing or does not exist; a stage whose applications already run (a resumed run) passes at once."""
+
+    template_fields = ("units_dir", "plan_task_id", "timeout_s")
+
+    def __init__(self, *, units_dir: str, stage: int, plan_task_id: str = "plan_stages", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir, self.stage, self.plan_task_id = units_dir, stage, plan_task_id
+
+    def _need(self, context: Any) -> tuple[int, int, list[str], str]:
+        from spark_jobs.recovery_units.deployment import load
+        from spark_jobs.recovery_units.recovery import arrivals_by, last_failure, load_schedule, stage_apps
+
+        planned = _planned(context, self.plan_task_id)
+        root = Path(self.units_dir)
+        schedule = load_schedule(Path(planned["schedule_path"]), root)
+        if self.stage >= len(schedule.stages):
+            raise _skip(f"the schedule has {len(schedule.stages)} stages")
+        apps = stage_apps(schedule, self.stage, planned["prefix"])
+        todo = [a for a in apps if a not in load(root).apps]
+        if not apps:
+            raise _skip(f"stage {self.stage} starts nothing")
+        return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, _master_ui(root)
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.triggers.spark_capacity import SparkCapacityTrigger
+
+        new, cores, known, ui = self._need(context)
+        self._record(context, "waiting", waiting_at=time.time())
+        self.log.info("stage %d needs %d new workers and %d free cores", self.stage, new, cores)
+        return SparkCapacityTrigger(ui, min_new_workers=new, min_free_cores=cores, known_worker_ids=known,
+                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().execute_complete(context, event)
+        self._record(context, "started", started_at=time.time())  # the stage's restart begins now
+        return result
+
+    def _record(self, context: Any, status: str, **times: float) -> None:
+        from spark_jobs.recovery_units.recovery import load_schedule
+
+        planned = _planned(context, self.plan_task_id)
+        s = load_schedule(Path(planned["schedule_path"]), Path(self.units_dir)).stages[self.stage]
+        store = HistoryStoreHook().store()
+        try:
+            done = {r["stage_no"] for r in store.recovery_stages(planned["run_id"]) if r["status"] == "done"}
+            if self.stage + 1 not in done:
+                store.record_stage(planned["run_id"], self.stage + 1, s.capacity, s.partitions, s.placement, status, **times)
+        finally:
+            store.conn.close()
+
+
+def _planned(context: Any, plan_task_id: str) -> dict:
+    """The plan task's result; skip when there is none (nothing failed, or planning did not run)."""
+    planned = context["ti"].xcom_pull(task_ids=plan_task_id)
+    if not planned:
+        raise _skip("no recovery was planned in this run")
+    return planned
+
+
+def _master_ui(root: Path) -> str:
+    from spark_jobs.recovery_units.recovery import master_ui_port
+
+    return f"http://127.0.0.1:{master_ui_port(root)}"
+
+
+class RecordStageOperator(BaseOperator):
+    """Mark a stage done in the history store (with its applications), after its units run."""
+
+    template_fields = ("units_dir",)
+
+    def __init__(self, *, units_dir: str, stage: int, plan_task_id: str = "plan_stages",
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir, self.stage, self.plan_task_id = units_dir, stage, plan_task_id
+        self.ftops_db_conn_id = ftops_db_conn_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.recovery_units.recovery import load_schedule
+
+        planned = _planned(context, self.plan_task_id)
+        s = load_schedule(Path(planned["schedule_path"]), Path(self.units_dir)).stages[self.stage]
+        store = HistoryStoreHook(self.ftops_db_conn_id).store()
+        try:
+            store.record_stage(planned["run_id"], self.stage + 1, s.capacity, s.partitions, s.placement, "done",
+                               finished_at=time.time())
+        finally:
+            store.conn.close()
+        return {"stage": self.stage, "units": s.partitions}
+
+
+class QueriesRecoveredSensor(_DeferredWait):
+    """Wait (deferred) until every failed query is available again; returns their recovery times."""
+
+    template_fields = ("units_dir", "timeout_s")
+
+    def __init__(self, *, units_dir: str, plan_task_id: str = "plan_stages", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir = units_dir
+        self.plan_task_id = plan_task_id
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.triggers.queries_recovered import QueriesRecoveredTrigger
+
+        _planned(context, self.plan_task_id)
+        return QueriesRecoveredTrigger(self.units_dir, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+
+
+class FinishRecoveryOperator(BaseOperator):
+    """Verify every unit's table against the reference, store per-query recovery times and the run's status;
+    fail when a query did not come back or rows were lost or duplicated."""
+
+    template_fields = ("units_dir",)
+
+    def __init__(self, *, units_dir: str, plan_task_id: str = "plan_stages", wait_task_id: str = "wait_recovered",
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.units_dir, self.plan_task_id, self.wait_task_id = units_dir, plan_task_id, wait_task_id
+        self.ftops_db_conn_id = ftops_db_conn_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.recovery_units.deployment import load
+        from spark_jobs.recovery_units.recovery import failed_queries, query_recovery, verify
+
+        root = Path(self.units_dir)
+        planned = _planned(context, self.plan_task_id)
+        queries = failed_queries(root)
+        recovered = query_recovery(root, queries)
+        check = verify(root)
+        spec = load(root).spec
+        problems = [f"{q} not available again" for q, v in recovered.items() if v is None]
+        if check.lost_rows or check.duplicated_rows:
+            problems.append(f"{check.lost_rows} rows lost, {check.duplicated_rows} duplicated")
+        store = HistoryStoreHook(self.ftops_db_conn_id).store()
+        try:
+            for q, seconds in recovered.items():
+                store.record_query_recovery(planned["run_id"], q, spec.priority(q), seconds)
+            store.finish_recovery_run(planned["run_id"], "failed" if problems else "succeeded")
+        finally:
+            store.conn.close()
+        self.log.info("queries back after (s): %s; lost %d, duplicated %d rows", recovered, check.lost_rows,
+                      check.duplicated_rows)
+        if problems:
+            raise RecoveryFailed("recovery incomplete: " + "; ".join(problems))
+        return {"query_recovered_s": recovered, "lost_rows": check.lost_rows, "duplicated_rows": check.duplicated_rows}

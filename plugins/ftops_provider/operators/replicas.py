@@ -1,0 +1,70 @@
+"""Deciding when a job's replica is resubmitted with a new plan, and recording what runs.
+
+The dynamic plan adaptation paper 000 left as future work: a replica keeps running its plan until a new
+replication plan beats it by more than a threshold of output fidelity (or no replica runs yet and the plan
+replicates something). The new replica is a new query (other key groups), so it gets its own checkpoint
+lineage and output folder (``spark_jobs.job_streams``); the old one is stopped only after the new one runs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def replica_changes(names: list[str], threshold: float, conn_id: str = "ftops_db") -> list[dict]:
+    """The replicas to (re)submit: one entry per job whose current plan should replace the applied one."""
+    from ftops_provider.hooks.history import HistoryStoreHook
+
+    store = HistoryStoreHook(conn_id).store()
+    try:
+        return [c for c in (_change(store, name, threshold) for name in names) if c is not None]
+    finally:
+        store.conn.close()
+
+
+def _change(store, name: str, threshold: float) -> dict | None:
+    from spark_jobs.job_streams import parse_deployment, replica_app_name, replica_run_argv
+
+    job = store.job(name)
+    if not job.get("deployment"):
+        log.info("job %s: no deployment registered, its replica is not managed here", name)
+        return None
+    dep = parse_deployment(job["deployment"], name)
+    plan = store.current_plan(name, "replication")
+    tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
+    applied = next((a for a in store.applied_plans(name) if a["role"] == "replica" and a["stopped_at"] is None), None)
+    if plan is None or not tasks or (applied and applied["plan_id"] == plan["plan_id"]):
+        return None
+    gain = plan["objective"] - (applied["objective"] if applied else 0.0)
+    if applied and gain <= threshold:
+        log.info("job %s: plan #%s gains %.4f OF over the applied #%s (threshold %.4f): the replica stays",
+                 name, plan["plan_id"], gain, applied["plan_id"], threshold)
+        return None
+    log.info("job %s: replica plan #%s (OF %.4f, gain %.4f) replaces %s", name, plan["plan_id"], plan["objective"], gain,
+             f"#{applied['plan_id']}" if applied else "no replica")
+    return {"job": name, "plan_id": plan["plan_id"], "app_name": replica_app_name(name, plan["plan_id"]),
+            "run_args": [str(a) for a in replica_run_argv(dep, plan["plan_id"], tasks)], "master_ui": dep.standby_ui,
+            "master_url": dep.standby_master, "old_plan_id": applied["plan_id"] if applied else None,
+            "old_output": str(dep.replica_output(applied["plan_id"])) if applied else ""}
+
+
+def record_applied(changes: list[dict], conn_id: str = "ftops_db") -> list[dict]:
+    """Record each new replica as the job's applied plan (and the replaced one as stopped)."""
+    from ftops_provider.hooks.history import HistoryStoreHook
+    from spark_jobs.detached_submit import active_apps
+
+    store = HistoryStoreHook(conn_id).store()
+    out = []
+    try:
+        for c in changes:
+            running = active_apps(c["master_ui"], c["app_name"])
+            app_id = running[0]["id"] if running else None
+            if c["old_plan_id"] is not None:
+                store.stop_applied_plan(c["job"], "replica", c["old_plan_id"])
+            store.record_applied_plan(c["plan_id"], c["job"], "replica", app_id, c["master_url"])
+            out.append({"job": c["job"], "plan_id": c["plan_id"], "app_id": app_id})
+    finally:
+        store.conn.close()
+    return out

@@ -1,0 +1,114 @@
+"""(Re)submitting and stopping long-running streaming applications from Airflow.
+
+:class:`StreamSubmitOperator` is a ``SparkSubmitOperator`` whose application is ftops's launcher
+(``spark_jobs/detached_submit.py``): spark-submit runs the launcher, which starts the real streaming driver
+in a session of its own and returns once the master lists it RUNNING. Why not submit the stream directly:
+
+- PySpark applications on a standalone master run in client mode only, so the driver would live inside the
+  task's spark-submit for the stream's lifetime, holding a worker slot for weeks and dying with the task;
+- the provider's ``durable`` option (Airflow 3.3) reconnects to a *cluster-mode* driver on retry, which
+  does not apply to client mode, and standalone cluster-mode status polling has open bugs (#71881,
+  #46334, ecosystem notes section 2.4).
+
+Retries never submit twice: every submission has a unique application name (job, role, plan or interval)
+and both this operator and the launcher skip the submission when the master already runs that name. An
+Airflow kill of the task cannot orphan or stop the stream: it is outside the task's process group, and
+its process group is recorded in the job's output folder (and the local cluster state) for
+:class:`StopStreamOperator` and ``ftops cluster down``. The replaced application is stopped only after
+the new one runs (the DAG orders the tasks that way).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator
+
+LAUNCHER = str(Path(__file__).resolve().parents[3] / "spark_jobs" / "detached_submit.py")
+
+
+def _launcher_defaults(kwargs: dict) -> None:
+    """The launcher needs no Spark UI, and its child spark-submit must find this environment's Python."""
+    kwargs.setdefault("name", "ftops-launcher")
+    kwargs.setdefault("conf", {"spark.ui.enabled": "false"})
+    kwargs.setdefault("driver_memory", "256m")
+    kwargs.setdefault("env_vars", {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                                   "SPARK_LOCAL_IP": "127.0.0.1"})
+
+
+class StreamSubmitOperator(SparkSubmitOperator):
+    """Submit a streaming workload run detached (see the module docstring); returns the application.
+
+    :param app_name: the unique application name (idempotency key).
+    :param run_args: the ``ftops workload run`` arguments (``spark_jobs.job_streams`` builds them).
+    :param master_ui: the master's web UI URL, polled until the application runs.
+    """
+
+    template_fields = (*SparkSubmitOperator.template_fields, "app_name", "run_args", "master_ui")
+
+    def __init__(self, *, app_name: str, run_args: list[str], master_ui: str, conn_id: str = "spark_primary",
+                 **kwargs: Any):
+        _launcher_defaults(kwargs)
+        super().__init__(application=LAUNCHER, conn_id=conn_id, **kwargs)
+        self.app_name = app_name
+        self.run_args = run_args
+        self.master_ui = master_ui
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.detached_submit import active_apps
+
+        running = active_apps(self.master_ui, self.app_name)
+        if running:
+            self.log.info("%s already runs as %s (a retry, or submitted before): not submitting again",
+                          self.app_name, running[0]["id"])
+            return {"app_id": running[0]["id"], "name": self.app_name, "submitted": False}
+        self.application_args = ["stream", "--name", self.app_name, "--master-ui", self.master_ui, "--no-wait",
+                                 "--", *map(str, self.run_args)]
+        super().execute(context)
+        self.log.info("%s started; a deferred SparkAppSensor waits until it runs", self.app_name)
+        return {"app_id": None, "name": self.app_name, "submitted": True}
+
+
+class UnitsStageSubmitOperator(SparkSubmitOperator):
+    """Start the applications of one stage of a staged recovery through the same launcher (returns the stage)."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "units_dir", "schedule_path", "stage", "prefix")
+
+    def __init__(self, *, units_dir: str, schedule_path: str, stage: int | str, prefix: str = "recovery",
+                 conn_id: str = "spark_primary", **kwargs: Any):
+        _launcher_defaults(kwargs)
+        super().__init__(application=LAUNCHER, conn_id=conn_id, **kwargs)
+        self.units_dir = units_dir
+        self.schedule_path = schedule_path
+        self.stage = stage
+        self.prefix = prefix
+
+    def execute(self, context: Any) -> None:
+        self.application_args = ["units-stage", "--dir", str(self.units_dir), "--schedule", str(self.schedule_path),
+                                 "--stage", str(self.stage), "--prefix", self.prefix]
+        super().execute(context)
+
+
+class StopStreamOperator(BaseOperator):
+    """Stop a detached run gracefully (between micro-batches) by its output folder; a run that is not
+    running any more is fine (idempotent). Returns whether something was stopped."""
+
+    template_fields = ("output_dir",)
+
+    def __init__(self, *, output_dir: str, timeout_s: float = 60.0, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.output_dir = output_dir
+        self.timeout_s = timeout_s
+
+    def execute(self, context: Any) -> bool:
+        from spark_jobs.workload_cli import stop_run
+
+        if not self.output_dir or not (Path(self.output_dir) / "_submit.json").exists():
+            self.log.info("nothing to stop at %r", self.output_dir)
+            return False
+        stopped = stop_run(Path(self.output_dir), timeout_s=self.timeout_s)
+        self.log.info("%s %s", self.output_dir, "stopped" if stopped else "was not running")
+        return stopped

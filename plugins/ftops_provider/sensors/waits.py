@@ -1,0 +1,174 @@
+"""Deferrable waits: each operator resolves what it needs (URLs from connections, the "since" time,
+the workers known now) in a quick ``execute``, then defers on a trigger in ``ftops_provider.triggers``
+and frees its worker slot. The trigger's event is the task's return value (XCom); a timeout event
+fails the task with :class:`WaitTimeout` naming what was still missing.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import BaseOperator
+
+
+class WaitTimeout(Exception):
+    """A deferred wait reached its timeout; the message says what was still missing."""
+
+
+class _DeferredWait(BaseOperator):
+    """Base of the deferred waits: ``timeout_s`` (templated) bounds the wait, the trigger polls every
+    ``poll_interval_s``; subclasses build the trigger in :meth:`make_trigger`."""
+
+    ui_color = "#e8f1fb"
+    template_fields: tuple[str, ...] = ("timeout_s",)
+
+    def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.timeout_s = timeout_s
+        self.poll_interval_s = poll_interval_s
+
+    def make_trigger(self, context: Any):  # pragma: no cover - every subclass defines it
+        raise NotImplementedError(f"{type(self).__name__} must define make_trigger")
+
+    def execute(self, context: Any) -> None:
+        self.timeout_s = float(self.timeout_s)
+        trigger = self.make_trigger(context)
+        self.log.info("deferring on %s (timeout %.0f s)", trigger.serialize()[0].rsplit(".", 1)[-1], self.timeout_s)
+        # The trigger fires its own timeout event; the defer timeout is only a backstop.
+        self.defer(trigger=trigger, method_name="execute_complete", timeout=timedelta(seconds=self.timeout_s + 120))
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if not event or event.get("status") != "ok":
+            missing = "; ".join((event or {}).get("missing", ["no event"]))
+            raise WaitTimeout(f"{self.task_id}: gave up after {self.timeout_s:.0f} s: {missing}")
+        self.log.info("%s: done: %s", self.task_id, event)
+        return event
+
+
+class SparkCapacitySensor(_DeferredWait):
+    """Wait for capacity on a standalone master (connection ``ftops_spark_master``): alive workers, free
+    cores, new workers (not alive when the task started), executors of an application."""
+
+    template_fields = ("app_name", "min_alive_workers", "min_free_cores", "min_new_workers", "min_app_executors", "timeout_s")
+
+    def __init__(self, *, spark_master_conn_id: str = "ftops_spark_master", min_alive_workers: int = 0,
+                 min_free_cores: int = 0, min_new_workers: int = 0, app_name: str | None = None,
+                 min_app_executors: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.spark_master_conn_id = spark_master_conn_id
+        self.min_alive_workers = min_alive_workers
+        self.min_free_cores = min_free_cores
+        self.min_new_workers = min_new_workers
+        self.app_name = app_name
+        self.min_app_executors = min_app_executors
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.hooks.spark_master import SparkMasterHook
+        from ftops_provider.triggers.spark_capacity import SparkCapacityTrigger
+
+        hook = SparkMasterHook(self.spark_master_conn_id)
+        known = [w["id"] for w in hook.alive_workers()] if int(self.min_new_workers) else []
+        return SparkCapacityTrigger(hook.ui_url(), min_alive_workers=int(self.min_alive_workers),
+                                    min_free_cores=int(self.min_free_cores), min_new_workers=int(self.min_new_workers),
+                                    known_worker_ids=known, app_name=self.app_name,
+                                    min_app_executors=int(self.min_app_executors), timeout_s=self.timeout_s,
+                                    poll_interval_s=self.poll_interval_s)
+
+
+class SparkAppSensor(_DeferredWait):
+    """Wait until the application named ``app_name`` is ``state`` (RUNNING, or ``absent``) on the master."""
+
+    template_fields = ("app_name", "timeout_s")
+
+    def __init__(self, *, app_name: str, spark_master_conn_id: str = "ftops_spark_master", state: str = "RUNNING",
+                 min_cores: int = 1, **kwargs):
+        super().__init__(**kwargs)
+        self.app_name = app_name
+        self.spark_master_conn_id = spark_master_conn_id
+        self.state = state
+        self.min_cores = min_cores
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.hooks.spark_master import SparkMasterHook
+        from ftops_provider.triggers.spark_app import SparkAppTrigger
+
+        return SparkAppTrigger(SparkMasterHook(self.spark_master_conn_id).ui_url(), self.app_name, state=self.state,
+                               min_cores=self.min_cores, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+
+
+class OutputArrivalSensor(_DeferredWait):
+    """Wait for new output files in a sink folder (tentative outputs arriving): files changed after
+    ``after_ts`` (epoch seconds; default: when this task started)."""
+
+    template_fields = ("folder", "after_ts", "timeout_s")
+
+    def __init__(self, *, folder: str, after_ts: float | str | None = None, pattern: str = "batch-*.jsonl",
+                 min_files: int = 1, **kwargs):
+        super().__init__(**kwargs)
+        self.folder = folder
+        self.after_ts = after_ts
+        self.pattern = pattern
+        self.min_files = min_files
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.triggers.output_arrival import OutputArrivalTrigger
+
+        if not self.folder:
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException("no output folder to watch (no replica: the plan replicates nothing)")
+        after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
+        return OutputArrivalTrigger(self.folder, after_ts=after, pattern=self.pattern, min_files=self.min_files,
+                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+
+
+class StreamCaughtUpSensor(_DeferredWait):
+    """Wait until a file-source streaming query is back to its steady lag (at most ``max_lag_files``
+    unprocessed input files, from its checkpoint; default 0) with a batch committed after ``after_ts``
+    (default: when this task started) and, given ``output_dir`` and ``watermark_ms``, its output's
+    watermark has reached ``watermark_ms``."""
+
+    template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s")
+
+    def __init__(self, *, checkpoint: str, input_dir: str, after_ts: float | str | None = None,
+                 max_lag_files: int | str = 0, output_dir: str | None = None, watermark_ms: int | str | None = None,
+                 stable_polls: int = 2, **kwargs):
+        super().__init__(**kwargs)
+        self.checkpoint = checkpoint
+        self.input_dir = input_dir
+        self.after_ts = after_ts
+        self.max_lag_files = max_lag_files
+        self.output_dir, self.watermark_ms = output_dir, watermark_ms
+        self.stable_polls = stable_polls
+
+    def make_trigger(self, context: Any):
+        from ftops_provider.triggers.stream_caught_up import StreamCaughtUpTrigger
+
+        after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
+        return StreamCaughtUpTrigger(self.checkpoint, self.input_dir, after_ts=after, stable_polls=self.stable_polls,
+                                     max_lag_files=int(self.max_lag_files or 0), output_dir=self.output_dir or None,
+                                     watermark_ms=None if self.watermark_ms in (None, "", "None") else int(self.watermark_ms),
+                                     timeout_s=self.timeout_s,
+                                     poll_interval_s=self.poll_interval_s)
+
+
+class WaitUntilSensor(_DeferredWait):
+    """Wait (deferred) until ``moment`` (an ISO 8601 time, templated: e.g. a failure time plus a delay)."""
+
+    template_fields = ("moment",)
+
+    def __init__(self, *, moment: str, **kwargs):
+        super().__init__(**kwargs)
+        self.moment = moment
+
+    def make_trigger(self, context: Any):
+        import pendulum
+        from airflow.providers.standard.triggers.temporal import DateTimeTrigger
+
+        return DateTimeTrigger(pendulum.parse(str(self.moment)))
+
+    def execute_complete(self, context: Any, event: Any = None) -> dict[str, Any]:
+        self.log.info("%s: it is %s", self.task_id, self.moment)
+        return {"status": "ok", "moment": str(self.moment)}

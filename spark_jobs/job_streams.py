@@ -1,0 +1,129 @@
+"""Where a registered job's streams live, and the submissions that (re)start them.
+
+Problem: the Airflow DAGs operate on jobs that already run: profile the primary from its metrics,
+resubmit the replica with a new plan, drill a failure domain under both. The history store keeps, per
+job, a *deployment* document saying where its streams live; this module turns it into paths, unique
+application names and the ``ftops workload run`` arguments of each submission, so the CLI, the stack
+and the operators agree on one layout:
+
+    <root>/input                       the job's input (the seeded generator in the demo)
+    <root>/primary, <root>/primary-ckpt
+    <root>/replica/plan-<id>, <root>/replica-ckpt/plan-<id>   one lineage per replication plan
+
+A replica restricted to a new plan is a different query (other key groups), so it gets a new
+checkpoint lineage and output folder; application names carry the plan id, which makes each
+submission idempotent (a retry finds the application its first try started).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ft_core.errors import InputError
+from spark_jobs.workloads.spec import WorkloadSpec, make_spec
+
+
+class JobDeployment(BaseModel):
+    """The ``deployment`` document of a registered job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: str
+    root: str = Field(description="folder of the job's input, outputs and checkpoints")
+    params: list[str] = Field(default_factory=list, description="workload parameters key=value")
+    trigger_s: float = Field(default=2.0, gt=0)
+    primary_cores: int = Field(default=1, ge=1, description="executor cores of the primary (one per executor)")
+    replica_cores: int = Field(default=1, ge=1)
+    cluster_state: str | None = Field(default=None, description="local cluster state (drills inject failures there)")
+    primary_master: str = "spark://127.0.0.1:7077"
+    standby_master: str = "spark://127.0.0.1:7078"
+    primary_ui: str = "http://127.0.0.1:8090"
+    standby_ui: str = "http://127.0.0.1:8091"
+
+    @property
+    def spec(self) -> WorkloadSpec:
+        return make_spec(self.workload, self.params)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root)
+
+    @property
+    def input(self) -> Path:
+        return self.path / "input"
+
+    @property
+    def primary_output(self) -> Path:
+        return self.path / "primary"
+
+    @property
+    def primary_checkpoint(self) -> Path:
+        return self.path / "primary-ckpt"
+
+    def replica_output(self, plan_id: int) -> Path:
+        return self.path / "replica" / f"plan-{plan_id}"
+
+    def replica_checkpoint(self, plan_id: int) -> Path:
+        return self.path / "replica-ckpt" / f"plan-{plan_id}"
+
+    def plan_file(self, plan_id: int) -> Path:
+        return self.path / "plans" / f"plan-{plan_id}.json"
+
+
+def parse_deployment(doc: dict | None, job: str) -> JobDeployment:
+    if not doc:
+        raise InputError(f"job {job!r} has no deployment (register it with --deployment, or start it with `ftops stack up`)")
+    try:
+        return JobDeployment.model_validate(doc)
+    except Exception as exc:  # pydantic's message names the field
+        raise InputError(f"job {job!r}: invalid deployment document: {exc}") from None
+
+
+def primary_app_name(job: str, interval_s: float | None = None) -> str:
+    return f"ftops-{job}-primary" + ("" if interval_s is None else f"-t{interval_s:g}")
+
+
+def replica_app_name(job: str, plan_id: int) -> str:
+    return f"ftops-{job}-replica-p{plan_id}"
+
+
+def _common(dep: JobDeployment, trigger_s: float | None) -> list[str]:
+    argv = ["--trigger-s", trigger_s or dep.trigger_s]
+    for item in dep.params:
+        argv += ["--param", item]
+    if dep.cluster_state:
+        argv += ["--state-dir", dep.cluster_state]
+    return argv
+
+
+def primary_run_argv(dep: JobDeployment, trigger_s: float | None = None) -> list[str]:
+    """``ftops workload run`` arguments of the primary (the whole pipeline, checkpointing)."""
+    return [dep.workload, "--role", "primary", "--input", dep.input, "--output", dep.primary_output,
+            "--checkpoint", dep.primary_checkpoint, "--master", dep.primary_master,
+            "--total-executor-cores", dep.primary_cores, "--pool", "primary", *_common(dep, trigger_s)]
+
+
+def replica_run_argv(dep: JobDeployment, plan_id: int, tasks: list[str]) -> list[str]:
+    """``ftops workload run`` arguments of the replica restricted to plan ``plan_id`` (writes the plan file)."""
+    plan = dep.plan_file(plan_id)
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_text(json.dumps({"plan_id": plan_id, "tasks": sorted(tasks)}))
+    return [dep.workload, "--role", "replica", "--plan", plan, "--input", dep.input, "--output", dep.replica_output(plan_id),
+            "--checkpoint", dep.replica_checkpoint(plan_id), "--master", dep.standby_master,
+            "--total-executor-cores", dep.replica_cores, "--pool", "standby", *_common(dep, None)]
+
+
+def measured_topology(dep: JobDeployment, name: str, last_batches: int = 60) -> tuple[dict, str]:
+    """The job's topology document with task rates measured from the primary's metrics (its last
+    ``last_batches`` micro-batches), or the workload's expected rates when the primary has none yet;
+    returns the document and where its rates came from."""
+    from spark_jobs.workloads.metrics import measured_rates, read_metrics
+
+    spec = dep.spec
+    records = read_metrics(dep.primary_output / "_metrics" / "metrics.jsonl")[-last_batches:]
+    if len(records) >= 2:
+        return spec.topology(measured_rates(records, spec), name=name).to_document(), f"measured over {len(records)} batches"
+    return spec.topology(name=name).to_document(), "expected (the primary has reported no metrics yet)"

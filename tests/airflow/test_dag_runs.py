@@ -1,0 +1,128 @@
+"""The ftops DAGs run for real with ``dag.test()``: a live ``topk`` job on a local Spark standalone cluster (its
+primary submitted through the detached launcher), the real PostgreSQL history store, SparkSubmitOperator
+resubmissions and deferred waits (``dag.test()`` runs their triggers in line). One module-scoped job serves
+both DAGs, in order: ``ftops_profile_and_plan`` starts the replica the drill then relies on."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from ft_core.store.connection import connect
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from tests.conftest import ROOT
+from tests.store_fixtures import pg_server  # noqa: F401 - fixture
+
+BASE = 22000  # the test cluster's ports (a developer's stack uses 7077/8090)
+PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
+
+
+def _dag(dag_id: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)
+
+
+@pytest.fixture(scope="module")
+def live_job(pg_server, tmp_path_factory, monkeypatch_module):
+    """A running topk job: cluster (rack-a, rack-b, standby), seeded real-time input, its primary."""
+    from ftops_provider.local_stack import stack_connections
+    from spark_jobs.cluster import ClusterConfig, cluster_down, cluster_up
+    from spark_jobs.detached_submit import submit_stream
+    from spark_jobs.job_streams import JobDeployment, primary_app_name, primary_run_argv
+    from spark_jobs.workloads.generator import run_generator
+
+    for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
+        monkeypatch_module.setenv(name, value)
+    root = tmp_path_factory.mktemp("job")
+    state = root / "spark"
+    cluster_up(ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
+                             worker_timeout_s=5, primary_port=BASE + 77, primary_ui=BASE + 90, standby_port=BASE + 78,
+                             standby_ui=BASE + 91, worker_port_base=BASE + 100, worker_ui_base=BASE + 200))
+    dep = JobDeployment(workload="topk", root=str(root / "topk"), params=PARAMS, trigger_s=1.0, cluster_state=str(state),
+                        primary_master=f"spark://127.0.0.1:{BASE + 77}", standby_master=f"spark://127.0.0.1:{BASE + 78}",
+                        primary_ui=f"http://127.0.0.1:{BASE + 90}", standby_ui=f"http://127.0.0.1:{BASE + 91}")
+    conn = connect(pg_server.url())
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    conn.autocommit = False
+    upgrade(conn)
+    store = HistoryStore(conn)
+    store.register_job(JobSpec(name="topk", workload="topk", replication_budget=3, max_recovery_s=300,
+                               deployment=dep.model_dump()))
+    store.save_topology("topk", dep.spec.topology(name="topk").to_document())
+    stop = threading.Event()
+    feed = threading.Thread(target=run_generator, args=(dep.spec, dep.input), kwargs={"stop": stop}, daemon=True)
+    feed.start()
+    try:
+        submit_stream(primary_app_name("topk"), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+        yield dep, store
+    finally:
+        stop.set()
+        feed.join(timeout=30)
+        cluster_down(state)
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def _all(ui: str) -> list[dict]:
+    import urllib.request
+
+    with urllib.request.urlopen(ui + "/json/", timeout=5) as resp:
+        return json.loads(resp.read())["activeapps"]
+
+
+def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
+    dep, store = live_job
+    # Let the primary report some micro-batches first (the profile measures them).
+    deadline = time.monotonic() + 300
+    while len((dep.primary_output / "_metrics" / "metrics.jsonl").read_text().splitlines()
+              if (dep.primary_output / "_metrics" / "metrics.jsonl").exists() else []) < 3:
+        assert time.monotonic() < deadline, "the primary reported no metrics"
+        time.sleep(2)
+    run = _dag("ftops_profile_and_plan").test()
+    assert run.state == "success"
+
+    profile = store.latest_profile("topk", "rates")
+    assert profile["doc"]["source"].startswith("measured over")
+    assert sum(profile["doc"]["rates"].values()) > 0
+    plan = store.current_plan("topk", "replication")
+    # 4 tasks (O1 x2 -> O2 -> O3): 3 replicas make one whole path, hence a positive OF
+    assert plan["objective"] > 0 and len(plan["payload"]["tasks"]) == 3
+    what_if = store.plans("topk", "recovery")
+    assert {p["payload"]["domain"] for p in what_if} == {"rack-a", "rack-b"}
+    replica = f"ftops-topk-replica-p{plan['plan_id']}"
+    assert {a["name"]: a["state"] for a in _all(dep.standby_ui)}.get(replica) == "RUNNING"
+    applied = [a for a in store.applied_plans("topk") if a["role"] == "replica"]
+    assert [(a["plan_id"], a["stopped_at"]) for a in applied] == [(plan["plan_id"], None)]
+
+    again = _dag("ftops_profile_and_plan").test()  # same plan: nothing is resubmitted
+    assert again.state == "success"
+    assert [a["name"] for a in _all(dep.standby_ui)].count(replica) == 1
+    assert len([a for a in store.applied_plans("topk") if a["role"] == "replica"]) == 1
+
+
+def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_job):
+    dep, store = live_job
+    run = _dag("ftops_chaos_drill").test(run_conf={"job": "topk", "failure_domain": "auto", "replacement_delay_s": 5,
+                                                   "timeout_s": 400})
+    assert run.state == "success"
+    drill = store.drills("topk")[-1]
+    assert drill["status"] == "passed"
+    assert drill["predicted_output_fidelity"] > 0
+    assert drill["output_equals_reference"] and drill["lost_windows"] == 0 and drill["duplicated_windows"] == 0
+    assert drill["time_to_caught_up_s"] > 5  # after the replacement worker joined
+    assert drill["time_to_first_tentative_s"] is not None
+    assert drill["params"]["failure_domain"] == "auto" and drill["dag_run_id"] == run.run_id
+    assert len(drill["windows"]) >= 1 and all(0 <= w["accuracy"] <= 1 for w in drill["windows"])
