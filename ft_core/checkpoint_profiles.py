@@ -38,7 +38,9 @@ Every value must be finite and non-negative (``checkpoint_interval_ms``, ``max_i
 ``mtbf_s`` strictly positive). A second-order polynomial has three coefficients, so the document
 needs at least three *distinct* intervals: with fewer the quadratic models are undetermined, and
 refitting a line silently would change the paper's model; two entries with the same interval are
-rejected rather than merged (put the runs under one entry's ``repetitions``).
+rejected rather than merged (put the runs under one entry's ``repetitions``). A profiling run of
+fewer intervals (``ftops profile checkpoint --intervals 2,5``) still writes a valid document of its
+own measurements: it checks it with ``min_intervals`` below 3, and the planner rejects it.
 
 Algorithm: pydantic validation, then the structural checks above; :func:`summarise` takes the
 median of every metric over the repetitions of each interval (``detection_timeout_s`` falling back
@@ -120,8 +122,12 @@ class IntervalSummary:
         return self.avg_ingress_rate / self.max_ingress_rate
 
 
-def parse_profiles(data: Any) -> ProfilesDocument:
-    """Validate a profiles document given as a dict (parsed JSON or YAML)."""
+def parse_profiles(data: Any, min_intervals: int = MIN_INTERVALS) -> ProfilesDocument:
+    """Validate a profiles document given as a dict (parsed JSON or YAML).
+
+    ``min_intervals`` is the number of distinct intervals required: 3 (the default) for the
+    quadratic models of :mod:`ft_core.checkpoint_tuning`; a profiling run that measured fewer
+    intervals checks its document with a smaller value (at least 1)."""
     if not isinstance(data, dict):
         raise InputError(f"profiles document: expected an object, got {type(data).__name__}")
     try:
@@ -130,14 +136,14 @@ def parse_profiles(data: Any) -> ProfilesDocument:
         err = exc.errors()[0]
         loc = ".".join(str(part) for part in err["loc"]) or "profiles"
         raise InputError(f"profiles document field {loc}: {err['msg']}") from None
-    _check_intervals(doc)
+    _check_intervals(doc, min_intervals)
     _check_timeouts(doc)
     return doc
 
 
-def load_profiles(path: str | Path) -> ProfilesDocument:
+def load_profiles(path: str | Path, min_intervals: int = MIN_INTERVALS) -> ProfilesDocument:
     """Read and validate a profiles document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_profiles(load_document(path, "profiles"))
+    return parse_profiles(load_document(path, "profiles"), min_intervals)
 
 
 def summarise(doc: ProfilesDocument) -> list[IntervalSummary]:
@@ -162,7 +168,9 @@ def _summary(doc: ProfilesDocument, profile: IntervalProfile) -> IntervalSummary
     )
 
 
-def _check_intervals(doc: ProfilesDocument) -> None:
+def _check_intervals(doc: ProfilesDocument, min_intervals: int) -> None:
+    if min_intervals < 1:
+        raise InputError(f"min_intervals: must be at least 1, got {min_intervals}")
     seen: dict[float, int] = {}
     for i, profile in enumerate(doc.profiles):
         ci = profile.checkpoint_interval_ms
@@ -170,10 +178,11 @@ def _check_intervals(doc: ProfilesDocument) -> None:
             raise InputError(f"profiles document field profiles.{i}.checkpoint_interval_ms: duplicate interval "
                              f"{ci:g} ms (also profiles.{seen[ci]}); list its runs under one entry's repetitions")
         seen[ci] = i
-    if len(seen) < MIN_INTERVALS:
+    if len(seen) < min_intervals:
         found = "no profiles" if not seen else f"only {len(seen)} distinct interval(s) ({', '.join(f'{c:g}' for c in seen)} ms)"
-        raise InputError(f"profiles document field profiles: {found}; a second-order polynomial needs at least "
-                         f"{MIN_INTERVALS} distinct checkpoint intervals")
+        need = (f"a second-order polynomial needs at least {MIN_INTERVALS} distinct checkpoint intervals"
+                if min_intervals == MIN_INTERVALS else f"expected at least {min_intervals} distinct checkpoint interval(s)")
+        raise InputError(f"profiles document field profiles: {found}; {need}")
 
 
 def _check_timeouts(doc: ProfilesDocument) -> None:

@@ -1,0 +1,45 @@
+"""ftops_checkpoint_tuning with ``dag.test()``: profiling copies of the job's workload on real Spark, mapped
+over three candidate intervals (each killed once and restarted from its checkpoint), Chiron's models and the
+recommended interval stored in the real PostgreSQL history store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from spark_jobs.job_streams import JobDeployment
+from tests.conftest import ROOT
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
+
+PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
+
+
+def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendation(tmp_path, pg_server, pg_conn, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    pool = subprocess.run([sys.executable, "-m", "airflow", "pools", "set", "ftops_profiling", "1", "profiling copies"],
+                          capture_output=True, text=True, timeout=120)
+    assert pool.returncode == 0, pool.stderr
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    dep = JobDeployment(workload="topk", root=str(tmp_path / "topk"), params=PARAMS)
+    store.register_job(JobSpec(name="topk", workload="topk", max_recovery_s=600, deployment=dep.model_dump()))
+
+    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
+    run = dag.test(run_conf={"job": "topk", "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
+    assert run.state == "success"
+
+    states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
+    assert [states[("profile_interval", i)] for i in range(3)] == ["success"] * 3
+    assert states[("apply_interval", -1)] == "skipped"  # resubmit is off by default
+    profile = store.latest_profile("topk", "checkpoint")["doc"]
+    assert [p["checkpoint_interval_ms"] for p in profile["profiles"]] == [1000, 2000, 3000]
+    for entry in profile["profiles"]:
+        [rep] = entry["repetitions"]
+        assert rep["avg_latency_ms"] > 0 and rep["recovery_time_s"] > 0 and rep["max_ingress_rate"] > 0
+    plan = store.current_plan("topk", "checkpoint")
+    assert 1000 <= plan["objective"] <= 3000 and store.plan(plan["plan_id"])["dag_run_id"] == run.run_id
+    assert set(plan["payload"]["r2"]) >= {"latency", "recovery"}
