@@ -175,14 +175,16 @@ def _domains(state_dir: Path) -> list[str]:
 def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
     """Poll until every query has a stable latency over ``normal_s`` seconds (enough batches, no outlier)."""
     from spark_jobs.recovery_units.deployment import load
-    from spark_jobs.recovery_units.latency import InputArrivals, unit_lags
+    from spark_jobs.recovery_units.latency import InputArrivals, unit_marks
 
     spec = load(root).spec
     deadline = time.monotonic() + config.timeout_s
     while time.monotonic() < deadline:
         arrivals = InputArrivals(spec, Path(load(root).input))
         now = time.time()
-        recent = {q: [lag for t, lag in unit_lags(root, q, arrivals) if now - config.normal_s <= t] for q in spec.query_ids()}
+        # the lag at the end of each recent batch: how stale the query's output is when it is refreshed
+        recent = {q: [t - came for t, came in unit_marks(root, q, arrivals) if now - config.normal_s <= t]
+                  for q in spec.query_ids()}
         if all(len(v) >= 5 and v[-1] <= 1.5 * statistics.median(v) and max(v) <= 3 * min(v) for v in recent.values()):
             progress("  steady: " + ", ".join(f"{q} {statistics.median(v):.1f}s" for q, v in recent.items()))
             return
