@@ -49,7 +49,8 @@ class DrillContext(BaseModel):
     backlog_ms: int | None = None
 
 
-def _all_apps(ui: str) -> list[dict]:
+def master_apps(ui: str) -> list[dict]:
+    """The active applications a Spark master lists (its ``/json/``); ExternalError when it does not answer."""
     import urllib.error
     import urllib.request
 
@@ -71,7 +72,7 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     domains = sorted({w.domain for w in state.workers("primary") if w.domain})
     if domain != "auto" and domain not in domains:
         raise InputError(f"failure domain {domain!r}: the primary pool has {', '.join(domains) or 'no domains'}")
-    apps = {a["name"]: a["id"] for a in _all_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
+    apps = {a["name"]: a["id"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
     if primary_app_name(job) not in apps:
         raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
     hosting = executor_domains(state, apps[primary_app_name(job)])
@@ -85,7 +86,7 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     replica = None
     if plan and tasks:
-        standby = {a["name"] for a in _all_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
+        standby = {a["name"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
         if replica_app_name(job, plan["plan_id"]) not in standby:
             raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
         replica = str(dep.replica_output(plan["plan_id"]))

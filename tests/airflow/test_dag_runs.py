@@ -84,6 +84,8 @@ def _all(ui: str) -> list[dict]:
 
 
 def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
+    from spark_jobs.workload_cli import stop_run
+
     dep, store = live_job
     # Let the primary report some micro-batches first (the profile measures them).
     deadline = time.monotonic() + 300
@@ -111,6 +113,15 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     assert again.state == "success"
     assert [a["name"] for a in _all(dep.standby_ui)].count(replica) == 1
     assert len([a for a in store.applied_plans("topk") if a["role"] == "replica"]) == 1
+
+    # The replica stops outside Airflow (a stack restart, an operator): the next run notices and resubmits
+    # it from its checkpoint, and the record of the stopped application is closed.
+    assert stop_run(dep.replica_output(plan["plan_id"]))
+    assert _dag("ftops_profile_and_plan").test().state == "success"
+    current = store.current_plan("topk", "replication")  # may be a newer plan, measured on newer rates
+    assert {a["name"]: a["state"] for a in _all(dep.standby_ui)}.get(f"ftops-topk-replica-p{current['plan_id']}") == "RUNNING"
+    records = [a for a in store.applied_plans("topk") if a["role"] == "replica"]
+    assert sorted(a["stopped_at"] is None for a in records) == [False, True]
 
 
 def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_job):

@@ -32,13 +32,20 @@ def _change(store, name: str, threshold: float) -> dict | None:
         log.info("job %s: no deployment registered, its replica is not managed here", name)
         return None
     dep = parse_deployment(job["deployment"], name)
+    if not _primary_running(dep, name):
+        log.info("job %s: its primary is not running on %s: no replica is submitted", name, dep.primary_master)
+        return None
     plan = store.current_plan(name, "replication")
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     applied = next((a for a in store.applied_plans(name) if a["role"] == "replica" and a["stopped_at"] is None), None)
-    if plan is None or not tasks or (applied and applied["plan_id"] == plan["plan_id"]):
+    alive = applied is not None and _app_running(dep.standby_ui, replica_app_name(name, applied["plan_id"]))
+    if applied and not alive:  # recorded as running but gone (stopped or killed outside Airflow): replace it
+        log.info("job %s: the replica of plan #%s is recorded but not running on %s", name, applied["plan_id"],
+                 dep.standby_master)
+    if plan is None or not tasks or (alive and applied["plan_id"] == plan["plan_id"]):
         return None
-    gain = plan["objective"] - (applied["objective"] if applied else 0.0)
-    if applied and gain <= threshold:
+    gain = plan["objective"] - (applied["objective"] if alive else 0.0)
+    if alive and gain <= threshold:
         log.info("job %s: plan #%s gains %.4f OF over the applied #%s (threshold %.4f): the replica stays",
                  name, plan["plan_id"], gain, applied["plan_id"], threshold)
         return None
@@ -47,7 +54,21 @@ def _change(store, name: str, threshold: float) -> dict | None:
     return {"job": name, "plan_id": plan["plan_id"], "app_name": replica_app_name(name, plan["plan_id"]),
             "run_args": [str(a) for a in replica_run_argv(dep, plan["plan_id"], tasks)], "master_ui": dep.standby_ui,
             "master_url": dep.standby_master, "old_plan_id": applied["plan_id"] if applied else None,
-            "old_output": str(dep.replica_output(applied["plan_id"])) if applied else ""}
+            # nothing to stop when the old replica is gone (its folder may even be the new one's: same plan)
+            "old_output": str(dep.replica_output(applied["plan_id"])) if alive else ""}
+
+
+def _primary_running(dep, name: str) -> bool:
+    """A replica only makes sense beside a running primary (it would hold standby cores for nothing)."""
+    from spark_jobs.job_streams import primary_app_name
+
+    return _app_running(dep.primary_ui, primary_app_name(name))
+
+
+def _app_running(master_ui: str, app_name: str) -> bool:
+    from spark_jobs.live_drill import master_apps
+
+    return any(a["name"] == app_name and a.get("state") == "RUNNING" for a in master_apps(master_ui))
 
 
 def record_applied(changes: list[dict], conn_id: str = "ftops_db") -> list[dict]:
