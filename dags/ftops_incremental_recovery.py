@@ -1,6 +1,6 @@
 """ftops_incremental_recovery: restart a recovery-units deployment after a correlated failure, stage by stage.
 
-Triggered from the Airflow UI with the form (or by ``ftops_failure_watcher``). ``detect_failure`` finds the
+Triggered from the Airflow UI with the form. ``detect_failure`` finds the
 units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
 computes the staged schedule (paper 003: BestDensity order packed into each capacity step, or blocking /
 operator-centric) for the expected replacement nodes and opens the recovery run in the history store.
@@ -9,7 +9,8 @@ the stage's new workers and free cores), ``start_stage_<k>`` (SparkSubmitOperato
 the stage's units restart from their checkpoints in new applications), ``record_stage_<k>``. Stages that
 start nothing are skipped. ``wait_recovered`` waits, deferred, until every failed query is available again
 (relative latency below 1.2); ``finish`` verifies every table against the failure-free reference and
-stores per-query recovery times. Every stage is recorded as it completes, and starting a stage is
+stores per-query recovery times; ``watcher`` fails the run when any task failed (``finish`` runs regardless,
+so without it such a run would look successful). Every stage is recorded as it completes, and starting a stage is
 idempotent, so a scheduler restart in the middle resumes the recovery instead of restarting it.
 """
 
@@ -22,6 +23,7 @@ from airflow.sdk import DAG, Param
 
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
                                                QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
+from ftops_provider.operators.run_watcher import RunFailureWatcher
 from ftops_provider.operators.streams import UnitsStageSubmitOperator
 
 MAX_STAGES = 5  # stage 0 (the survivors' free capacity) and up to four replacement nodes
@@ -66,6 +68,7 @@ with DAG(
                                        trigger_rule="none_failed")
     finish = FinishRecoveryOperator(task_id="finish", units_dir=units_dir, trigger_rule="all_done")  # records failures too
     previous >> recovered >> finish
+    dag.tasks >> RunFailureWatcher()  # `finish` runs after failures too: this leaf keeps such a run failed
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

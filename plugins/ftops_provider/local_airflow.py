@@ -52,8 +52,10 @@ class LocalAirflow:
     def env(self, extra_env: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of every Airflow process (and of ``airflow`` CLI calls for this home)."""
         bin_dir = str(Path(sys.executable).parent)
+        # A real Airflow, never unit-test mode (a test session may have set it in this environment).
+        inherited = {k: v for k, v in os.environ.items() if k != "AIRFLOW__CORE__UNIT_TEST_MODE"}
         return {
-            **os.environ,
+            **inherited,
             "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",  # spark-submit and airflow from the venv
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
@@ -119,17 +121,80 @@ class LocalAirflow:
                                   capture_output=True, text=True, timeout=120)
             if proc.returncode != 0:
                 raise ExternalError(f"airflow pools set {name} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
-        pids = {}
+        self._start(COMPONENTS, env)
+        progress(f"waiting for {', '.join(COMPONENTS)} to be healthy at {self.url}")
+        self._wait_healthy(timeout_s)
+
+    def crash(self, names: tuple[str, ...]) -> None:
+        """SIGKILL the named components' process groups, as a machine or OOM kill would (fault tests)."""
+        pids = self.pids()
+        unknown = set(names) - set(pids)
+        if unknown:
+            raise InputError(f"no running {', '.join(sorted(unknown))} in {self.home}")
+        for name in names:
+            _signal_group(pids[name], signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while any(_alive(pids[n]) for n in names) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+    def restart(self, names: tuple[str, ...], extra_env: dict[str, str] | None = None, timeout_s: float = 240) -> None:
+        """Start the named components again (after :meth:`crash` or a stop) and wait until all are healthy."""
+        still = [n for n in names if self.alive().get(n)]
+        if still:
+            raise InputError(f"{', '.join(still)} still running in {self.home}; stop or crash them first")
+        self._start(names, self.env(extra_env))
+        self._wait_healthy(timeout_s)
+
+    def _start(self, names: tuple[str, ...], env: dict[str, str]) -> None:
+        """Each component in a session of its own (so a stop reaches its whole process group)."""
+        pids = self.pids()
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
-        for name in COMPONENTS:
+        for name in names:
             args = [sys.executable, "-m", "airflow", name] + (["--port", str(self.port)] if name == "api-server" else [])
             with open(logs / f"{name}.log", "ab") as log:
                 pids[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                               start_new_session=True, cwd=self.home).pid
         self._state_file.write_text(json.dumps(pids))
-        progress(f"waiting for {', '.join(COMPONENTS)} to be healthy at {self.url}")
-        self._wait_healthy(timeout_s)
+
+    # -- REST ------------------------------------------------------------------------------
+    def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> dict:
+        """One call of Airflow's REST API as the admin user; an error names the call and the status."""
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                     headers={"Authorization": f"Bearer {token or self.token()}",
+                                              "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:
+            raise ExternalError(f"Airflow API {method} {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ExternalError(f"Airflow API {method} {path}: {exc}") from None
+
+    def trigger(self, dag_id: str, conf: dict | None = None, parse_timeout_s: float = 180) -> str:
+        """Wait until the dag-processor has parsed ``dag_id``, unpause it, trigger a run; returns its run id."""
+        token = self.token()
+        deadline = time.monotonic() + parse_timeout_s
+        while True:
+            try:
+                self.api("GET", f"/api/v2/dags/{dag_id}", token=token)
+                break
+            except ExternalError:
+                if time.monotonic() > deadline:
+                    raise ExternalError(f"DAG {dag_id} did not appear within {parse_timeout_s:.0f} s; "
+                                        "check /api/v2/importErrors") from None
+                time.sleep(3)
+        self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token)
+        return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}}, token)["dag_run_id"]
+
+    def dag_run(self, dag_id: str, run_id: str) -> dict:
+        return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+
+    def task_instances(self, dag_id: str, run_id: str) -> dict[str, dict]:
+        """The run's task instances by task id (state, try_number, ...)."""
+        doc = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=100")
+        return {ti["task_id"]: ti for ti in doc["task_instances"]}
 
     def down(self, timeout_s: float = 60) -> list[str]:
         """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -173,16 +171,12 @@ class LocalStack:
     # -- Airflow REST ----------------------------------------------------------------------
     def trigger(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900) -> dict:
         """Unpause ``dag_id``, trigger a run with ``conf`` and wait for it to finish; returns the run."""
-        token = self.airflow.token()
-        self._wait_for_dag(dag_id, token)
-        self._api("PATCH", f"/api/v2/dags/{dag_id}", token, {"is_paused": False})
-        run = self._api("POST", f"/api/v2/dags/{dag_id}/dagRuns", token, {"logical_date": None, "conf": conf or {}})
-        run_id = run["dag_run_id"]
+        run_id = self.airflow.trigger(dag_id, conf)
         self.progress(f"{dag_id}: run {run_id} triggered")
         deadline = time.monotonic() + timeout_s
-        state = run.get("state")
+        state = None
         while time.monotonic() < deadline:
-            run = self._api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}", token)
+            run = self.airflow.dag_run(dag_id, run_id)
             if run["state"] != state:
                 state = run["state"]
                 self.progress(f"{dag_id}: {state}")
@@ -190,26 +184,3 @@ class LocalStack:
                 return run
             time.sleep(3)
         raise ExternalError(f"{dag_id} run {run_id} did not finish within {timeout_s:.0f} s (state {state})")
-
-    def _wait_for_dag(self, dag_id: str, token: str, timeout_s: float = 180) -> None:
-        """A fresh Airflow parses the DAG folder in the background: wait until the DAG is known."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            try:
-                self._api("GET", f"/api/v2/dags/{dag_id}", token)
-                return
-            except ExternalError:
-                time.sleep(3)
-        raise ExternalError(f"DAG {dag_id} did not appear within {timeout_s:.0f} s; check /api/v2/importErrors")
-
-    def _api(self, method: str, path: str, token: str, body: dict | None = None) -> dict:
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.airflow.url}{path}", data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return json.load(resp)
-        except urllib.error.HTTPError as exc:
-            raise ExternalError(f"Airflow API {method} {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ExternalError(f"Airflow API {method} {path}: {exc}") from None

@@ -98,3 +98,16 @@ def test_two_planning_runs_at_once_store_one_consistent_history(pg_server, pg_co
         assert mine[0]["plan_id"] == mine[1]["plan_id"]
         plans = store.plans(job, "replication")
         assert len(plans) == 1 and plans[0]["dag_run_id"] == next(r["run_id"] for r in mine if r["created"])
+
+
+def test_a_failed_recovery_task_fails_the_run_although_finish_runs_after_failures(tmp_path):
+    """``finish`` runs with ``all_done``; without the watcher leaf a run whose first task failed would be
+    green. No Spark needed: the deployment folder does not exist, so ``detect_failure`` fails."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_incremental_recovery")
+    run = dag.test(run_conf={"units_dir": str(tmp_path / "no-such-deployment"), "timeout_s": 60})
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["detect_failure"] == "failed" and states["start_stage_1"] == "upstream_failed"
+    assert states["finish"] in ("skipped", "upstream_failed", "failed") and states["watcher"] == "failed"
+    assert run.state == "failed"

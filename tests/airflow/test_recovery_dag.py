@@ -1,20 +1,33 @@
-"""ftops_incremental_recovery with ``dag.test()``: a real recovery-units deployment on a local Spark cluster
-loses failure domain rack-a; the DAG plans two stages, each stage's task waits (deferred) for its new worker
-on the master, restarts its units through SparkSubmitOperator and the launcher, and the run is recorded in
-the real PostgreSQL history store stage by stage with per-query recovery times."""
+"""ftops_incremental_recovery on a real local Airflow (scheduler, triggerer, dag-processor, api-server as
+separate processes): a real recovery-units deployment on a local Spark cluster loses failure domain rack-a;
+the DAG plans two stages; stage 1 restarts its units through SparkSubmitOperator when the first replacement
+worker registers; while stage 2 waits, deferred, for the second one, the scheduler and the triggerer are
+SIGKILLed and started again. The run must resume (nothing that already ran runs again, no application is
+submitted twice), finish when the second worker arrives, and be recorded in the real PostgreSQL history
+store stage by stage with per-query recovery times and tables equal to the failure-free reference."""
 
 from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.request
 
 import pytest
 
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from ftops_provider.local_airflow import LocalAirflow
+from ftops_provider.local_stack import stack_connections
+from spark_jobs.cluster import add_worker
 from spark_jobs.recovery_units.runtime import kill_domain
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
-from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait_steady
+from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_steady
 
-BASE = 23700  # ports of this test only
+BASE = 23700  # Spark ports of this test only
+AIRFLOW_PORT = 28090  # test_local_airflow uses 28080
+DAG_ID = "ftops_incremental_recovery"
 
 
 @pytest.fixture
@@ -29,32 +42,67 @@ def deployment(tmp_path):
         stop_everything(tmp_path / "units", state)
 
 
-def test_recovery_dag_restarts_the_units_in_two_capacity_steps_and_records_them(deployment, pg_server, pg_conn, monkeypatch):
-    from airflow.dag_processing.dagbag import DagBag
-
-    from ftops_provider.local_stack import stack_connections
-
-    root, state = deployment
-    for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
-        monkeypatch.setenv(name, value)
+@pytest.fixture
+def airflow(pg_server, pg_conn):
     upgrade(pg_conn)
-    store = HistoryStore(pg_conn)
-    store.register_job(JobSpec(name="smartcity", workload="smartcity"))
+    HistoryStore(pg_conn).register_job(JobSpec(name="smartcity", workload="smartcity"))
+    env = stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91))
+    home = ROOT / ".state" / "airflow-recovery-test"
+    shutil.rmtree(home, ignore_errors=True)
+    local = LocalAirflow(home=home, port=AIRFLOW_PORT)
+    local.up(extra_env=env)
+    try:
+        yield local, env
+    finally:
+        local.down()  # the home stays until the next run: its logs/ explain a failure
 
+
+def _master_app_names(base: int) -> list[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{base + 90}/json/", timeout=10) as resp:
+        doc = json.load(resp)
+    return [a["name"] for a in doc.get("activeapps", []) + doc.get("completedapps", [])]
+
+
+def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, airflow, pg_conn):
+    root, state = deployment
+    local, env = airflow
     failure = kill_domain(root, "rack-a")
-    thread = arrivals(state, failure.time, (5, 30), BASE)
-    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_incremental_recovery")
-    run = dag.test(run_conf={"units_dir": str(root), "job": "smartcity", "arrivals": "1,1", "cost": "declared:0.8",
-                             "timeout_s": 600})
-    thread.join(timeout=120)
-    assert run.state == "success"
+    first = arrivals(state, failure.time, (5,), BASE)  # the second replacement node comes after the crash
+    run_id = local.trigger(DAG_ID, {"units_dir": str(root), "job": "smartcity", "arrivals": "1,1",
+                                    "cost": "declared:0.8", "timeout_s": 900})
 
-    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    assert states["wait_capacity_0"] == "skipped"  # no survivor capacity: stage 0 starts nothing
-    assert [states[f"start_stage_{k}"] for k in (1, 2)] == ["success", "success"]
-    assert states["start_stage_3"] == "skipped"
+    def tis() -> dict[str, dict]:
+        return local.task_instances(DAG_ID, run_id)
+
+    def stage_2_waiting() -> bool:
+        now = tis()
+        state = local.dag_run(DAG_ID, run_id)["state"]
+        assert state in ("queued", "running"), (state, {k: v["state"] for k, v in now.items()})
+        return now.get("record_stage_1", {}).get("state") == "success" and now["wait_capacity_2"]["state"] == "deferred"
+
+    wait(stage_2_waiting, "stage 1 done and stage 2 deferred on its capacity", timeout_s=600)
+    first.join(timeout=60)
+    before = tis()
+    local.crash(("scheduler", "triggerer"))
+    time.sleep(5)
+    local.restart(("scheduler", "triggerer"), extra_env=env)
+    add_worker(state, "rack-c", port_base=BASE + 121, ui_base=BASE + 221)  # stage 2's node
+
+    wait(lambda: local.dag_run(DAG_ID, run_id)["state"] in ("success", "failed"), "the run to finish", timeout_s=600)
+    after = tis()
+    assert local.dag_run(DAG_ID, run_id)["state"] == "success", {k: v["state"] for k, v in after.items()}
+    # resumed, not restarted: what had run before the crash did not run again
+    for task in ("detect_failure", "plan_stages", "wait_capacity_1", "start_stage_1", "record_stage_1"):
+        assert after[task]["try_number"] == before[task]["try_number"] == 1, task
+    assert after["wait_capacity_0"]["state"] == "skipped"  # no survivor capacity: stage 0 starts nothing
+    assert [after[f"start_stage_{k}"]["state"] for k in (1, 2, 3)] == ["success", "success", "skipped"]
+    names = _master_app_names(BASE)
+    stage_apps = [n for n in names if "-rec-" in n]
+    assert len(stage_apps) == 2 and len(set(stage_apps)) == 2, names  # one application per stage, each once
+
+    store = HistoryStore(pg_conn)
     [rec] = store.recovery_runs("smartcity")
-    assert rec["status"] == "succeeded" and rec["dag_run_id"] == run.run_id
+    assert rec["status"] == "succeeded" and rec["dag_run_id"] == run_id
     stages = {s["stage_no"]: s for s in rec["stages"]}
     assert [(stages[n]["partitions"], stages[n]["status"]) for n in (2, 3)] == [(["O2[0]"], "done"), (["O1[0]"], "done")]
     times = {q["query"]: q["recovered_s"] for q in rec["queries"]}
