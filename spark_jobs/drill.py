@@ -97,6 +97,8 @@ class DrillConfig(BaseModel):
     worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
     port_base: int = Field(default=7000, ge=1024, le=65000)
     timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
+    serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
+                        "and replica sinks and report what its consumers saw")
 
 
 class DrillPorts(BaseModel):
@@ -151,6 +153,16 @@ class DrillReport(BaseModel):
     algorithm: str | None
     work_dir: str
     elapsed_s: float
+    serve: bool = False
+    serve_windows_per_s: float | None = Field(default=None, description="failure windows the view first served per "
+                                              "second, from the kill to the primary's catch-up")
+    serve_expected_windows_per_s: float | None = Field(default=None, description="the input's window rate (speedup / slide)")
+    serve_gap_windows: int | None = Field(default=None, description="failure windows missing from the view while the "
+                                          "primary was down (not served before the primary delivered them)")
+    serve_gap_window_starts_ms: list[int] = Field(default_factory=list)
+    serve_max_staleness_s: float | None = None
+    serve_tentative_windows: int | None = None
+    serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
 
 
 class DrillSetup(BaseModel):
@@ -358,6 +370,10 @@ class _Drill:
         self.recovery = "rescheduled onto the replacement worker"
         self.final_ms: int | None = None
         self.reference_rows: list[dict] = []
+        self.serving: subprocess.Popen | None = None  # the serving view (opt-in), not one of the jobs
+        self.serving_stopped = False
+        if config.serve:
+            self.dirs["view"] = work / "view"
 
     # steps
     def run(self) -> DrillReport:
@@ -396,6 +412,11 @@ class _Drill:
             self._submit("replica")
         else:
             self.say("the plan is empty: no replica (no tentative output)")
+        if self.config.serve:
+            from spark_jobs.serving_view import start_serving
+
+            self.serving = start_serving(self.dirs["primary"], self.dirs["replica"] if "replica" in self.procs else None,
+                                         self.dirs["view"], self.config.workload, self.setup.predicted_output_fidelity)
 
     def _submit(self, role: str) -> None:
         from spark_jobs.workload_cli import launch_run, run_args
@@ -522,6 +543,12 @@ class _Drill:
         self._wait(lambda: (watermark_of(self.dirs["primary"]) or 0) >= self.final_ms,
                    "the primary to close every window", ["primary"])
         stop_run(self.dirs["primary"])
+        if self.serving is not None:
+            from spark_jobs.serving_view import stop_serving
+
+            self.serving_stopped = True
+            if stop_serving(self.serving) != 0:
+                raise DrillError(f"the serving view exited {self.serving.returncode}; see {self.dirs['view'] / '_serve.log'}")
 
     def _start_reference(self) -> None:
         """Submit the batch reference over the (final) input folder, locally, without a UI."""
@@ -556,7 +583,7 @@ class _Drill:
         tentative = [r for _, rows in _window_files(self.dirs["replica"]) for r in rows]
         per_window = window_accuracy(self.config.workload, tentative, expected, windows)
         values = [per_window[w] for w in sorted(per_window)]
-        return DrillReport(
+        return self._serve_measures(expected, windows, DrillReport(
             workload=self.config.workload, plan_tasks=self.setup.plan_tasks,
             predicted_output_fidelity=self.setup.predicted_output_fidelity,
             tentative_accuracy=sum(values) / len(values) if values else None,
@@ -571,7 +598,24 @@ class _Drill:
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
             params=self.spec.params(), budget=self.config.budget if self.config.plan is None else None,
             algorithm=self.config.algorithm if self.config.plan is None else None,
-            work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0)
+            work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
+
+    def _serve_measures(self, expected: list[dict], windows: list, report: DrillReport) -> DrillReport:
+        """The serving view's part of the report (unchanged report without ``serve``)."""
+        if not self.config.serve:
+            return report
+        from spark_jobs.serving_view import measure_view
+
+        def closed_at(window_end: int) -> float | None:  # when the input's watermark passed the window's end
+            return next((t for t, mark in self.feed.marks if mark >= window_end), None)
+
+        view = measure_view(self.dirs["view"], expected, windows, self.t_fail, self.t_caught_up, closed_at,
+                            self.config.speedup / self.spec.slide)
+        return report.model_copy(update=dict(
+            serve=True, serve_windows_per_s=view.windows_per_s, serve_expected_windows_per_s=view.expected_windows_per_s,
+            serve_gap_windows=len(view.gap_windows), serve_gap_window_starts_ms=view.gap_windows,
+            serve_max_staleness_s=view.max_staleness_s, serve_tentative_windows=view.tentative_windows,
+            serve_equals_reference=view.equals_reference))
 
     def _first_tentative_s(self) -> float | None:
         times = [mtime for mtime, rows in _window_files(self.dirs["replica"])
@@ -592,6 +636,9 @@ class _Drill:
     def _check_alive(self, roles: list[str]) -> None:
         if self.feed is not None and self.feed.error is not None:
             raise DrillError(f"drill failed while {self.stage}: the input generator failed: {self.feed.error}")
+        if self.serving is not None and not self.serving_stopped and self.serving.poll() is not None:
+            raise DrillError(f"drill failed while {self.stage}: the serving view exited ({self.serving.returncode}); "
+                             f"see {self.dirs['view'] / '_serve.log'}")
         for role in roles:
             code = self.procs[role].poll()
             if code is not None:
@@ -605,6 +652,8 @@ class _Drill:
 
         if self.feed is not None:
             self.feed.stop()
+        if self.serving is not None and self.serving.poll() is None:
+            _kill_group(self.serving)
         if self.cluster_started:
             stopped = cluster_down(self.dirs["spark"])
             self.say(f"stopped {len(stopped)} processes")

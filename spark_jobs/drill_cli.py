@@ -34,6 +34,7 @@ def register(sub, groups) -> None:
     run.add_argument("--primary-workers", type=int, default=2, help="one-core workers in the failure domain (default 2)")
     run.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch and checkpoint interval (default 1)")
     run.add_argument("--speedup", type=float, default=1.0, help="event seconds generated per wall second (default 1)")
+    run.add_argument("--serve", action="store_true", help="also run the serving view over both sinks and report gaps and final content")
     _common(run)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=_run)
@@ -85,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
                          primary_workers=_positive(args.primary_workers, "--primary-workers"),
                          trigger_s=_positive(args.trigger_s, "--trigger-s"), speedup=_positive(args.speedup, "--speedup"),
                          port_base=args.port_base, timeout_s=_positive(args.timeout_s, "--timeout-s"),
-                         work_dir=_work_dir(args, "ftops-drill-"))
+                         work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve)
     _interrupt_on_sigterm()
     report = run_drill(config, progress=_progress)
     if args.json:
@@ -99,7 +100,7 @@ def summary(report) -> str:
     """A one-screen human summary of a drill report."""
     acc = "-" if report.tentative_accuracy is None else f"{report.tentative_accuracy:.3f}"
     first = "-" if report.time_to_first_tentative_s is None else f"{report.time_to_first_tentative_s:.1f} s"
-    return "\n".join([
+    lines = [
         f"drill {report.workload}: killed {', '.join(report.killed)} ({report.recovery})",
         f"  plan ({len(report.plan_tasks)} tasks): {' '.join(report.plan_tasks) or '(empty: no replica)'}",
         f"  predicted OF {report.predicted_output_fidelity:.3f} (IC {report.predicted_internal_completeness:.3f}), "
@@ -109,7 +110,13 @@ def summary(report) -> str:
         f"  final output {'equals' if report.output_equals_reference else 'DIFFERS FROM'} the reference: "
         f"{report.windows_expected} windows, {report.lost_windows} lost, {report.duplicated_windows} duplicated",
         f"  work dir {report.work_dir}",
-    ])
+    ]
+    if report.serve:
+        rate = "-" if report.serve_windows_per_s is None else f"{report.serve_windows_per_s:.2f}"
+        lines.insert(-1, f"  serving view: {rate} failure windows/s served (input closes {report.serve_expected_windows_per_s:.2f}/s), "
+                         f"{report.serve_gap_windows} gaps, final view {'equals' if report.serve_equals_reference else 'DIFFERS FROM'} "
+                         f"the reference")
+    return "\n".join(lines)
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -12,6 +12,11 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
   group), so that the whole tree (JVM and Python driver) can be stopped; ``--detach`` returns at once.
 - ``stop --output DIR``: SIGTERM to a detached run's Python driver (a graceful stop between
   micro-batches), then to its process group.
+- ``run ... --redundancy-level L``: computation redundancy against slowdowns as Spark speculative
+  execution, the ``spark.speculation*`` settings of :func:`ft_core.redundancy.speculation_settings`.
+- ``retune --state FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
+  (:mod:`spark_jobs.redundancy_runtime`); the first call (no state yet) submits ``RUN ARGS`` under
+  the controller, later calls step it and resubmit the run from its checkpoint when the level changes.
 """
 
 from __future__ import annotations
@@ -79,7 +84,19 @@ def register(sub, groups) -> None:
     run.add_argument("--detach", action="store_true", help="start in the background, print pid and log, return")
     run.add_argument("--state-dir", type=Path, help="record the driver in this cluster state (ftops cluster down stops it)")
     run.add_argument("--pool", choices=("primary", "standby"), default="primary")
+    run.add_argument("--redundancy-level", type=float, metavar="L",
+                     help="speculative execution for a redundancy level in [0, 1] (thesis 002; ftops plan redundancy)")
     run.set_defaults(func=_run)
+
+    retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
+    retune.add_argument("--state", type=Path, required=True, help="the controller's state file (created by the first call)")
+    retune.add_argument("--bound-ms", type=float, help="first call: the per-batch latency bound (p90 of a period's batches)")
+    retune.add_argument("--step-pct", type=float, default=25.0, help="first call: minimum step in percentage points (default 25)")
+    retune.add_argument("--perf-margin", type=float, default=0.1, help="first call: safety band as a fraction of the bound")
+    retune.add_argument("--min-batches", type=int, default=5, help="batches a period needs (default 5)")
+    retune.add_argument("--warmup-batches", type=int, default=2, help="first batches of each (re)submission left out (default 2)")
+    retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
+    retune.set_defaults(func=_retune)
 
     stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
     stop.add_argument("--output", type=Path, required=True)
@@ -144,7 +161,7 @@ def submit_command(args: argparse.Namespace) -> list[str]:
         cmd += ["--executor-memory", args.executor_memory, "--executor-cores", str(args.executor_cores)]
         if args.total_executor_cores:
             cmd += ["--total-executor-cores", str(args.total_executor_cores)]
-    for item in args.conf:
+    for item in [*redundancy_confs(args), *args.conf]:
         cmd += ["--conf", item]
     cmd.append(run_workload.__file__)
     job = ["--workload", args.workload, "--role", args.role, "--input", args.input.resolve(),
@@ -162,6 +179,23 @@ def submit_command(args: argparse.Namespace) -> list[str]:
     for item in args.param:
         job += ["--param", item]
     return cmd + [str(x) for x in job]
+
+
+def redundancy_confs(args: argparse.Namespace) -> list[str]:
+    """``key=value`` Spark confs of the run's redundancy level (none without a level); a level next
+    to an explicit ``--conf spark.speculation...`` would be ambiguous: InputError."""
+    level = getattr(args, "redundancy_level", None)
+    if level is None:
+        return []
+    if not 0 <= level <= 1:
+        raise InputError(f"--redundancy-level: must be a replication fraction in [0, 1], got {level:g}")
+    from ft_core.redundancy import speculation_settings
+
+    settings = speculation_settings(level)
+    clash = [item for item in args.conf if item.partition("=")[0].strip() in settings]
+    if clash:
+        raise InputError(f"--conf {clash[0]}: --redundancy-level sets the speculation settings; give one or the other")
+    return [f"{key}={value}" for key, value in settings.items()]
 
 
 def run_args(argv: list[str]) -> argparse.Namespace:
@@ -184,6 +218,7 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
 
     job_args = argparse.Namespace(**{**vars(args), "param": args.param})
     prepare(config_from_args(job_args))
+    redundancy_confs(args)  # a bad level is refused before anything is written
     args.output.mkdir(parents=True, exist_ok=True)
     log_dir = args.output / "_logs"
     log_dir.mkdir(exist_ok=True)
@@ -268,6 +303,39 @@ def _group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
+
+
+def _retune(args: argparse.Namespace) -> int:
+    from spark_jobs import redundancy_runtime
+
+    run_argv = args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
+    if args.state.exists():
+        if run_argv or args.bound_ms is not None:
+            raise InputError("--state: the run is already under the controller; give only --state (and period options)")
+        if args.min_batches < 1 or args.warmup_batches < 0:
+            raise InputError("--min-batches must be >= 1 and --warmup-batches >= 0")
+        record, _proc = redundancy_runtime.step(args.state, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
+        print_json(record)
+        return 0
+    if not run_argv or args.bound_ms is None:
+        raise InputError(f"--state: {str(args.state)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
+    params = _controller_params(args)
+    _proc, state = redundancy_runtime.start(run_argv, params, args.state)
+    print_json(state.history[-1])
+    return 0
+
+
+def _controller_params(args: argparse.Namespace):
+    from pydantic import ValidationError
+
+    from ft_core.redundancy_controller import ControllerParams
+
+    try:
+        return ControllerParams(latency_bound_ms=args.bound_ms, step_min_pct=args.step_pct, perf_margin=args.perf_margin)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"latency_bound_ms": "--bound-ms", "step_min_pct": "--step-pct"}.get(str(err["loc"][0]), "--perf-margin")
+        raise InputError(f"{flag}: {err['msg']}") from None
 
 
 def _stop(args: argparse.Namespace) -> int:

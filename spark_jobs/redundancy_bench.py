@@ -1,0 +1,593 @@
+"""``ftops bench redundancy``: speculative execution as redundancy against slowdowns, on Spark (thesis 002).
+
+Problem (issue 7): under the thesis's slowdown model (exponential time between faults, Gaussian
+magnitudes; Sec. 3.1) and a per-batch latency deadline, how many deadlines does a streaming job
+miss without redundancy, with static redundancy levels and with the feedback controller
+(Algorithm 2, Sec. 4.2), and at what CPU cost? Targets: at least 50 % fewer missed deadlines than
+without redundancy; the controller meeting the bound with less redundancy cost than the smallest
+static level that meets it.
+
+Method (every scenario is a fresh run on one local standalone cluster of one-core workers, so that
+a speculative copy has an executor to run on):
+
+- one input, written in bulk and read one file per micro-batch (``maxFilesPerTrigger=1``): batch b
+  processes the same records in every scenario, so durations compare across scenarios, and a slow
+  batch does not change the next batch's work;
+- ``fault-free``: no faults, no redundancy; the deadline is mu + 2 sigma of its batch durations
+  (the thesis's P7 rule; here of the fault-free run, the latency the job has when nothing goes
+  wrong), unless given;
+- ``none``, ``static L``: faults, redundancy level L as Spark speculation
+  (:func:`ft_core.redundancy.speculation_settings` via ``--redundancy-level``);
+- ``controller``: faults, Algorithm 2 through :mod:`spark_jobs.redundancy_runtime` (p90 of a
+  period's batches against the deadline as the bound; a level change resubmits the job from its
+  checkpoint);
+- faults: executor-local pauses (:mod:`spark_jobs.fault_injection`), one fault process per executor,
+  the same seed in every scenario, from the end of the warm-up batches until the run stops;
+- measured over the ``batches`` batches after the warm-up: missed deadlines, p50/p90/p99 duration
+  (the controller's post-restart batches included: they are its cost); CPU from the event log
+  (:mod:`spark_jobs.event_log`: every task attempt of those batches, speculative copies included);
+- correctness: each scenario's output equals the pure-Python reference over the windows its
+  watermark closed (speculation must not break exactly-once output).
+
+A drill with the serving view (:func:`spark_jobs.drill.run_drill` with ``serve``) is appended.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ft_core.errors import ExternalError, FtopsError
+from ft_core.fault_profile import FaultProfile, parse_fault_profile
+from spark_jobs.event_log import TaskCosts, event_log_conf, task_costs
+from spark_jobs.redundancy_runtime import percentile
+
+Progress = Callable[[str], None]
+DEFAULT_PARAMS = ["rate=400", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4", "n_pages=100"]
+# For every scenario: split each one-second input file into one task per core (Spark never
+# speculates a stage's only task, and a file scan of one small file is one task), and schedule
+# tasks at once instead of waiting up to 3 s for a preferred executor (sub-second deadlines).
+EXTRA_CONF = ["spark.sql.files.openCostInBytes=0", "spark.locality.wait=0s"]
+
+
+class BenchError(ExternalError):
+    """A benchmark scenario could not complete; the message says which and where to look."""
+
+
+THESIS_PAUSED = 0.15 / 1.15  # the thesis's 150 ms pauses 1 s apart: an instance is paused 13 % of the time
+
+
+class FaultModel(BaseModel):
+    """Per executor: exponential time between pauses, truncated Gaussian magnitude (thesis Sec. 3.1)."""
+
+    mean_gap_s: float = Field(default=10.0, gt=0)
+    magnitude_ms: float = Field(default=1500.0, gt=0)
+    stddev_ms: float = Field(default=375.0, ge=0)
+    min_ms: float = Field(default=750.0, ge=0)
+    max_ms: float = Field(default=3000.0, gt=0)
+
+    @classmethod
+    def scaled(cls, magnitude_ms: float, paused: float = THESIS_PAUSED) -> FaultModel:
+        """The thesis's shape (sd = mean / 4, truncated to [mean / 2, 2 mean]) at ``magnitude_ms``,
+        with the mean gap that keeps an executor paused the fraction ``paused`` of the time."""
+        return cls(mean_gap_s=magnitude_ms / 1000 * (1 - paused) / paused, magnitude_ms=magnitude_ms,
+                   stddev_ms=magnitude_ms / 4, min_ms=magnitude_ms / 2, max_ms=2 * magnitude_ms)
+
+
+class ControllerSetup(BaseModel):
+    period_batches: int = Field(default=8, ge=2)
+    step_pct: float = Field(default=25.0, gt=0)
+    perf_margin: float = Field(default=0.2, ge=0, lt=1)
+    warmup_batches: int = Field(default=2, ge=0)
+
+
+class BenchRedundancyConfig(BaseModel):
+    work_dir: Path
+    workload: str = "topk"
+    params: list[str] = Field(default_factory=lambda: list(DEFAULT_PARAMS))
+    executors: int = Field(default=3, ge=2)
+    shuffle_partitions: int = Field(default=3, ge=1)
+    trigger_s: float = Field(default=0.2, gt=0)
+    warmup_batches: int = Field(default=5, ge=3)
+    batches: int = Field(default=40, ge=10)
+    levels: list[float] = Field(default_factory=lambda: [0.25, 0.5, 1.0])
+    controller: ControllerSetup | None = Field(default_factory=ControllerSetup)
+    faults: FaultModel | None = Field(default=None, description="None: scaled to the machine after the fault-free run "
+                                      "(mean pause = its median batch, executors paused 13 % of the time, as in the thesis)")
+    pause_per_batch: float = Field(default=1.0, gt=0, description="with faults None: mean pause / median fault-free batch")
+    deadline_ms: float | None = None
+    seed: int = 1
+    extra_conf: list[str] = Field(default_factory=lambda: list(EXTRA_CONF))
+    port_base: int = 7600
+    timeout_s: float = 900.0
+    drill: bool = True
+
+
+class Latency(BaseModel):
+    batches: int
+    missed: int
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    mean_ms: float
+    stddev_ms: float
+
+
+class ScenarioResult(BaseModel):
+    name: str
+    level: float | None
+    faults: bool
+    latency: Latency | None = None
+    costs: TaskCosts | None = None
+    restarts: int = 0
+    levels_used: dict[str, int] = Field(default_factory=dict, description="controller: batches per applied level")
+    output_ok: bool | None = None
+    faults_applied: int = 0
+    paused_s: float = 0.0
+    error: str | None = None
+
+
+class BenchResult(BaseModel):
+    command: str
+    config: BenchRedundancyConfig
+    faults: FaultModel
+    deadline_ms: float
+    scenarios: list[ScenarioResult]
+    drill: dict | None = None
+    elapsed_s: float
+
+
+def slowdown_profile(faults: FaultModel, executors: int) -> FaultProfile:
+    """The thesis's timing faults, one process per executor (``executor[i]``)."""
+    return parse_fault_profile({"name": "executor-pauses", "operators": {"executor": {
+        "instances": list(range(executors)),
+        "slowdown": {"every_s": {"mean": faults.mean_gap_s, "min": 0.0001, "max": 900},
+                     "magnitude_ms": {"mean": faults.magnitude_ms, "stddev": faults.stddev_ms,
+                                      "min": faults.min_ms, "max": faults.max_ms}}}}})
+
+
+def latency(durations_ms: list[float], deadline_ms: float) -> Latency:
+    return Latency(batches=len(durations_ms), missed=sum(d > deadline_ms for d in durations_ms),
+                   p50_ms=percentile(durations_ms, 50), p90_ms=percentile(durations_ms, 90),
+                   p99_ms=percentile(durations_ms, 99), mean_ms=statistics.fmean(durations_ms),
+                   stddev_ms=statistics.pstdev(durations_ms))
+
+
+def batch_durations(metrics: Path, first: int, last: int) -> dict[int, float]:
+    """Duration (ms) per batch id in ``[first, last]``; a batch recorded twice (re-run after a
+    restart) keeps its last record."""
+    from spark_jobs.workloads.metrics import read_metrics
+
+    return {r["batch_id"]: float(r["batch_duration_ms"]) for r in read_metrics(metrics) if first <= r["batch_id"] <= last}
+
+
+def run_bench(config: BenchRedundancyConfig, progress: Progress, command: str) -> BenchResult:
+    """Every scenario on one cluster, then the serving-view drill; always stops what it started."""
+    from spark_jobs.cluster import cluster_down, cluster_up
+
+    started = time.time()
+    bench = _Bench(config, progress)
+    bench.prepare_input()
+    state_dir = config.work_dir / "spark"
+    try:
+        bench.state = cluster_up(_cluster_config(config, state_dir))
+        _add_hosts(config, state_dir)
+        scenarios = bench.run_scenarios()
+    finally:
+        cluster_down(state_dir)
+    drill = _serving_drill(config, progress) if config.drill else None
+    return BenchResult(command=command, config=config, faults=bench.faults, deadline_ms=bench.deadline_ms, scenarios=scenarios,
+                       drill=drill, elapsed_s=time.time() - started)
+
+
+def _add_hosts(config: BenchRedundancyConfig, state_dir: Path) -> None:
+    """The other workers, each on its own loopback address: Spark runs a speculative copy only on
+    another host than the original's (:mod:`spark_jobs.worker_hosts`)."""
+    from spark_jobs.worker_hosts import add_worker_on_host, loopback_host
+
+    for i in range(1, config.executors):
+        add_worker_on_host(state_dir, loopback_host(i), "rack-a", port_base=config.port_base + 100,
+                           ui_base=config.port_base + 200)
+
+
+def _cluster_config(config: BenchRedundancyConfig, state_dir: Path):
+    from spark_jobs.cluster import ClusterConfig
+
+    b = config.port_base
+    return ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 1),), standby_workers=0,
+                         primary_port=b + 77, primary_ui=b + 90, standby_port=b + 78, standby_ui=b + 91,
+                         worker_port_base=b + 100, worker_ui_base=b + 200, worker_timeout_s=10)
+
+
+class _Bench:
+    """The scenarios of one benchmark run and the state they share (input, cluster, deadline)."""
+
+    def __init__(self, config: BenchRedundancyConfig, progress: Progress):
+        from spark_jobs.workloads.spec import make_spec
+
+        self.config, self.say = config, progress
+        self.spec = make_spec(config.workload, config.params)
+        self.input = config.work_dir / "input"
+        self.last_batch = config.warmup_batches + config.batches - 1
+        self.deadline_ms = config.deadline_ms or 0.0
+        self.faults = config.faults
+        self.state = None
+
+    def prepare_input(self) -> None:
+        from spark_jobs.workloads import generator
+
+        # one file per batch, plus slack for batches that read nothing and for the drain
+        seconds = (self.last_batch + 20) * self.spec.file_s
+        generator.write_seconds(self.spec, self.input, seconds)
+
+    def run_scenarios(self) -> list[ScenarioResult]:
+        plan = [("fault-free", 0.0, False, False), ("none", 0.0, True, False)]
+        plan += [(f"static {level:g}", level, True, False) for level in self.config.levels]
+        plan += [("controller", None, True, True)] if self.config.controller else []
+        results = []
+        for name, level, faults, controlled in plan:
+            self.say(f"scenario {name}")
+            result = self._scenario(name, level, faults, controlled)
+            if name == "fault-free":
+                self._calibrate(result)
+            results.append(result)
+        return results
+
+    def _calibrate(self, result: ScenarioResult) -> None:
+        """The deadline: mu + 2 sigma of the fault-free run's batch durations."""
+        durations = self._durations(result.name) if result.error is None else []
+        if len(durations) < 2:
+            raise BenchError(f"the fault-free calibration run gave {len(durations)} batches, so there is no deadline"
+                             + (f": {result.error}" if result.error else ""))
+        if self.config.deadline_ms is None:
+            self.deadline_ms = statistics.fmean(durations) + 2 * statistics.pstdev(durations)
+            self.say(f"deadline: mu + 2 sigma of the fault-free batches = {self.deadline_ms:.0f} ms")
+        result.latency = latency(durations, self.deadline_ms)
+        if self.faults is None:  # the thesis's ratios at this machine's (and this load's) batch duration
+            self.faults = FaultModel.scaled(self.config.pause_per_batch * statistics.median(durations))
+            self.say(f"faults: pauses of {self.faults.magnitude_ms:.0f} ms every {self.faults.mean_gap_s:.1f} s per executor")
+
+    def _durations(self, name: str) -> list[float]:
+        found = batch_durations(self._dir(name) / "output" / "_metrics" / "metrics.jsonl", self.config.warmup_batches,
+                                self.last_batch)
+        return [found[b] for b in sorted(found)]
+
+    def _dir(self, name: str) -> Path:
+        return self.config.work_dir / name.replace(" ", "-")
+
+    def _run_argv(self, name: str) -> list[str]:
+        out = self._dir(name)
+        argv = [self.config.workload, "--role", "primary", "--input", self.input, "--output", out / "output",
+                "--checkpoint", out / "checkpoint", "--master", self.state.master_url("primary"),
+                "--trigger-s", self.config.trigger_s, "--max-files-per-trigger", 1,
+                "--shuffle-partitions", self.config.shuffle_partitions, "--total-executor-cores", self.config.executors,
+                "--state-dir", self.config.work_dir / "spark", "--conf", "spark.ui.enabled=false"]
+        for item in [*event_log_conf(out / "events"), *self.config.extra_conf]:
+            argv += ["--conf", item]
+        for item in self.config.params:
+            argv += ["--param", item]
+        return [str(a) for a in argv]
+
+    def _scenario(self, name: str, level: float | None, faults: bool, controlled: bool) -> ScenarioResult:
+        from spark_jobs.workload_cli import stop_run
+
+        result = ScenarioResult(name=name, level=level, faults=faults)
+        run = _ScenarioRun(self, name, level, controlled)
+        try:
+            run.start()
+            run.wait_for_batch(self.config.warmup_batches - 1)
+            injection = run.inject(slowdown_profile(self.faults, self.config.executors)) if faults else None
+            run.wait_for_batch(self.last_batch)
+            if injection is not None:
+                report = injection.stop()
+                result.faults_applied = report.applied.get("slowdown", 0)
+                result.paused_s = sum(report.paused_s.values())
+        except FtopsError as exc:
+            result.error = str(exc)
+            self.say(f"  {name} failed: {exc}")
+        finally:
+            run.stop_injection()
+            stop_run(self._dir(name) / "output")
+            run.kill_leftovers()
+        if result.error is None:
+            self._measure(result, run)
+        return result
+
+    def _measure(self, result: ScenarioResult, run: _ScenarioRun) -> None:
+        durations = self._durations(result.name)
+        result.latency = latency(durations, self.deadline_ms) if self.deadline_ms else None
+        result.costs = task_costs(self._dir(result.name) / "events", self.config.warmup_batches, self.last_batch)
+        result.restarts = run.restarts()
+        result.levels_used = run.levels_used(self.config.warmup_batches, self.last_batch)
+        result.output_ok = self._output_ok(self._dir(result.name) / "output")
+        p90 = "-" if result.latency is None else f"{result.latency.p90_ms:.0f}"
+        self.say(f"  {result.name}: {len(durations)} batches, p90 {p90} ms, missed "
+                 f"{'-' if result.latency is None else result.latency.missed}, restarts {result.restarts}")
+
+    def _output_ok(self, output: Path) -> bool | None:
+        """The run's windows equal the pure-Python reference over the windows its watermark closed."""
+        from spark_jobs.drill import watermark_of
+        from spark_jobs.workloads import generator, topk
+        from spark_jobs.workloads.sink import closed_rows, compare_output, read_output
+
+        if self.config.workload != "topk":
+            return None
+        reference = topk.python_reference(self.spec, generator.read_records(self.spec, self.input, "requests"))
+        # the last batch's progress may not have reached the metrics file when the run stopped:
+        # its output then shows that the watermark went further
+        mark = max([watermark_of(output) or 0, *(r["window_end"] for r in read_output(output))])
+        return compare_output(output, closed_rows(reference, mark)).equal
+
+
+class _ScenarioRun:
+    """One scenario's job (and, for the controller, its resubmissions)."""
+
+    def __init__(self, bench: _Bench, name: str, level: float | None, controlled: bool):
+        self.bench, self.name, self.level, self.controlled = bench, name, level, controlled
+        self.out = bench._dir(name)
+        self.metrics = self.out / "output" / "_metrics" / "metrics.jsonl"
+        self.state_file = self.out / "controller.json"
+        self.procs: list[subprocess.Popen] = []
+        self.injection = None
+        self.deadline = None
+
+    def start(self) -> None:
+        from ft_core.redundancy_controller import ControllerParams
+        from spark_jobs import redundancy_runtime
+        from spark_jobs.workload_cli import launch_run, run_args
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.deadline = time.monotonic() + self.bench.config.timeout_s
+        argv = self.bench._run_argv(self.name)
+        if self.controlled:
+            setup = self.bench.config.controller
+            params = ControllerParams(latency_bound_ms=self.bench.deadline_ms, step_min_pct=setup.step_pct,
+                                      perf_margin=setup.perf_margin, max_redundancy_pct=100.0)
+            proc, _ = redundancy_runtime.start(argv, params, self.state_file)
+        else:
+            proc, _ = launch_run(run_args([*argv, "--redundancy-level", f"{self.level:g}"]))
+        self.procs.append(proc)
+
+    def inject(self, profile: FaultProfile):
+        from spark_jobs.fault_injection import Injection
+
+        self.injection = Injection(profile, duration_s=self.bench.config.timeout_s * 2, seed=self.bench.config.seed,
+                                   output=self.out / "output").start()
+        return self.injection
+
+    def wait_for_batch(self, batch_id: int) -> None:
+        """Poll the run's progress until ``batch_id`` is done; the controller steps meanwhile."""
+        from spark_jobs import redundancy_runtime
+        from spark_jobs.workloads.metrics import read_metrics
+
+        while max((r["batch_id"] for r in read_metrics(self.metrics)), default=-1) < batch_id:
+            if self.procs[-1].poll() is not None:
+                raise BenchError(f"scenario {self.name}: the job exited ({self.procs[-1].returncode}); "
+                                 f"see {self.out / 'output' / '_logs'}")
+            if time.monotonic() > self.deadline:
+                raise BenchError(f"scenario {self.name}: batch {batch_id} not done after {self.bench.config.timeout_s:.0f} s")
+            if self.controlled:
+                setup = self.bench.config.controller
+                record, proc = redundancy_runtime.step(self.state_file, min_batches=setup.period_batches,
+                                                       warmup_batches=setup.warmup_batches)
+                if proc is not None:
+                    self.procs.append(proc)
+                    self.bench.say(f"  controller: p90 {record.metric_ms:.0f} ms -> level {record.level:g} (resubmitted)")
+            time.sleep(1.0)
+
+    def stop_injection(self) -> None:
+        if self.injection is not None and self.injection.report is None:
+            self.injection.stop()
+
+    def kill_leftovers(self) -> None:
+        import os
+        import signal
+
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=30)
+
+    def restarts(self) -> int:
+        return len(self.procs) - 1
+
+    def levels_used(self, first: int, last: int) -> dict[str, int]:
+        """Controller: measured batches per applied level (the i-th application run had the i-th level)."""
+        from spark_jobs.redundancy_runtime import load_state
+        from spark_jobs.workloads.metrics import read_metrics
+
+        if not self.controlled:
+            return {}
+        launches = [h.level for h in load_state(self.state_file).history if h.action in ("started", "resubmit")]
+        runs: list[str] = []
+        counts: dict[str, int] = {}
+        for rec in read_metrics(self.metrics):
+            if rec["run_id"] not in runs:
+                runs.append(rec["run_id"])
+            if first <= rec["batch_id"] <= last:
+                level = f"{launches[min(len(runs), len(launches)) - 1]:g}"
+                counts[level] = counts.get(level, 0) + 1
+        return counts
+
+
+def _serving_drill(config: BenchRedundancyConfig, progress: Progress) -> dict:
+    """A drill with the serving view on (topk, half of the tasks replicated)."""
+    from spark_jobs.drill import DrillConfig, run_drill, wait_for_ports
+    from spark_jobs.drill_bench import DEFAULT_PARAMS as DRILL_PARAMS
+    from spark_jobs.workloads.spec import make_spec
+
+    params = DRILL_PARAMS["topk"]
+    budget = len(make_spec("topk", params).task_ids()) // 2
+    drill = DrillConfig(workload="topk", params=params, budget=budget, work_dir=config.work_dir / "serving-drill",
+                        serve=True, port_base=config.port_base, timeout_s=config.timeout_s)
+    progress(f"serving-view drill (topk, R={budget})")
+    try:
+        wait_for_ports(drill)
+        return run_drill(drill, progress=lambda m: progress(f"  {m}")).model_dump(mode="json")
+    except FtopsError as exc:
+        return {"error": str(exc)}
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+def render(result: BenchResult) -> str:
+    """The markdown report: setup, the table, the targets, the serving-view drill."""
+    lines = ["# Adaptive redundancy against slowdowns: speculative execution on Spark (thesis 002)", "",
+             f"Produced by `{result.command}` ({result.elapsed_s / 60:.0f} minutes on the project's 2-core machine).",
+             "", *_setup(result), "", *_table(result), "", "## Targets", "", *_targets(result), ""]
+    if result.drill is not None:
+        lines += ["## Serving view during a drill", "", *_drill_lines(result.drill), ""]
+    return "\n".join(lines)
+
+
+def _setup(result: BenchResult) -> list[str]:
+    c, f = result.config, result.faults
+    free = _scenario(result, "fault-free")
+    p50 = f"{free.latency.p50_ms:.0f} ms" if free and free.latency else "-"
+    ctl = c.controller
+    return [
+        f"Workload `{c.workload}` (`{' '.join(c.params)}`) on a local standalone cluster of {c.executors} one-core "
+        f"workers on {c.executors} loopback addresses (127.0.0.1-{c.executors}: Spark never runs a speculative copy on "
+        f"the host of the original), one executor each, {c.shuffle_partitions} shuffle partitions, one input file per micro-batch "
+        f"(trigger {c.trigger_s:g} s), so batch b does the same work in every scenario. Each scenario is a fresh run; "
+        f"{c.warmup_batches} warm-up batches, then {c.batches} measured batches.",
+        "",
+        f"Faults (`spark_jobs.fault_injection`): one slowdown process per executor, exponential time between "
+        f"faults (mean {f.mean_gap_s:.1f} s), Gaussian magnitude {f.magnitude_ms:.0f} +- {f.stddev_ms:.0f} ms truncated to "
+        f"[{f.min_ms:.0f}, {f.max_ms:.0f}] ms, applied as a SIGSTOP pause of the executor's JVM (a stop-the-world pause: "
+        f"executor-local, a speculative copy elsewhere is not slowed); seed {c.seed}, the same schedule in every "
+        f"scenario. Scaling: the thesis injects 150 ms pauses 1 s apart on average (an instance is paused "
+        f"{THESIS_PAUSED:.0%} of the time), pauses of several times a tuple's latency (21-72 ms, Table 3.5). Here the "
+        f"unit of work is a micro-batch (fault-free median {p50}), so both time constants are scaled "
+        f"{f.magnitude_ms / 150:.0f}x: a mean pause of {f.magnitude_ms / 1000 / (free.latency.p50_ms / 1000) if free and free.latency else 0:.1f} "
+        f"micro-batches, an executor paused {f.magnitude_ms / 1000 / (f.mean_gap_s + f.magnitude_ms / 1000):.0%} "
+        f"of the time" + (" (derived from the fault-free run)." if c.faults is None else " (given)."),
+        "",
+        f"Deadline: {result.deadline_ms:.0f} ms per batch"
+        + (" (given)." if c.deadline_ms else " = mu + 2 sigma of the fault-free batches (the thesis's P7 rule)."),
+        "Redundancy level L -> `spark.speculation*` (`ft_core.redundancy.speculation_settings`: quantile "
+        "1 - L, multiplier 3 - 2L, minTaskRuntime 100 ms x (1 - L)); extra confs for every scenario: "
+        f"`{' '.join(c.extra_conf) or '-'}`."
+        + (f" Controller: Algorithm 2 (corrected rule), bound = the deadline on the p90 of each period of "
+           f"{ctl.period_batches} batches (the first {ctl.warmup_batches} batches after each (re)submission left out), "
+           f"step {ctl.step_pct:g} points, gains 5, margin {ctl.perf_margin:g}; a level change stops the job between "
+           "micro-batches and resubmits it from its checkpoint." if ctl else ""),
+        "CPU: executor CPU time of every task attempt of the measured batches, from the event log (speculative "
+        "copies included, winners and killed ones; a paused attempt accrues no CPU). Redundancy cost = CPU of the "
+        "speculative attempts.",
+    ]
+
+
+def _table(result: BenchResult) -> list[str]:
+    none = _scenario(result, "none")
+    rows = ["| scenario | level | missed / batches | fewer missed than none | p50 ms | p90 ms | p99 ms | task CPU s | "
+            "CPU vs none | speculative attempts (won) | speculative CPU s | restarts | output = reference |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in result.scenarios:
+        if s.error or s.latency is None or s.costs is None:
+            rows.append(f"| {s.name} | failed: {s.error} |" + " |" * 11)
+            continue
+        level = ", ".join(f"{k}: {v}" for k, v in s.levels_used.items()) if s.levels_used else f"{s.level:g}"
+        fewer = _reduction(none, s) if s.faults and s.name != "none" else None
+        cpu_vs = (s.costs.cpu_s / none.costs.cpu_s - 1) if none and none.costs and s.name != "none" else None
+        rows.append(f"| {s.name} | {level} | {s.latency.missed} / {s.latency.batches} | {_pct(fewer)} | "
+                    f"{s.latency.p50_ms:.0f} | {s.latency.p90_ms:.0f} | {s.latency.p99_ms:.0f} | {s.costs.cpu_s:.1f} | "
+                    f"{_pct(cpu_vs, signed=True)} | {s.costs.speculative_attempts} ({s.costs.speculative_won}) | "
+                    f"{s.costs.speculative_cpu_s:.2f} | {s.restarts} | {_yes(s.output_ok)} |")
+    return rows
+
+
+def _targets(result: BenchResult) -> list[str]:
+    none = _scenario(result, "none")
+    statics = [s for s in result.scenarios if s.name.startswith("static") and s.latency and s.costs]
+    ctl = _scenario(result, "controller")
+    out = []
+    if none and none.latency:
+        best = max(statics, key=lambda s: _reduction(none, s) or -1, default=None)
+        reductions = ", ".join(f"{s.name}: {_pct(_reduction(none, s))}" for s in statics)
+        if ctl and ctl.latency:
+            reductions += f", controller: {_pct(_reduction(none, ctl))}"
+        met = best is not None and (_reduction(none, best) or 0) >= 0.5
+        out.append(f"- At least 50 % fewer missed deadlines than without redundancy ({none.latency.missed} missed): "
+                   f"{reductions}. **{'Met' if met else 'Not met'}**" + (f" (best: {best.name})." if best else "."))
+    meeting = [s for s in statics if s.latency.p90_ms <= result.deadline_ms]
+    smallest = min(meeting, key=lambda s: s.level, default=None)
+    if ctl and ctl.latency and ctl.costs:
+        ctl_meets = ctl.latency.p90_ms <= result.deadline_ms
+        line = (f"- Controller meets the bound (p90 {ctl.latency.p90_ms:.0f} ms vs {result.deadline_ms:.0f} ms): "
+                f"{'yes' if ctl_meets else 'no'}; smallest static level meeting it: "
+                f"{smallest.name if smallest else 'none'}")
+        if smallest is not None:
+            cheaper = ctl.costs.speculative_cpu_s < smallest.costs.speculative_cpu_s
+            line += (f" (speculative CPU {smallest.costs.speculative_cpu_s:.2f} s vs the controller's "
+                     f"{ctl.costs.speculative_cpu_s:.2f} s; total task CPU {smallest.costs.cpu_s:.1f} s vs "
+                     f"{ctl.costs.cpu_s:.1f} s)")
+            met = ctl_meets and cheaper
+        else:
+            met = False
+        out.append(line + f". **{'Met' if met else 'Not met'}**.")
+    return out
+
+
+def _drill_lines(drill: dict) -> list[str]:
+    if "error" in drill:
+        return [f"The drill failed: {drill['error']}"]
+    rate = drill.get("serve_windows_per_s")
+    return [
+        f"`ftops drill run --workload topk --budget {drill.get('budget')} --serve` (parameters `{' '.join(f'{k}={v}' for k, v in drill['params'].items() if k in ('rate', 'window_s', 'slide_s', 'watermark_s', 'p1'))}`): "
+        f"rack-a killed, replacement after {drill['new_capacity_after_s']:.0f} s, plan {' '.join(drill['plan_tasks'])} "
+        f"(predicted OF {drill['predicted_output_fidelity']:.3f}).",
+        "",
+        "| failure windows | served tentatively | gaps | windows/s served during the failure (input rate) | "
+        "worst staleness s | tentative accuracy | primary caught up s | final view = reference |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {len(drill['tentative_accuracy_per_window'])} | {drill['serve_tentative_windows']} | {drill['serve_gap_windows']} | "
+        f"{'-' if rate is None else f'{rate:.2f}'} ({drill['serve_expected_windows_per_s']:.2f}) | "
+        f"{_num(drill['serve_max_staleness_s'])} | {_num(drill['tentative_accuracy'], 3)} | "
+        f"{_num(drill['time_to_caught_up_s'])} | {_yes(drill['serve_equals_reference'])} |",
+        "",
+        f"Targets: no gap in windows during the failure: **{'met' if drill['serve_gap_windows'] == 0 else 'not met'}**; "
+        f"final content equal to the reference: **{'met' if drill['serve_equals_reference'] else 'not met'}**.",
+    ]
+
+
+def _scenario(result: BenchResult, name: str) -> ScenarioResult | None:
+    return next((s for s in result.scenarios if s.name == name and s.error is None), None)
+
+
+def _reduction(none: ScenarioResult | None, s: ScenarioResult) -> float | None:
+    if none is None or none.latency is None or s.latency is None or none.latency.missed == 0:
+        return None
+    return 1 - s.latency.missed / none.latency.missed
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.0%}" if signed else f"{value:.0%}"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def command_line(argv: list[str]) -> str:
+    return "ftops " + " ".join(shlex.quote(a) for a in argv)
+
+
+def save(result: BenchResult, path: Path) -> None:
+    path.write_text(json.dumps(result.model_dump(mode="json"), indent=1))
