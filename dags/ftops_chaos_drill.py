@@ -6,7 +6,8 @@ stored; opens the drill record) -> ``inject_failure`` (SIGKILL of the domain's w
 executors, optionally the primary driver) -> deferred waits: ``wait_tentative`` (the replica's tentative
 outputs arrive) and ``wait_replacement_due`` -> ``add_capacity`` (a new worker, as a cloud replaces a lost
 node) -> ``ensure_primary`` (resubmits the primary from its checkpoint if its driver died; a no-op when it
-runs) -> deferred ``wait_executors`` and ``wait_caught_up`` -> ``verify`` (the primary's output against the
+runs) -> deferred ``wait_executors``, then ``wait_caught_up`` alongside ``inject_faults`` (optional: a fault
+profile's slowdowns and crashes applied to the primary while it catches up) -> ``verify`` (the primary's output against the
 reference, tentative accuracy against the predicted OF, times; stored) which fails the run, visibly, when
 output was lost or duplicated or the job missed its recovery-time bound. ``mark_failed`` closes the drill
 record when an earlier step failed. No wait holds a worker slot; every wait has a timeout.
@@ -18,7 +19,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflightOperator, InjectFailureOperator,
-                                             MarkDrillFailedOperator, VerifyDrillOperator)
+                                             InjectFaultsOperator, MarkDrillFailedOperator, VerifyDrillOperator)
 from ftops_provider.operators.streams import StreamSubmitOperator
 from ftops_provider.sensors.waits import (OutputArrivalSensor, SparkCapacitySensor, StreamCaughtUpSensor,
                                           WaitUntilSensor)
@@ -43,6 +44,10 @@ with DAG(
         "kill_driver": Param(False, type="boolean", description="kill the primary driver too (restarted from its checkpoint)"),
         "replacement_delay_s": Param(30, type="number", minimum=0, description="seconds until replacement capacity arrives"),
         "timeout_s": Param(600, type="number", minimum=30, description="deadline of each wait"),
+        "fault_profile": Param("", type="string", description="optional fault profile (YAML/JSON, absolute path) applied "
+                               "to the primary once it runs again: slowdowns, crashes (empty: none)"),
+        "fault_duration_s": Param(60, type="number", minimum=1, maximum=3600, description="how long the profile's faults run"),
+        "fault_seed": Param(1, type="integer", description="seed of the fault schedule (same seed, same faults)"),
     },
 ) as dag:
     preflight = DrillPreflightOperator(task_id="preflight", job_name="{{ params.job }}", domain="{{ params.failure_domain }}",
@@ -67,14 +72,16 @@ with DAG(
                                           max_lag_files="{{ " + PRE + "['steady_lag_files'] }}",
                                           output_dir="{{ " + CAP + "['deployment']['root'] }}/primary",
                                           watermark_ms="{{ " + CAP + "['backlog_ms'] }}")
+    inject_faults = InjectFaultsOperator(task_id="inject_faults", profile="{{ params.fault_profile }}",
+                                         duration_s="{{ params.fault_duration_s }}", seed="{{ params.fault_seed }}")
     verify = VerifyDrillOperator(task_id="verify", trigger_rule="none_failed")  # wait_tentative skips without a replica
     mark_failed = MarkDrillFailedOperator(task_id="mark_failed", trigger_rule="one_failed")
 
     preflight >> inject >> [wait_tentative, replacement_due]
-    replacement_due >> add_capacity >> ensure_primary >> wait_executors >> wait_caught_up
-    [wait_tentative, wait_caught_up] >> verify
+    replacement_due >> add_capacity >> ensure_primary >> wait_executors >> [wait_caught_up, inject_faults]
+    [wait_tentative, wait_caught_up, inject_faults] >> verify
     [preflight, inject, wait_tentative, replacement_due, add_capacity, ensure_primary, wait_executors,
-     wait_caught_up, verify] >> mark_failed
+     wait_caught_up, inject_faults, verify] >> mark_failed
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

@@ -124,11 +124,20 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     assert sorted(a["stopped_at"] is None for a in records) == [False, True]
 
 
-def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_job):
+def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_job, tmp_path):
     dep, store = live_job
+    # a fault profile too: two pauses of the recovered primary's executor while it catches up
+    profile = tmp_path / "pauses.json"
+    profile.write_text(json.dumps({"name": "two-pauses", "operators": {"executor": {"instances": [0], "slowdown": {
+        "at_s": [1.0, 4.0], "magnitude_ms": {"mean": 500, "stddev": 0}}}}}))
     run = _dag("ftops_chaos_drill").test(run_conf={"job": "topk", "failure_domain": "auto", "replacement_delay_s": 5,
-                                                   "timeout_s": 400})
+                                                   "timeout_s": 400, "fault_profile": str(profile), "fault_duration_s": 6})
     assert run.state == "success"
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("SELECT report->'faults' FROM ftops_drill ORDER BY drill_id DESC LIMIT 1")
+        faults = cur.fetchone()[0]
+    assert faults["profile"] == "two-pauses" and faults["applied"] == {"slowdown": 2} and faults["skipped"] == 0
+    assert sum(faults["paused_s"].values()) == pytest.approx(1.0, abs=0.3)
     drill = store.drills("topk")[-1]
     assert drill["status"] == "passed"
     assert drill["predicted_output_fidelity"] > 0

@@ -125,13 +125,52 @@ class AddCapacityOperator(BaseOperator):
         return {**doc, **ctx.model_dump()}
 
 
+class InjectFaultsOperator(BaseOperator):
+    """Apply a fault profile (thesis 002's fault model, ``ftops faults validate``) to the primary application
+    for ``duration_s`` once it runs again, so the drill measures recovery under slowdowns too; skipped
+    without a profile. The injector works in this task for the duration (it pauses and resumes executor
+    JVMs on this host, so it is work, not a wait) and resumes every paused executor before it returns.
+    Returns the injection report (faults applied per kind, seconds paused per executor)."""
+
+    template_fields = ("profile", "duration_s", "seed")
+
+    def __init__(self, *, profile: str, duration_s: float | str = 60, seed: int | str = 1,
+                 capacity_task_id: str = "add_capacity", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.profile, self.duration_s, self.seed = profile, duration_s, seed
+        self.capacity_task_id = capacity_task_id
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from pathlib import Path
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from ft_core.fault_profile import load_fault_profile
+        from spark_jobs.fault_injection import inject
+
+        if not self.profile:
+            raise AirflowSkipException("no fault profile given")
+        profile = load_fault_profile(self.profile)  # a bad profile fails here, naming the field
+        doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
+        root = Path(doc["deployment"]["root"])
+        report = inject(profile, duration_s=float(self.duration_s), seed=int(self.seed), output=root / "primary",
+                        state_dir=Path(doc["deployment"]["cluster_state"]) if doc["deployment"].get("cluster_state") else None,
+                        log=self.log.info)
+        self.log.info("%s: %s applied, %d skipped, paused %s", report.profile, report.applied, report.skipped,
+                      report.paused_s)
+        return {"profile": report.profile, "seed": report.seed, "duration_s": report.duration_s,
+                "applied": report.applied, "skipped": report.skipped, "paused_s": report.paused_s}
+
+
 class VerifyDrillOperator(BaseOperator):
     """Measure the drill (the primary's output against the reference, tentative accuracy per failure window,
     times), store it, and fail when output was lost or duplicated or the recovery-time bound was missed."""
 
-    def __init__(self, *, capacity_task_id: str = "add_capacity", ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+    def __init__(self, *, capacity_task_id: str = "add_capacity", faults_task_id: str = "inject_faults",
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.capacity_task_id = capacity_task_id
+        self.faults_task_id = faults_task_id
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
@@ -141,6 +180,9 @@ class VerifyDrillOperator(BaseOperator):
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])
         report = measure(dep, DrillContext.model_validate({k: doc[k] for k in DrillContext.model_fields}))
+        faults = context["ti"].xcom_pull(task_ids=self.faults_task_id)
+        if faults:  # the injected faults are part of what the drill measured
+            report = {**report, "faults": faults}
         problems = verdict(report, doc.get("max_recovery_s"))
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
