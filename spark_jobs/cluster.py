@@ -199,17 +199,21 @@ def _start_worker(state: ClusterState, config: ClusterConfig, pool: str, domain:
     return start_worker(state, pool, domain, port, ui, config.worker_cores, config.worker_memory)
 
 
-def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int, cores: int, memory: str) -> Process:
-    """Start one worker process registered with ``pool``'s master, labelled with ``domain``."""
-    name = f"worker-{pool}-{domain}-{port}"
+def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int, cores: int, memory: str,
+                 host: str = HOST) -> Process:
+    """Start one worker process registered with ``pool``'s master, labelled with ``domain``, bound to
+    ``host`` (another loopback address is another host to Spark: :mod:`spark_jobs.worker_hosts`)."""
+    name = f"worker-{pool}-{domain}-{port}" if host == HOST else f"worker-{pool}-{domain}-{host}-{port}"
     work_dir = Path(state.state_dir) / "work" / name
     work_dir.mkdir(parents=True, exist_ok=True)
-    args = [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", HOST,
+    args = [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", host,
             "--port", str(port), "--webui-port", str(ui), "--cores", str(cores), "--memory", memory,
             "--work-dir", str(work_dir), state.master_url(pool)]
     # The worker heartbeats every timeout / 4 of *its own* spark.worker.timeout: without this it would
     # use Spark's 60 s (a heartbeat every 15 s) and the master would drop it as dead every few seconds.
     env = spark_env({"SPARK_WORKER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
+    if host != HOST:  # the executors it launches inherit SPARK_LOCAL_IP: they bind to (and report) ``host`` too
+        env["SPARK_LOCAL_IP"] = host
     pid, log = _spawn(state, name, args, env)
     proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir))
     state.processes.append(proc)
@@ -218,14 +222,15 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
 
 
 def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int = 1, memory: str = "1g",
-               timeout_s: float = 60.0, port_base: int = 7100, ui_base: int = 8100) -> Process:
-    """Replacement capacity: one new worker in ``domain``, waited for until the master lists it alive.
-    Its ports are the first free ones from ``port_base`` and ``ui_base`` (200 candidates each)."""
+               timeout_s: float = 60.0, port_base: int = 7100, ui_base: int = 8100, host: str = HOST) -> Process:
+    """Replacement capacity: one new worker in ``domain`` bound to ``host``, waited for until the master
+    lists it alive. Its ports are the first free ones on ``host`` from ``port_base`` and ``ui_base``
+    (200 candidates each)."""
     state = require_state(state_dir)
     used = {p.port for p in state.processes} | {p.ui_port for p in state.processes}
-    port = _free_port(range(port_base, port_base + 200), used)
-    ui = _free_port(range(ui_base, ui_base + 200), used | {port})
-    proc = start_worker(state, pool, domain, port, ui, cores, memory)
+    port = _free_port(range(port_base, port_base + 200), used, host)
+    ui = _free_port(range(ui_base, ui_base + 200), used | {port}, host)
+    proc = start_worker(state, pool, domain, port, ui, cores, memory, host)
     wait_for_workers(state, [proc], timeout_s=timeout_s)
     return proc
 
@@ -383,17 +388,17 @@ def _reap(pid: int) -> None:
         pass
 
 
-def _free_port(candidates: range, used: set[int]) -> int:
-    port = next((p for p in candidates if p not in used and _port_free(p)), None)
+def _free_port(candidates: range, used: set[int], host: str = HOST) -> int:
+    port = next((p for p in candidates if p not in used and _port_free(p, host)), None)
     if port is None:
-        raise ClusterError(f"no free port in {candidates.start}-{candidates.stop - 1} for a new worker")
+        raise ClusterError(f"no free port in {candidates.start}-{candidates.stop - 1} on {host} for a new worker")
     return port
 
 
-def _port_free(port: int) -> bool:
+def _port_free(port: int, host: str = HOST) -> bool:
     with socket.socket() as sock:
         try:
-            sock.bind((HOST, port))
+            sock.bind((host, port))
             return True
         except OSError:
             return False

@@ -63,6 +63,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import ExternalError, FtopsError, InputError
+from spark_jobs.workload_cli import kill_group
 from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
 
 Progress = Callable[[str], None]
@@ -466,15 +467,7 @@ class _Drill:
         self.say(f"killed {', '.join(self.killed)}; primary had delivered windows ending <= {self.failure_end_ms}")
 
     def _kill_primary_driver(self) -> None:
-        import os
-        import signal
-
-        proc = self.procs["primary"]
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=30)
+        kill_group(self.procs["primary"])
 
     def _recover(self) -> None:
         due = self.t_fail + self.config.new_capacity_after_s
@@ -653,21 +646,12 @@ class _Drill:
         if self.feed is not None:
             self.feed.stop()
         if self.serving is not None and self.serving.poll() is None:
-            _kill_group(self.serving)
+            kill_group(self.serving)
         if self.cluster_started:
             stopped = cluster_down(self.dirs["spark"])
             self.say(f"stopped {len(stopped)} processes")
         for proc in self.procs.values():
             if proc.poll() is None:
-                _kill_group(proc)
+                kill_group(proc)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    import os
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(timeout=30)

@@ -1,9 +1,8 @@
 """``ftops faults inject``, ``ftops serve`` and ``ftops bench redundancy``: issue 7's Spark side.
 
 Registered through the ``ftops.commands`` entry point (``faults-spark = "spark_jobs.faults_cli"``);
-``python -m spark_jobs.faults_cli ...`` runs the same commands without it. ``inject`` joins the
-``faults`` group that :mod:`ft_core.cli.fault_tolerance` creates (``validate``, ``schedule``); run
-alone, this module creates the group itself. The logic lives in :mod:`spark_jobs.fault_injection`,
+``python -m spark_jobs.faults_cli ...`` is ``ftops ...``. ``inject`` joins the ``faults`` group that
+:mod:`ft_core.cli.fault_tolerance` creates (``validate``, ``schedule``). The logic lives in :mod:`spark_jobs.fault_injection`,
 :mod:`spark_jobs.serving_view` and :mod:`spark_jobs.redundancy_bench`, so Airflow can call it.
 
 - ``faults inject PROFILE (--output DIR | --app-id ID) --duration S --seed N [--state-dir DIR] [--json]``:
@@ -35,11 +34,8 @@ def register(sub, groups) -> None:
 
 
 def _faults_group(sub):
-    """The subcommands of the ``faults`` group (ft_core's, or a new one when run alone)."""
-    group = sub.choices.get("faults")
-    if group is None:
-        group = sub.add_parser("faults", help="fault profiles, schedules and injection (thesis 002's fault model)")
-        return group.add_subparsers(dest="faults_command", required=True, parser_class=type(group))
+    """The subcommands of ``ftops faults``, the group :mod:`ft_core.cli.fault_tolerance` creates."""
+    group = sub.choices["faults"]
     # argparse offers no public accessor for an existing parser's subcommands
     return next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
 
@@ -185,21 +181,10 @@ def _progress(msg: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m spark_jobs.faults_cli faults inject ...`` / ``serve ...`` / ``bench redundancy ...``."""
-    from ft_core.cli.main import _Parser
-    from ft_core.cli.registry import GROUPS
-    from ft_core.errors import FtopsError
+    """``python -m spark_jobs.faults_cli ...`` is ``ftops ...`` (this module is registered as an entry point)."""
+    from ft_core.cli.main import main as ftops_main
 
-    parser = _Parser(prog="ftops")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    bench = sub.add_parser("bench", help=GROUPS["bench"])
-    register(sub, {"bench": bench.add_subparsers(dest="bench_command", required=True, parser_class=_Parser)})
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        return int(args.func(args) or 0)
-    except FtopsError as exc:
-        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return ftops_main(argv)
 
 
 if __name__ == "__main__":

@@ -190,11 +190,12 @@ def run_bench(config: BenchRedundancyConfig, progress: Progress, command: str) -
 def _add_hosts(config: BenchRedundancyConfig, state_dir: Path) -> None:
     """The other workers, each on its own loopback address: Spark runs a speculative copy only on
     another host than the original's (:mod:`spark_jobs.worker_hosts`)."""
-    from spark_jobs.worker_hosts import add_worker_on_host, loopback_host
+    from spark_jobs.cluster import add_worker
+    from spark_jobs.worker_hosts import loopback_host
 
     for i in range(1, config.executors):
-        add_worker_on_host(state_dir, loopback_host(i), "rack-a", port_base=config.port_base + 100,
-                           ui_base=config.port_base + 200)
+        add_worker(state_dir, "rack-a", port_base=config.port_base + 100, ui_base=config.port_base + 200,
+                   host=loopback_host(i))
 
 
 def _cluster_config(config: BenchRedundancyConfig, state_dir: Path):
@@ -387,16 +388,11 @@ class _ScenarioRun:
             self.injection.stop()
 
     def kill_leftovers(self) -> None:
-        import os
-        import signal
+        from spark_jobs.workload_cli import kill_group
 
         for proc in self.procs:
             if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
+                kill_group(proc)
 
     def restarts(self) -> int:
         return len(self.procs) - 1

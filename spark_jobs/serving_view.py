@@ -32,7 +32,7 @@ Defaults come from the runs' descriptors (``_run.json``): the workload (hence th
 ``rank`` for topk, none for incidents, whose rows are one per window) and the predicted OF, which
 is recomputed from the replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.fidelity`).
 
-    python -m spark_jobs.serving_view --primary P --replica R --out V [--predicted-of X] [--once]
+    ftops serve --primary P --replica R --out V [--predicted-of X] [--once]
 
 Memory: the rows of the windows served (per-window state, no global snapshot).
 """
@@ -54,7 +54,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ft_core.duplicate_filter import RowIdentity, serving_view
-from ft_core.errors import FtopsError, InputError
+from ft_core.errors import InputError
 
 Window = tuple[int, int]
 WINDOW_FIELDS = ("window_start", "window_end")
@@ -286,9 +286,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def start_serving(primary: Path, replica: Path | None, out: Path, workload: str, predicted_of: float,
                   poll_s: float = 0.25) -> subprocess.Popen:
-    """``python -m spark_jobs.serving_view`` as its own process group (what consumers would run)."""
+    """``ftops serve`` as its own process group (what consumers would run)."""
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "spark_jobs.serving_view", "--primary", str(primary), "--out", str(out),
+    cmd = [sys.executable, "-m", "ft_core.cli.main", "serve", "--primary", str(primary), "--out", str(out),
            "--workload", workload, "--predicted-of", f"{predicted_of:.6g}", "--poll-s", f"{poll_s:g}"]
     cmd += ["--replica", str(replica)] if replica is not None else []
     with (out / "_serve.log").open("w") as log:
@@ -366,18 +366,3 @@ def run_from_args(args: argparse.Namespace) -> int:
                       "accurate": states.count("accurate"), "primary_watermark_ms": manifest.primary_watermark_ms,
                       "predicted_of": manifest.predicted_of}))
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="serving_view", description=__doc__.split("\n\n")[0])
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_from_args(args)
-    except FtopsError as exc:
-        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
-        return exc.exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -253,6 +253,15 @@ def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a launched run's process group (spark-submit leads it: JVM and Python driver) and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
 def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     """Stop a run started by ``workload run``: SIGTERM to its Python driver (it stops the query
     between micro-batches and exits), then SIGTERM and finally SIGKILL to the process group.

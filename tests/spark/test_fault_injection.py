@@ -44,13 +44,12 @@ def _profile():
 
 def _cluster(tmp: Path, base: int):
     """A primary master with one worker on 127.0.0.1 and one on 127.0.0.2 (ports from ``base``)."""
-    from spark_jobs.cluster import ClusterConfig, cluster_up
-    from spark_jobs.worker_hosts import add_worker_on_host
+    from spark_jobs.cluster import ClusterConfig, add_worker, cluster_up
 
     state = cluster_up(ClusterConfig(state_dir=tmp / "spark", primary_domains=(("rack-a", 1),), standby_workers=0,
                                      primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90,
                                      standby_ui=base + 91, worker_port_base=base + 100, worker_ui_base=base + 200))
-    add_worker_on_host(tmp / "spark", "127.0.0.2", "rack-a", port_base=base + 100, ui_base=base + 200)
+    add_worker(tmp / "spark", "rack-a", port_base=base + 100, ui_base=base + 200, host="127.0.0.2")
     return state
 
 

@@ -7,7 +7,6 @@ replacing the tentative ones per window, until the view equals the failure-free 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,17 +23,6 @@ from spark_jobs.workloads.spec import make_spec
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ["window_s=2", "watermark_s=1", "rate=60", "n_pages=40", "p1=2"]
 PLAN = ["O1[0]", "O2[0]", "O3[0]"]  # one MC-tree of the 4 tasks
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from spark_jobs.run_workload import JobConfig, make_session
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = make_session(JobConfig("topk", "primary", Path("."), Path("."), master="local[2]"))
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def _run(spark, role: str, tmp: Path, **kw) -> None:

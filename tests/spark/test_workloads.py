@@ -5,7 +5,6 @@ computing exactly the replicated MC-trees' contribution, and the CLI."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -29,17 +28,6 @@ def _workload_cli(*args: str) -> subprocess.CompletedProcess:
     registered = any(e.name == "workload" for e in entry_points(group="ftops.commands"))
     cmd = [sys.executable, "-m", "ft_core.cli.main", "workload"] if registered else [sys.executable, "-m", "spark_jobs.workload_cli"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from spark_jobs.run_workload import JobConfig, make_session
-
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = make_session(JobConfig("topk", "primary", Path("."), Path("."), master="local[2]"))
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def _run(spark, workload, role, inp, out, params, **kw):
