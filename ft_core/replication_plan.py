@@ -59,3 +59,19 @@ def make_plan(
         topology=graph.topology.name,
         input_hash=input_hash(graph.topology, {"algorithm": algorithm, "budget": budget}),
     )
+
+
+def fidelity_under(graph: TaskGraph, tasks: list[str]) -> float:
+    """The OF a plan's replicated ``tasks`` keep on ``graph`` (rates measured later, say).
+
+    Comparing a new plan with the applied one only means something on the same rates: a plan's stored
+    objective was computed on the profile of its day. Task ids that are no longer in the graph (the
+    topology changed) replicate nothing. O(n + m) like ``replicated_fidelity``.
+
+    >>> from ft_core.samples import load_sample
+    >>> g = load_sample("fig2-join")
+    >>> fidelity_under(g, []), fidelity_under(g, g.task_ids), fidelity_under(g, ["gone[0]"])
+    (0.0, 1.0, 0.0)
+    """
+    return replicated_fidelity(graph, {graph.index[t] for t in tasks if t in graph.index})
+

@@ -7,4 +7,5 @@ export PYTHONDONTWRITEBYTECODE=1
 ./scripts/system-packages.sh
 # Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
-exec .venv/bin/python -m pytest -q "$@"
+# --durations: the slowest tests are named in every run (CI time is watched against its 20-min aim)
+exec .venv/bin/python -m pytest -q --durations=15 "$@"

@@ -50,6 +50,7 @@ class PlanReplicationOperator(BaseOperator):
     def _plan(self, store, run_id: str) -> dict[str, Any]:
         # The planners (numpy, scipy, HiGHS) load here, not when the DAG file is parsed.
         from ft_core.replication import plan_replication
+        from ft_core.replication_plan import fidelity_under
         from ft_core.task_graph import build_task_graph
         from ft_core.topology import parse_topology
 
@@ -67,7 +68,8 @@ class PlanReplicationOperator(BaseOperator):
             parameters={"budget": plan.budget, "time_limit": self.exact_time_limit},
             topology_id=store.save_topology(self.job_name, doc), dag_run_id=run_id,
         )
-        gain = plan.output_fidelity - (previous["objective"] if previous else 0.0)
+        # on the same rates: the previous plan's stored objective used the rates of its own day
+        gain = plan.output_fidelity - (fidelity_under(graph, previous["payload"].get("tasks", [])) if previous else 0.0)
         self.log.info("job %s: %s plan OF %.4f (%s), gain %.4f, %s", self.job_name, plan.algorithm, plan.output_fidelity,
                       "optimal" if plan.optimal else "heuristic", gain, "stored" if stored.created else "unchanged")
         return {"plan_id": stored.plan_id, "created": stored.created, "output_fidelity": plan.output_fidelity, "gain": gain}

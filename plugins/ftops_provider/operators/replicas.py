@@ -44,7 +44,7 @@ def _change(store, name: str, threshold: float) -> dict | None:
                  dep.standby_master)
     if plan is None or not tasks or (alive and applied["plan_id"] == plan["plan_id"]):
         return None
-    gain = plan["objective"] - (applied["objective"] if alive else 0.0)
+    gain = replacement_gain(store, name, plan, applied["plan_id"] if alive else None)
     if alive and gain <= threshold:
         log.info("job %s: plan #%s gains %.4f OF over the applied #%s (threshold %.4f): the replica stays",
                  name, plan["plan_id"], gain, applied["plan_id"], threshold)
@@ -56,6 +56,22 @@ def _change(store, name: str, threshold: float) -> dict | None:
             "master_url": dep.standby_master, "old_plan_id": applied["plan_id"] if applied else None,
             # nothing to stop when the old replica is gone (its folder may even be the new one's: same plan)
             "old_output": str(dep.replica_output(applied["plan_id"])) if alive else ""}
+
+
+def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) -> float:
+    """The OF ``plan`` gains over the applied plan, both on the rates ``plan`` was computed from.
+
+    The applied plan's stored objective used the rates of its own day: comparing with it would resubmit
+    an identical replica whenever the measured rates drift. With no applied plan the gain is the plan's OF.
+    """
+    if applied_plan_id is None:
+        return plan["objective"]
+    from ft_core.replication_plan import fidelity_under
+    from ft_core.task_graph import build_task_graph
+    from ft_core.topology import parse_topology
+
+    graph = build_task_graph(parse_topology(store.latest_topology(name)))
+    return plan["objective"] - fidelity_under(graph, store.plan(applied_plan_id)["payload"].get("tasks", []))
 
 
 def _primary_running(dep, name: str) -> bool:
