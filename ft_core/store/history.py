@@ -609,6 +609,15 @@ class HistoryStore:
                 (run_id, q.query, q.priority, q.recovered_s),
             )
 
+    def fail_unfinished_stages(self, run_id: int) -> list[int]:
+        """Mark the stages that began (waiting or started) but never finished as ``failed``; returns their
+        numbers. Called when a run ends: such a stage's wait or restart failed, and a run with one did not
+        succeed. Pending stages (never begun: nothing to start, or after a failed stage) stay pending."""
+        stalled = [s for s in self.recovery_stages(run_id) if s["status"] in ("waiting", "started")]
+        for s in stalled:
+            self.record_stage(run_id, s["stage_no"], s["capacity"], s["partitions"], s["placement"], "failed")
+        return [s["stage_no"] for s in stalled]
+
     def finish_recovery_run(self, run_id: int, status: RunOutcome) -> None:
         """Close a recovery run as ``succeeded`` or ``failed`` (again: the status is updated, the first
         finish time kept while the status stays the same)."""

@@ -279,6 +279,18 @@ def test_a_stage_only_moves_forward_and_a_failed_stage_can_be_retried(pg_conn):
         _stage(store, 999, 1, "pending")
 
 
+def test_stages_that_began_and_never_finished_are_failed_when_the_run_ends(pg_conn):
+    store = _store(pg_conn)
+    run_id = store.start_recovery_run("topk", None, FAILURE, "manual__r4")
+    for k, status in ((1, "done"), (2, "started"), (3, "waiting"), (4, "pending")):
+        _stage(store, run_id, k, status)
+    assert store.fail_unfinished_stages(run_id) == [2, 3]
+    stages = store.recovery_stages(run_id)
+    assert [s["status"] for s in stages] == ["done", "failed", "failed", "pending"]
+    assert all(s["finished_at"] is not None for s in stages[1:3]) and stages[1]["partitions"] == ["u2"]
+    assert store.fail_unfinished_stages(run_id) == []  # idempotent
+
+
 def test_query_recovery_times_are_upserted_and_never_unrecovered(pg_conn):
     store = _store(pg_conn)
     run_id = store.start_recovery_run("topk", None, FAILURE, "manual__r4")

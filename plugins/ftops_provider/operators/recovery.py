@@ -220,7 +220,7 @@ class QueriesRecoveredSensor(_DeferredWait):
 
 class FinishRecoveryOperator(BaseOperator):
     """Verify every unit's table against the reference, store per-query recovery times and the run's status;
-    fail when a query did not come back or rows were lost or duplicated."""
+    fail when a query did not come back, rows were lost or duplicated, or a stage began and did not finish."""
 
     template_fields = ("units_dir",)
 
@@ -247,6 +247,9 @@ class FinishRecoveryOperator(BaseOperator):
         try:
             for q, seconds in recovered.items():
                 store.record_query_recovery(planned["run_id"], q, spec.priority(q), seconds)
+            stalled = store.fail_unfinished_stages(planned["run_id"])
+            if stalled:  # a stage's wait or restart failed (this task runs after failures too)
+                problems.append(f"stage(s) {', '.join(map(str, stalled))} did not finish")
             store.finish_recovery_run(planned["run_id"], "failed" if problems else "succeeded")
         finally:
             store.conn.close()
