@@ -101,7 +101,7 @@ def _positive(value: Any, where: str) -> None:
         raise InputError(f"{where}: must be a finite number > 0, got {value!r}")
 
 
-def speculation_settings(level: float) -> dict[str, str]:
+def speculation_settings(level: float, *, live: bool = False) -> dict[str, str]:
     """Spark speculative-execution settings for a redundancy level (replication fraction).
 
     Why speculation: Spark runs a speculative copy of a slow task and keeps whichever attempt
@@ -126,15 +126,26 @@ def speculation_settings(level: float) -> dict[str, str]:
     - ``spark.speculation.minTaskRuntime = 100ms x (1 - level)``: short micro-batch tasks are
       only cloned at high levels (a 150 ms GC pause already exceeds the default).
 
+    ``live=True``, for a level changed while the application runs (:mod:`spark_jobs.live_redundancy`):
+    Spark reads quantile and multiplier for every new task set from the driver's live SparkConf, but
+    starts its speculation thread and fixes minTaskRuntime when the application starts. So speculation
+    is always on, minTaskRuntime stays Spark's 100 ms, and level 0 is quantile 1: a copy would need
+    every task of the stage finished first, so there is never one.
+
     >>> speculation_settings(0.25)
     {'spark.speculation': 'true', 'spark.speculation.quantile': '0.75', 'spark.speculation.multiplier': '2.5', 'spark.speculation.minTaskRuntime': '75ms'}
+    >>> speculation_settings(0, live=True)
+    {'spark.speculation': 'true', 'spark.speculation.quantile': '1', 'spark.speculation.multiplier': '3', 'spark.speculation.minTaskRuntime': '100ms'}
     """
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not math.isfinite(level):
         raise InputError(f"level: must be a finite number, got {level!r}")
     level = min(max(float(level), 0.0), 1.0)
+    eagerness = 1.0 - level
+    if live:
+        return _settings(True, eagerness, 1.0 + (SPARK_DEFAULT_MULTIPLIER - 1.0) * eagerness,
+                         SPARK_DEFAULT_MIN_TASK_RUNTIME_MS)
     if level == 0.0:
         return _settings(False, SPARK_DEFAULT_QUANTILE, SPARK_DEFAULT_MULTIPLIER, SPARK_DEFAULT_MIN_TASK_RUNTIME_MS)
-    eagerness = 1.0 - level
     return _settings(True, eagerness, 1.0 + (SPARK_DEFAULT_MULTIPLIER - 1.0) * eagerness,
                      SPARK_DEFAULT_MIN_TASK_RUNTIME_MS * eagerness)
 

@@ -79,6 +79,9 @@ def _register_bench(bench) -> None:
     b.add_argument("--deadline-ms", type=float, help="per-batch deadline (default: mu + 2 sigma of the fault-free run)")
     b.add_argument("--period-batches", type=int, default=8, help="controller period in batches (default 8)")
     b.add_argument("--step-pct", type=float, default=25.0, help="controller minimum step in points (default 25)")
+    b.add_argument("--controller-modes", default="resubmit,live",
+                   help="how the controller applies a level change, one scenario each: resubmit (restart from the "
+                        "checkpoint), live (the running job; spark_jobs.live_redundancy). Default both")
     b.add_argument("--no-controller", action="store_true")
     b.add_argument("--no-drill", action="store_true", help="skip the serving-view drill")
     b.add_argument("--seed", type=int, default=1)
@@ -132,7 +135,9 @@ def _bench(args: argparse.Namespace) -> int:
             work_dir=work, params=[*rb.DEFAULT_PARAMS, *args.param], executors=args.executors, batches=args.batches,
             warmup_batches=args.warmup_batches, levels=levels, deadline_ms=args.deadline_ms, seed=args.seed,
             faults=_faults(args),
-            controller=None if args.no_controller else rb.ControllerSetup(period_batches=args.period_batches, step_pct=args.step_pct),
+            controller=None if args.no_controller else rb.ControllerSetup(
+                period_batches=args.period_batches, step_pct=args.step_pct,
+                modes=[m.strip() for m in args.controller_modes.split(",") if m.strip()]),
             extra_conf=args.conf if args.conf is not None else list(rb.EXTRA_CONF),
             port_base=args.port_base, drill=not args.no_drill)
     except ValidationError as exc:

@@ -20,7 +20,8 @@ a speculative copy has an executor to run on):
   (:func:`ft_core.redundancy.speculation_settings` via ``--redundancy-level``);
 - ``controller``: faults, Algorithm 2 through :mod:`spark_jobs.redundancy_runtime` (p90 of a
   period's batches against the deadline as the bound; a level change resubmits the job from its
-  checkpoint);
+  checkpoint); ``controller live``: the same controller, a level change applied to the running job
+  (:mod:`spark_jobs.live_redundancy`, no restart);
 - faults: executor-local pauses (:mod:`spark_jobs.fault_injection`), one fault process per executor,
   the same seed in every scenario, from the end of the warm-up batches until the run stops;
 - measured over the ``batches`` batches after the warm-up: missed deadlines, p50/p90/p99 duration
@@ -41,6 +42,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -81,11 +83,20 @@ class FaultModel(BaseModel):
                    stddev_ms=magnitude_ms / 4, min_ms=magnitude_ms / 2, max_ms=2 * magnitude_ms)
 
 
+ControllerMode = Literal["resubmit", "live"]
+
+
 class ControllerSetup(BaseModel):
     period_batches: int = Field(default=8, ge=2)
     step_pct: float = Field(default=25.0, gt=0)
     perf_margin: float = Field(default=0.2, ge=0, lt=1)
     warmup_batches: int = Field(default=2, ge=0)
+    modes: list[ControllerMode] = Field(default_factory=lambda: ["resubmit", "live"], min_length=1,
+                                        description="how a level change is applied: one scenario per mode")
+
+
+def controller_scenario(mode: ControllerMode) -> str:
+    return "controller" if mode == "resubmit" else f"controller {mode}"
 
 
 class BenchRedundancyConfig(BaseModel):
@@ -229,9 +240,11 @@ class _Bench:
         generator.write_seconds(self.spec, self.input, seconds)
 
     def run_scenarios(self) -> list[ScenarioResult]:
-        plan = [("fault-free", 0.0, False, False), ("none", 0.0, True, False)]
-        plan += [(f"static {level:g}", level, True, False) for level in self.config.levels]
-        plan += [("controller", None, True, True)] if self.config.controller else []
+        plan: list[tuple[str, float | None, bool, ControllerMode | None]] = [("fault-free", 0.0, False, None),
+                                                                              ("none", 0.0, True, None)]
+        plan += [(f"static {level:g}", level, True, None) for level in self.config.levels]
+        if self.config.controller:
+            plan += [(controller_scenario(mode), None, True, mode) for mode in self.config.controller.modes]
         results = []
         for name, level, faults, controlled in plan:
             self.say(f"scenario {name}")
@@ -276,7 +289,7 @@ class _Bench:
             argv += ["--param", item]
         return [str(a) for a in argv]
 
-    def _scenario(self, name: str, level: float | None, faults: bool, controlled: bool) -> ScenarioResult:
+    def _scenario(self, name: str, level: float | None, faults: bool, controlled: ControllerMode | None) -> ScenarioResult:
         from spark_jobs.workload_cli import stop_run
 
         result = ScenarioResult(name=name, level=level, faults=faults)
@@ -330,7 +343,7 @@ class _Bench:
 class _ScenarioRun:
     """One scenario's job (and, for the controller, its resubmissions)."""
 
-    def __init__(self, bench: _Bench, name: str, level: float | None, controlled: bool):
+    def __init__(self, bench: _Bench, name: str, level: float | None, controlled: ControllerMode | None):
         self.bench, self.name, self.level, self.controlled = bench, name, level, controlled
         self.out = bench._dir(name)
         self.metrics = self.out / "output" / "_metrics" / "metrics.jsonl"
@@ -351,7 +364,7 @@ class _ScenarioRun:
             setup = self.bench.config.controller
             params = ControllerParams(latency_bound_ms=self.bench.deadline_ms, step_min_pct=setup.step_pct,
                                       perf_margin=setup.perf_margin, max_redundancy_pct=100.0)
-            proc, _ = redundancy_runtime.start(argv, params, self.state_file)
+            proc, _ = redundancy_runtime.start(argv, params, self.state_file, live=self.controlled == "live")
         else:
             proc, _ = launch_run(run_args([*argv, "--redundancy-level", f"{self.level:g}"]))
         self.procs.append(proc)
@@ -380,7 +393,9 @@ class _ScenarioRun:
                                                        warmup_batches=setup.warmup_batches)
                 if proc is not None:
                     self.procs.append(proc)
-                    self.bench.say(f"  controller: p90 {record.metric_ms:.0f} ms -> level {record.level:g} (resubmitted)")
+                if record.action in ("resubmit", "apply"):
+                    self.bench.say(f"  controller: p90 {record.metric_ms:.0f} ms -> level {record.level:g} "
+                                   f"({'resubmitted' if proc is not None else 'applied to the running job'})")
             time.sleep(1.0)
 
     def stop_injection(self) -> None:
@@ -404,6 +419,8 @@ class _ScenarioRun:
 
         if not self.controlled:
             return {}
+        if self.controlled == "live":
+            return self._live_levels_used(first, last)
         launches = [h.level for h in load_state(self.state_file).history if h.action in ("started", "resubmit")]
         runs: list[str] = []
         counts: dict[str, int] = {}
@@ -413,6 +430,19 @@ class _ScenarioRun:
             if first <= rec["batch_id"] <= last:
                 level = f"{launches[min(len(runs), len(launches)) - 1]:g}"
                 counts[level] = counts.get(level, 0) + 1
+        return counts
+
+
+    def _live_levels_used(self, first: int, last: int) -> dict[str, int]:
+        """Live: measured batches per level, from the changes the driver applied."""
+        from spark_jobs.live_redundancy import applied_levels, level_of_batch
+
+        changes = applied_levels(self.out / "output")
+        counts: dict[str, int] = {}
+        for batch in range(first, last + 1):
+            level = level_of_batch(changes, batch)
+            key = "-" if level is None else f"{level:g}"
+            counts[key] = counts.get(key, 0) + 1
         return counts
 
 
@@ -476,8 +506,10 @@ def _setup(result: BenchResult) -> list[str]:
         f"`{' '.join(c.extra_conf) or '-'}`."
         + (f" Controller: Algorithm 2 (corrected rule), bound = the deadline on the p90 of each period of "
            f"{ctl.period_batches} batches (the first {ctl.warmup_batches} batches after each (re)submission left out), "
-           f"step {ctl.step_pct:g} points, gains 5, margin {ctl.perf_margin:g}; a level change stops the job between "
-           "micro-batches and resubmits it from its checkpoint." if ctl else ""),
+           f"step {ctl.step_pct:g} points, gains 5, margin {ctl.perf_margin:g}. `controller`: a level change stops the job "
+           "between micro-batches and resubmits it from its checkpoint; `controller live`: the running driver applies it "
+           "to the task sets of its next micro-batches (`spark_jobs.live_redundancy`; speculation is on from the start, "
+           "minTaskRuntime 100 ms, level 0 = quantile 1, so no copy)." if ctl else ""),
         "CPU: executor CPU time of every task attempt of the measured batches, from the event log (speculative "
         "copies included, winners and killed ones; a paused attempt accrues no CPU). Redundancy cost = CPU of the "
         "speculative attempts.",
@@ -506,33 +538,33 @@ def _table(result: BenchResult) -> list[str]:
 def _targets(result: BenchResult) -> list[str]:
     none = _scenario(result, "none")
     statics = [s for s in result.scenarios if s.name.startswith("static") and s.latency and s.costs]
-    ctl = _scenario(result, "controller")
+    controllers = [s for s in result.scenarios if s.name.startswith("controller") and s.error is None and s.latency]
     out = []
     if none and none.latency:
         best = max(statics, key=lambda s: _reduction(none, s) or -1, default=None)
-        reductions = ", ".join(f"{s.name}: {_pct(_reduction(none, s))}" for s in statics)
-        if ctl and ctl.latency:
-            reductions += f", controller: {_pct(_reduction(none, ctl))}"
+        reductions = ", ".join(f"{s.name}: {_pct(_reduction(none, s))}" for s in [*statics, *controllers])
         met = best is not None and (_reduction(none, best) or 0) >= 0.5
         out.append(f"- At least 50 % fewer missed deadlines than without redundancy ({none.latency.missed} missed): "
                    f"{reductions}. **{'Met' if met else 'Not met'}**" + (f" (best: {best.name})." if best else "."))
     meeting = [s for s in statics if s.latency.p90_ms <= result.deadline_ms]
     smallest = min(meeting, key=lambda s: s.level, default=None)
-    if ctl and ctl.latency and ctl.costs:
-        ctl_meets = ctl.latency.p90_ms <= result.deadline_ms
-        line = (f"- Controller meets the bound (p90 {ctl.latency.p90_ms:.0f} ms vs {result.deadline_ms:.0f} ms): "
-                f"{'yes' if ctl_meets else 'no'}; smallest static level meeting it: "
-                f"{smallest.name if smallest else 'none'}")
-        if smallest is not None:
-            cheaper = ctl.costs.speculative_cpu_s < smallest.costs.speculative_cpu_s
-            line += (f" (speculative CPU {smallest.costs.speculative_cpu_s:.2f} s vs the controller's "
-                     f"{ctl.costs.speculative_cpu_s:.2f} s; total task CPU {smallest.costs.cpu_s:.1f} s vs "
-                     f"{ctl.costs.cpu_s:.1f} s)")
-            met = ctl_meets and cheaper
-        else:
-            met = False
-        out.append(line + f". **{'Met' if met else 'Not met'}**.")
+    for ctl in controllers:
+        if ctl.costs is not None:
+            out.append(_controller_target(result, ctl, smallest))
     return out
+
+
+def _controller_target(result: BenchResult, ctl: ScenarioResult, smallest: ScenarioResult | None) -> str:
+    """The controller meets the bound with less redundancy cost than the smallest static level that does."""
+    meets = ctl.latency.p90_ms <= result.deadline_ms
+    line = (f"- {ctl.name.capitalize()} meets the bound (p90 {ctl.latency.p90_ms:.0f} ms vs {result.deadline_ms:.0f} ms): "
+            f"{'yes' if meets else 'no'}; smallest static level meeting it: {smallest.name if smallest else 'none'}")
+    met = False
+    if smallest is not None:
+        line += (f" (speculative CPU {smallest.costs.speculative_cpu_s:.2f} s vs the controller's "
+                 f"{ctl.costs.speculative_cpu_s:.2f} s; total task CPU {smallest.costs.cpu_s:.1f} s vs {ctl.costs.cpu_s:.1f} s)")
+        met = meets and ctl.costs.speculative_cpu_s < smallest.costs.speculative_cpu_s
+    return line + f". **{'Met' if met else 'Not met'}**."
 
 
 def _drill_lines(drill: dict) -> list[str]:

@@ -19,7 +19,9 @@ Method, one call of :func:`step` per controller period:
    period is not over and nothing changes;
 3. if the new level maps to other Spark settings than the applied level, the run is stopped
    between micro-batches (:func:`spark_jobs.workload_cli.stop_run`) and resubmitted with the same
-   arguments plus ``--redundancy-level`` (:func:`spark_jobs.workload_cli.launch_run`).
+   arguments plus ``--redundancy-level`` (:func:`spark_jobs.workload_cli.launch_run`); or, for a
+   run started ``live``, the level is written for the running driver to apply from its next
+   micro-batches (:mod:`spark_jobs.live_redundancy`: no restart, no warm-up batches).
 
 The state (controller parameters and state, the run's ``ftops workload run`` arguments, the applied
 level, the last consumed batch, the history of steps) is one JSON document (:class:`RuntimeState`),
@@ -53,7 +55,7 @@ class StepRecord(BaseModel):
     metric_ms: float | None
     redundancy_pct: float
     level: float
-    action: Literal["started", "wait", "hold", "resubmit"]
+    action: Literal["started", "wait", "hold", "resubmit", "apply"]
 
 
 class RuntimeState(BaseModel):
@@ -63,6 +65,7 @@ class RuntimeState(BaseModel):
     output: str
     controller: dict
     applied_level: float
+    live: bool = Field(default=False, description="level changes are applied to the running job, not by resubmission")
     last_batch_id: int = -1
     resubmissions: int = 0
     history: list[StepRecord] = Field(default_factory=list)
@@ -92,8 +95,10 @@ def period_batches(metrics: Path, after_batch: int, warmup_batches: int) -> list
     return chosen
 
 
-def start(run_argv: list[str], params: ControllerParams, state_path: Path) -> tuple[subprocess.Popen, RuntimeState]:
-    """Submit the run at the controller's initial level and write the state file."""
+def start(run_argv: list[str], params: ControllerParams, state_path: Path,
+          live: bool = False) -> tuple[subprocess.Popen, RuntimeState]:
+    """Submit the run at the controller's initial level (``live``: changeable while it runs) and
+    write the state file."""
     from spark_jobs.workload_cli import run_args
 
     argv = [str(a) for a in run_argv]
@@ -102,7 +107,7 @@ def start(run_argv: list[str], params: ControllerParams, state_path: Path) -> tu
     args = run_args(argv)
     controller = RedundancyController(params)
     state = RuntimeState(run_argv=argv, output=str(args.output.resolve()), controller=controller.to_dict(),
-                         applied_level=controller.level)
+                         applied_level=controller.level, live=live)
     proc = _launch(state)
     state.history.append(StepRecord(at=time.time(), batches=0, first_batch=None, last_batch=None, metric_ms=None,
                                     redundancy_pct=controller.state.redundancy_pct, level=controller.level, action="started"))
@@ -123,15 +128,24 @@ def step(state_path: Path, *, min_batches: int = 5, warmup_batches: int = 2,
     controller.update(metric)
     state.controller = controller.to_dict()
     state.last_batch_id = batches[-1]["batch_id"]
-    proc = None
-    action = "hold"
-    if speculation_settings(controller.level) != speculation_settings(state.applied_level):
-        proc = resubmit(state, controller.level, stop_timeout_s)
-        action = "resubmit"
+    action, proc = "hold", None
+    if speculation_settings(controller.level, live=state.live) != speculation_settings(state.applied_level, live=state.live):
+        action, proc = _actuate(state, controller.level, stop_timeout_s)
     record = _record(batches, metric, controller, action)
     state.history.append(record)
     save_state(state, state_path)
     return record, proc
+
+
+def _actuate(state: RuntimeState, level: float, stop_timeout_s: float) -> tuple[str, subprocess.Popen | None]:
+    """Apply a new level: written for the running driver (live), else by resubmission."""
+    if not state.live:
+        return "resubmit", resubmit(state, level, stop_timeout_s)
+    from spark_jobs.live_redundancy import write_level
+
+    write_level(Path(state.output), level)
+    state.applied_level = level
+    return "apply", None
 
 
 def resubmit(state: RuntimeState, level: float, stop_timeout_s: float = 60.0) -> subprocess.Popen:
@@ -164,7 +178,8 @@ def save_state(state: RuntimeState, path: Path) -> None:
 def _launch(state: RuntimeState) -> subprocess.Popen:
     from spark_jobs.workload_cli import launch_run, run_args
 
-    proc, _log = launch_run(run_args([*state.run_argv, "--redundancy-level", f"{state.applied_level:g}"]))
+    live = ["--live-redundancy"] if state.live else []
+    proc, _log = launch_run(run_args([*state.run_argv, "--redundancy-level", f"{state.applied_level:g}", *live]))
     return proc
 
 

@@ -58,6 +58,7 @@ class JobConfig:
     min_deltas_for_snapshot: int | None = None
     max_files_per_trigger: int | None = None
     query_name: str | None = None
+    live_redundancy: bool = False
 
     @property
     def metrics_path(self) -> Path:
@@ -187,6 +188,7 @@ def run_stream(spark, spec: WorkloadSpec, tasks: frozenset[str] | None, config: 
     plan = build_plan(spec, sources, tasks, observe=True)
     listener = TaskMetricsListener(config.metrics_path, spec, config.name, {"role": config.role, "workload": spec.workload})
     spark.streams.addListener(listener)
+    live = _live_redundancy(spark, config)
     writer = (plan.writeStream.outputMode("append").queryName(config.name)
               .foreachBatch(batch_writer(config.output))
               .option("checkpointLocation", str(config.checkpoint)))
@@ -209,8 +211,22 @@ def run_stream(spark, spec: WorkloadSpec, tasks: frozenset[str] | None, config: 
         # The listener's callback may still be delivering the last progress event.
         time.sleep(0.5)
         spark.streams.removeListener(listener)
+        if live is not None:
+            spark.streams.removeListener(live)
     return {"query": config.name, "last_batch": progress.batchId if progress else None,
             "watermark": (progress.eventTime or {}).get("watermark") if progress else None}
+
+
+def _live_redundancy(spark, config: JobConfig):
+    """With ``--live-redundancy``: the listener that applies the level file after every micro-batch."""
+    if not config.live_redundancy:
+        return None
+    from spark_jobs.live_redundancy import LiveRedundancyListener
+
+    live = LiveRedundancyListener(spark, config.output, config.name)
+    live.apply(after_batch=-1)
+    spark.streams.addListener(live)
+    return live
 
 
 def _stop_between_batches(query, wait_s: float = 15.0) -> None:
@@ -255,6 +271,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-deltas-for-snapshot", type=int, help="spark.sql.streaming.stateStore.minDeltasForSnapshot")
     p.add_argument("--max-files-per-trigger", type=int)
     p.add_argument("--query-name")
+    p.add_argument("--live-redundancy", action="store_true",
+                   help="apply <output>/_redundancy/level.json after every micro-batch (spark_jobs.live_redundancy)")
     return p
 
 
@@ -264,7 +282,8 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
                      available_now=args.available_now, duration_s=args.duration_s, master=args.master,
                      metrics=args.metrics, shuffle_partitions=args.shuffle_partitions,
                      min_deltas_for_snapshot=args.min_deltas_for_snapshot,
-                     max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name)
+                     max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name,
+                     live_redundancy=getattr(args, "live_redundancy", False))
 
 
 def main(argv: list[str] | None = None) -> int:

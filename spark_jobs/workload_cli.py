@@ -16,7 +16,8 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
   execution, the ``spark.speculation*`` settings of :func:`ft_core.redundancy.speculation_settings`.
 - ``retune --state FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
   (:mod:`spark_jobs.redundancy_runtime`); the first call (no state yet) submits ``RUN ARGS`` under
-  the controller, later calls step it and resubmit the run from its checkpoint when the level changes.
+  the controller, later calls step it and resubmit the run from its checkpoint when the level changes,
+  or, with ``--live`` on the first call, change the running job's level (:mod:`spark_jobs.live_redundancy`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,9 @@ def register(sub, groups) -> None:
     run.add_argument("--pool", choices=("primary", "standby"), default="primary")
     run.add_argument("--redundancy-level", type=float, metavar="L",
                      help="speculative execution for a redundancy level in [0, 1] (thesis 002; ftops plan redundancy)")
+    run.add_argument("--live-redundancy", action="store_true",
+                     help="with --redundancy-level: the level can change while the run runs, without a restart "
+                          "(ftops workload retune --live)")
     run.set_defaults(func=_run)
 
     retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
@@ -95,6 +99,8 @@ def register(sub, groups) -> None:
     retune.add_argument("--perf-margin", type=float, default=0.1, help="first call: safety band as a fraction of the bound")
     retune.add_argument("--min-batches", type=int, default=5, help="batches a period needs (default 5)")
     retune.add_argument("--warmup-batches", type=int, default=2, help="first batches of each (re)submission left out (default 2)")
+    retune.add_argument("--live", action="store_true",
+                        help="first call: apply level changes to the running job, without resubmitting it")
     retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
     retune.set_defaults(func=_retune)
 
@@ -176,6 +182,8 @@ def submit_command(args: argparse.Namespace) -> list[str]:
             job += [flag, value]
     if args.available_now:
         job.append("--available-now")
+    if getattr(args, "live_redundancy", False):
+        job.append("--live-redundancy")
     for item in args.param:
         job += ["--param", item]
     return cmd + [str(x) for x in job]
@@ -185,13 +193,16 @@ def redundancy_confs(args: argparse.Namespace) -> list[str]:
     """``key=value`` Spark confs of the run's redundancy level (none without a level); a level next
     to an explicit ``--conf spark.speculation...`` would be ambiguous: InputError."""
     level = getattr(args, "redundancy_level", None)
+    live = getattr(args, "live_redundancy", False)
     if level is None:
+        if live:
+            raise InputError("--live-redundancy: give the starting level with --redundancy-level")
         return []
     if not 0 <= level <= 1:
         raise InputError(f"--redundancy-level: must be a replication fraction in [0, 1], got {level:g}")
     from ft_core.redundancy import speculation_settings
 
-    settings = speculation_settings(level)
+    settings = speculation_settings(level, live=live)
     clash = [item for item in args.conf if item.partition("=")[0].strip() in settings]
     if clash:
         raise InputError(f"--conf {clash[0]}: --redundancy-level sets the speculation settings; give one or the other")
@@ -220,6 +231,10 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     prepare(config_from_args(job_args))
     redundancy_confs(args)  # a bad level is refused before anything is written
     args.output.mkdir(parents=True, exist_ok=True)
+    if getattr(args, "live_redundancy", False):
+        from spark_jobs.live_redundancy import write_level
+
+        write_level(args.output, args.redundancy_level)  # the driver applies it at start, then follows the file
     log_dir = args.output / "_logs"
     log_dir.mkdir(exist_ok=True)
     log = log_dir / f"driver-{time.time():.3f}.log"
@@ -319,7 +334,7 @@ def _retune(args: argparse.Namespace) -> int:
 
     run_argv = args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
     if args.state.exists():
-        if run_argv or args.bound_ms is not None:
+        if run_argv or args.bound_ms is not None or args.live:
             raise InputError("--state: the run is already under the controller; give only --state (and period options)")
         if args.min_batches < 1 or args.warmup_batches < 0:
             raise InputError("--min-batches must be >= 1 and --warmup-batches >= 0")
@@ -329,7 +344,7 @@ def _retune(args: argparse.Namespace) -> int:
     if not run_argv or args.bound_ms is None:
         raise InputError(f"--state: {str(args.state)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
     params = _controller_params(args)
-    _proc, state = redundancy_runtime.start(run_argv, params, args.state)
+    _proc, state = redundancy_runtime.start(run_argv, params, args.state, live=args.live)
     print_json(state.history[-1])
     return 0
 

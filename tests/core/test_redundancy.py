@@ -129,6 +129,20 @@ def test_level_one_is_the_most_eager_spark_gets_and_levels_above_are_capped():
     assert speculation_settings(1.0) == full and speculation_settings(1.97) == full
 
 
+def test_live_levels_change_only_what_spark_reads_per_task_set():
+    """Live: speculation always on and minTaskRuntime fixed (Spark reads both at application start);
+    quantile and multiplier follow the level as in a resubmitted run."""
+    for level in (0, 0.25, 0.5, 1.0):
+        live, static = speculation_settings(level, live=True), speculation_settings(level)
+        assert live["spark.speculation"] == "true" and live["spark.speculation.minTaskRuntime"] == "100ms"
+        if level > 0:
+            assert {k: live[k] for k in QUANTILE_AND_MULTIPLIER} == {k: static[k] for k in QUANTILE_AND_MULTIPLIER}
+    assert speculation_settings(0, live=True)["spark.speculation.quantile"] == "1"  # never a copy
+
+
+QUANTILE_AND_MULTIPLIER = ("spark.speculation.quantile", "spark.speculation.multiplier")
+
+
 @given(st.floats(0.001, 1), st.floats(0.001, 1))
 def test_more_redundancy_never_makes_spark_less_eager(a, b):
     low, high = sorted((a, b))

@@ -46,6 +46,26 @@ def test_redundancy_level_maps_to_speculation_confs_and_bad_input_exits_2_before
     assert res.returncode == 2 and "needs --bound-ms and -- RUN ARGS" in res.stderr
 
 
+def test_a_live_run_starts_with_speculation_on_follows_its_level_file_and_needs_a_level(tmp_path):
+    from spark_jobs.live_redundancy import level_of_batch, read_level, write_level
+    from spark_jobs.workload_cli import run_args, submit_command
+
+    base = ["topk", "--role", "primary", "--input", tmp_path / "in", "--output", tmp_path / "out", "--checkpoint", tmp_path / "ck"]
+    cmd = submit_command(run_args([*base, "--redundancy-level", "0", "--live-redundancy"]))
+    confs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
+    assert {"spark.speculation=true", "spark.speculation.quantile=1", "spark.speculation.minTaskRuntime=100ms"} <= set(confs)
+    assert "--live-redundancy" in cmd[cmd.index("--workload"):]  # passed to the driver, which follows the level file
+    res = _workload("run", *base, "--live-redundancy")
+    assert res.returncode == 2 and "--live-redundancy: give the starting level" in res.stderr
+
+    assert read_level(tmp_path / "out") is None
+    write_level(tmp_path / "out", 0.5)
+    assert read_level(tmp_path / "out") == 0.5
+    changes = [{"after_batch": -1, "level": 0.0}, {"after_batch": 7, "level": 0.5}]
+    assert [level_of_batch(changes, b) for b in (0, 7, 8)] == [0.0, 0.0, 0.5]
+    assert level_of_batch([], 3) is None
+
+
 def _workload(*args):
     """``ftops workload ...`` through its module (the entry point may not be installed)."""
     import subprocess

@@ -4,7 +4,8 @@ speculative copy on the host of the original, see spark_jobs.worker_hosts), one 
 the injector at fixed times.
 Without redundancy the pauses show in the durations of the micro-batches they overlap and no task
 is ever copied; with ``--redundancy-level 1`` Spark runs with the level's speculation settings and
-speculative copies of the paused executor's tasks really run (the event log records them)."""
+speculative copies of the paused executor's tasks really run (the event log records them); with
+``--live-redundancy`` a level written while the job runs takes effect without a restart."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ft_core.fault_profile import parse_fault_profile
 from ft_core.redundancy import speculation_settings
 from spark_jobs.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.fault_injection import app_of_run, find_executors, inject
+from spark_jobs.live_redundancy import applied_levels, write_level
 from spark_jobs.workload_cli import launch_run, run_args, stop_run
 from spark_jobs.workloads import generator
 from spark_jobs.workloads.metrics import read_metrics
@@ -66,12 +68,15 @@ def _run_with_pauses(tmp: Path, extra: list[str], base: int) -> tuple[Path, obje
         cluster_down(tmp / "spark")
 
 
-def _measured_run(tmp: Path, out: Path, master: str, extra: list[str]) -> tuple[Path, object, list[dict]]:
-    argv = ["topk", "--role", "primary", "--input", tmp / "in", "--output", out, "--checkpoint", tmp / "ckpt",
+def _argv(tmp: Path, out: Path, master: str, extra: list[str]) -> list:
+    return ["topk", "--role", "primary", "--input", tmp / "in", "--output", out, "--checkpoint", tmp / "ckpt",
             "--master", master, "--total-executor-cores", "2", "--trigger-s", "0.2", "--max-files-per-trigger", "1",
             "--conf", "spark.ui.enabled=false", *[a for c in [*event_log_conf(tmp / "events"), *CONFS] for a in ("--conf", c)],
             *[a for p in PARAMS for a in ("--param", p)], *extra]
-    proc, log = launch_run(run_args(argv))
+
+
+def _measured_run(tmp: Path, out: Path, master: str, extra: list[str]) -> tuple[Path, object, list[dict]]:
+    proc, log = launch_run(run_args(_argv(tmp, out, master, extra)))
     try:
         _wait_for_batches(out, WARMUP, proc, log)
         executors = find_executors(app_of_run(out))
@@ -144,6 +149,57 @@ def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_t
     assert copies, "no speculative task attempt while an executor was paused"
     # a copy of a stalled task ran on the executor that was not paused and finished first
     assert any(c["executor"] == "1" and c["reason"] == "Success" for c in copies), copies
+
+
+def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_restart(tmp_path):
+    """Live redundancy (spark_jobs.live_redundancy): started at level 0 (speculation on, quantile 1), a
+    pause stalls its batches and nothing is copied; level 1 written to the level file is applied by the
+    running driver, and the next pause's tasks are copied, in the same application."""
+    from spark_jobs.cluster import cluster_down
+
+    generator.write_seconds(make_spec("topk", PARAMS), tmp_path / "in", 120)
+    out, one_pause = tmp_path / "out", parse_fault_profile({"name": "pause", "operators": {"executor": {
+        "instances": [0], "slowdown": {"at_s": [1.0], "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
+    try:
+        state = _cluster(tmp_path, 26900)
+        proc, log = launch_run(run_args(_argv(tmp_path, out, state.master_url("primary"),
+                                              ["--redundancy-level", "0", "--live-redundancy"])))
+        try:
+            _wait_for_batches(out, WARMUP, proc, log)
+            app = app_of_run(out)
+            _pause_and_wait(one_pause, out, proc, log)
+            write_level(out, 1.0)
+            switch = _wait_for_level(out, 1.0, proc, log)
+            _pause_and_wait(one_pause, out, proc, log)
+            assert app_of_run(out) == app  # no restart
+        finally:
+            stop_run(out)
+    finally:
+        cluster_down(tmp_path / "spark")
+    assert [c["level"] for c in applied_levels(out)] == [0.0, 1.0]
+    copies = speculative_attempts(tmp_path / "events")
+    assert copies, "no speculative task attempt after level 1 was applied"
+    assert all(c["batch"] is None or c["batch"] > switch for c in copies), (switch, copies)  # none at level 0
+    assert any(c["executor"] == "1" and c["reason"] == "Success" for c in copies), copies
+
+
+def _pause_and_wait(profile, out: Path, proc, log: Path) -> None:
+    report = inject(profile, duration_s=1.5, seed=1, output=out)
+    assert report.applied == {"slowdown": 1}
+    last = max(r["batch_id"] for r in read_metrics(out / "_metrics" / "metrics.jsonl"))
+    _wait_for_batches(out, last + 3, proc, log)
+
+
+def _wait_for_level(out: Path, level: float, proc, log: Path, timeout_s: float = 60.0) -> int:
+    """The batch after which the running driver applied ``level``."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not (applied_levels(out) and applied_levels(out)[-1]["level"] == level):
+        assert proc.poll() is None, log.read_text()[-2000:]
+        assert time.monotonic() < deadline, f"level {level} not applied after {timeout_s} s"
+        time.sleep(0.2)
+    return applied_levels(out)[-1]["after_batch"]
 
 
 def _spark_properties(folder: Path) -> dict[str, str]:
