@@ -1,11 +1,12 @@
-"""Adaptive redundancy on Spark: the feedback controller applied by resubmitting the job (thesis 002, Sec. 4.2).
+"""Adaptive redundancy on Spark: the feedback controller, applied live or by resubmission (thesis 002, Sec. 4.2).
 
 Problem: Algorithm 2 (:mod:`ft_core.redundancy_controller`) sizes redundancy so that tail latency
 stays under a bound with as little redundancy as possible. On Spark the redundancy is speculative
 execution (first copy of a task wins; :func:`ft_core.redundancy.speculation_settings` maps a level
-to the ``spark.speculation*`` settings), and those settings are fixed for an application's
-lifetime: a level change means stopping the job gracefully and resubmitting it from the same
-checkpoint with the new settings (issue 7). This module is that loop, callable from Airflow.
+to the ``spark.speculation*`` settings). A level change is either written for the running driver
+to apply (``live``, :mod:`spark_jobs.live_redundancy`), or made by stopping the job gracefully and
+resubmitting it from the same checkpoint with the new settings. This module is that loop, callable
+from Airflow.
 
 Method, one call of :func:`step` per controller period:
 
@@ -25,9 +26,10 @@ Method, one call of :func:`step` per controller period:
 
 The state (controller parameters and state, the run's ``ftops workload run`` arguments, the applied
 level, the last consumed batch, the history of steps) is one JSON document (:class:`RuntimeState`),
-so that each Airflow run resumes where the previous one stopped. Because every change costs a
-restart (seconds on this machine), use a controller period of many batches and a larger
-``step_min_pct`` than the thesis's 10 points.
+so that each Airflow run resumes where the previous one stopped. By resubmission every change costs a
+restart (about four missed deadlines on this machine, ``docs/benchmarks/redundancy.md``): prefer
+``live``; otherwise use a controller period of many batches and a larger ``step_min_pct`` than the
+thesis's 10 points.
 """
 
 from __future__ import annotations
