@@ -137,7 +137,7 @@ def _bench(args: argparse.Namespace) -> int:
             faults=_faults(args),
             controller=None if args.no_controller else rb.ControllerSetup(
                 period_batches=args.period_batches, step_pct=args.step_pct,
-                modes=[m.strip() for m in args.controller_modes.split(",") if m.strip()]),
+                modes=_controller_modes(args.controller_modes)),
             extra_conf=args.conf if args.conf is not None else list(rb.EXTRA_CONF),
             port_base=args.port_base, drill=not args.no_drill)
     except ValidationError as exc:
@@ -169,6 +169,13 @@ def _faults(args: argparse.Namespace):
         raise InputError("--magnitude-ms and --mean-gap-s: must be positive")
     model = FaultModel.scaled(args.magnitude_ms)
     return model if args.mean_gap_s is None else model.model_copy(update={"mean_gap_s": args.mean_gap_s})
+
+
+def _controller_modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes or any(m not in ("resubmit", "live") for m in modes):
+        raise InputError(f"--controller-modes: expected a comma-separated list of resubmit, live; got {text!r}")
+    return modes
 
 
 def _levels(text: str) -> list[float]:

@@ -73,3 +73,12 @@ def _workload(*args):
 
     return subprocess.run([sys.executable, "-m", "spark_jobs.workload_cli", *map(str, args)],
                           capture_output=True, text=True, timeout=120)
+
+
+def test_bench_redundancy_refuses_an_unknown_controller_mode_before_starting_anything(tmp_path):
+    from tests.conftest import run_cli
+
+    work = tmp_path / "bench"
+    res = run_cli("bench", "redundancy", "--controller-modes", "resubmit,fast", "--work-dir", work)
+    assert res.code == 2 and "--controller-modes: expected a comma-separated list of resubmit, live" in res.err
+    assert len(res.err.strip().splitlines()) == 1 and not work.exists()
