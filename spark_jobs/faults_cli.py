@@ -172,9 +172,14 @@ def _faults(args: argparse.Namespace):
 
 
 def _controller_modes(text: str) -> list[str]:
+    from typing import get_args
+
+    from spark_jobs.redundancy_bench import ControllerMode
+
+    known = get_args(ControllerMode)
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    if not modes or any(m not in ("resubmit", "live") for m in modes):
-        raise InputError(f"--controller-modes: expected a comma-separated list of resubmit, live; got {text!r}")
+    if not modes or any(m not in known for m in modes):
+        raise InputError(f"--controller-modes: expected a comma-separated list of {', '.join(known)}; got {text!r}")
     return modes
 
 

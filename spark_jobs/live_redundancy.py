@@ -30,6 +30,9 @@ from pathlib import Path
 
 from ft_core.errors import InputError
 from ft_core.redundancy import speculation_settings
+from spark_jobs.progress_listener import ProgressListener
+from spark_jobs.recovery_units.deployment import write_json
+from spark_jobs.workloads.metrics import read_metrics
 
 LEVEL_FILE = Path("_redundancy") / "level.json"
 APPLIED_FILE = Path("_redundancy") / "applied.jsonl"
@@ -39,11 +42,7 @@ def write_level(output: Path, level: float) -> None:
     """Ask the run writing to ``output`` to use ``level`` from its next micro-batches (atomic)."""
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 <= level <= 1:
         raise InputError(f"redundancy level: must be a replication fraction in [0, 1], got {level!r}")
-    path = Path(output) / LEVEL_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"level": float(level), "written_at": time.time()}))
-    tmp.replace(path)
+    write_json(Path(output) / LEVEL_FILE, {"level": float(level), "written_at": time.time()})
 
 
 def read_level(output: Path) -> float | None:
@@ -53,11 +52,8 @@ def read_level(output: Path) -> float | None:
 
 
 def applied_levels(output: Path) -> list[dict]:
-    """The changes the run applied, oldest first."""
-    path = Path(output) / APPLIED_FILE
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The changes the run applied, oldest first (JSON lines, like the run's metrics file)."""
+    return read_metrics(Path(output) / APPLIED_FILE)
 
 
 def level_of_batch(changes: list[dict], batch_id: int) -> float | None:
@@ -69,18 +65,12 @@ def level_of_batch(changes: list[dict], batch_id: int) -> float | None:
     return level
 
 
-def _listener_base():
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    return StreamingQueryListener
-
-
-class LiveRedundancyListener(_listener_base()):
+class LiveRedundancyListener(ProgressListener):
     """Applies the level file to the driver's SparkConf after every micro-batch of ``query_name``."""
 
     def __init__(self, spark, output: Path, query_name: str):
-        super().__init__()
-        self.output, self.query_name = Path(output), query_name
+        super().__init__([query_name])
+        self.output = Path(output)
         self._conf = spark.sparkContext._jsc.sc().conf()  # the SparkConf task sets are created from
         self._applied: float | None = None
         self._lock = threading.Lock()
@@ -97,15 +87,5 @@ class LiveRedundancyListener(_listener_base()):
             with path.open("a") as fh:
                 fh.write(json.dumps({"after_batch": after_batch, "level": level, "at": time.time()}) + "\n")
 
-    def onQueryStarted(self, event) -> None:
-        pass
-
-    def onQueryProgress(self, event) -> None:
-        if event.progress.name == self.query_name:
-            self.apply(event.progress.batchId)
-
-    def onQueryIdle(self, event) -> None:
-        pass
-
-    def onQueryTerminated(self, event) -> None:
-        pass
+    def on_progress(self, progress) -> None:
+        self.apply(progress.batchId)

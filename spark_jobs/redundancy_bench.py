@@ -432,7 +432,6 @@ class _ScenarioRun:
                 counts[level] = counts.get(level, 0) + 1
         return counts
 
-
     def _live_levels_used(self, first: int, last: int) -> dict[str, int]:
         """Live: measured batches per level, from the changes the driver applied."""
         from spark_jobs.live_redundancy import applied_levels, level_of_batch

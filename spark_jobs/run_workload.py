@@ -283,7 +283,7 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
                      metrics=args.metrics, shuffle_partitions=args.shuffle_partitions,
                      min_deltas_for_snapshot=args.min_deltas_for_snapshot,
                      max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name,
-                     live_redundancy=getattr(args, "live_redundancy", False))
+                     live_redundancy=args.live_redundancy)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -182,7 +183,7 @@ def submit_command(args: argparse.Namespace) -> list[str]:
             job += [flag, value]
     if args.available_now:
         job.append("--available-now")
-    if getattr(args, "live_redundancy", False):
+    if args.live_redundancy:
         job.append("--live-redundancy")
     for item in args.param:
         job += ["--param", item]
@@ -192,8 +193,7 @@ def submit_command(args: argparse.Namespace) -> list[str]:
 def redundancy_confs(args: argparse.Namespace) -> list[str]:
     """``key=value`` Spark confs of the run's redundancy level (none without a level); a level next
     to an explicit ``--conf spark.speculation...`` would be ambiguous: InputError."""
-    level = getattr(args, "redundancy_level", None)
-    live = getattr(args, "live_redundancy", False)
+    level, live = args.redundancy_level, args.live_redundancy
     if level is None:
         if live:
             raise InputError("--live-redundancy: give the starting level with --redundancy-level")
@@ -231,7 +231,7 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     prepare(config_from_args(job_args))
     redundancy_confs(args)  # a bad level is refused before anything is written
     args.output.mkdir(parents=True, exist_ok=True)
-    if getattr(args, "live_redundancy", False):
+    if args.live_redundancy:
         from spark_jobs.live_redundancy import write_level
 
         write_level(args.output, args.redundancy_level)  # the driver applies it at start, then follows the file
@@ -270,10 +270,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL a launched run's process group (spark-submit leads it: JVM and Python driver) and reap it."""
-    try:
+    with contextlib.suppress(ProcessLookupError):  # the whole group already exited: only the reaping is left
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=30)
 
 

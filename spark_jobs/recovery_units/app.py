@@ -37,33 +37,20 @@ from spark_jobs.recovery_units.queries import last_planned_batch, query_name, st
 
 
 def _listener(units_by_query: dict[str, str], root: Path, app: str):
-    from pyspark.sql.streaming import StreamingQueryListener
+    from spark_jobs.progress_listener import ProgressListener
 
-    class ProgressLog(StreamingQueryListener):
+    class ProgressLog(ProgressListener):
         """Appends each unit's micro-batch progress to its progress.jsonl."""
 
-        def onQueryStarted(self, event) -> None:
-            pass
-
-        def onQueryProgress(self, event) -> None:
-            p = event.progress
-            unit = units_by_query.get(p.name)
-            if unit is None:
-                return
+        def on_progress(self, p) -> None:
             rec = {"app": app, "run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
                    "batch_duration_ms": p.batchDuration, "num_input_rows": p.numInputRows,
                    "watermark": (p.eventTime or {}).get("watermark"), "reported_at": time.time()}
-            path = unit_dir(root, unit) / "progress.jsonl"
+            path = unit_dir(root, units_by_query[p.name]) / "progress.jsonl"
             with path.open("a") as fh:
                 fh.write(json.dumps(rec, default=str) + "\n")
 
-        def onQueryIdle(self, event) -> None:
-            pass
-
-        def onQueryTerminated(self, event) -> None:
-            pass
-
-    return ProgressLog()
+    return ProgressLog(units_by_query)
 
 
 def _session(dep, app: str, ui_port: int):

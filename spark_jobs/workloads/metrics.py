@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ft_core.topology import split_task_id
+from spark_jobs.progress_listener import ProgressListener
 from spark_jobs.workloads.spec import WorkloadSpec
 
 
@@ -64,31 +65,18 @@ def task_counts(observed: dict[str, Any], spec: WorkloadSpec) -> dict[str, dict[
     return tasks
 
 
-def _listener_base():
-    from pyspark.sql.streaming import StreamingQueryListener
-
-    return StreamingQueryListener
-
-
-class TaskMetricsListener(_listener_base()):
+class TaskMetricsListener(ProgressListener):
     """Appends one JSON line per micro-batch of the query named ``query_name`` to ``path``."""
 
     def __init__(self, path: Path, spec: WorkloadSpec, query_name: str, extra: dict[str, Any] | None = None):
-        super().__init__()
+        super().__init__([query_name])
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.spec = spec
-        self.query_name = query_name
         self.extra = extra or {}
         self._lock = threading.Lock()
 
-    def onQueryStarted(self, event) -> None:
-        pass
-
-    def onQueryProgress(self, event) -> None:
-        p = event.progress
-        if p.name != self.query_name:
-            return
+    def on_progress(self, p) -> None:
         record = {
             "query": p.name,
             "run_id": str(p.runId),
@@ -102,12 +90,6 @@ class TaskMetricsListener(_listener_base()):
         }
         with self._lock, self.path.open("a") as fh:
             fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
-
-    def onQueryIdle(self, event) -> None:
-        pass
-
-    def onQueryTerminated(self, event) -> None:
-        pass
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -59,19 +59,18 @@ def _change(store, name: str, threshold: float) -> dict | None:
 
 
 def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) -> float:
-    """The OF ``plan`` gains over the applied plan, both on the rates ``plan`` was computed from.
+    """The OF ``plan`` gains over the applied plan, both evaluated on the job's latest topology.
 
-    The applied plan's stored objective used the rates of its own day: comparing with it would resubmit
-    an identical replica whenever the measured rates drift. With no applied plan the gain is the plan's OF.
+    Stored objectives were computed on the rates of their own day: comparing them would resubmit an
+    identical replica whenever the measured rates drift. With no applied plan the gain is the plan's OF.
     """
-    if applied_plan_id is None:
-        return plan["objective"]
     from ft_core.replication_plan import fidelity_under
     from ft_core.task_graph import build_task_graph
     from ft_core.topology import parse_topology
 
     graph = build_task_graph(parse_topology(store.latest_topology(name)))
-    return plan["objective"] - fidelity_under(graph, store.plan(applied_plan_id)["payload"].get("tasks", []))
+    applied = store.plan(applied_plan_id)["payload"].get("tasks", []) if applied_plan_id is not None else []
+    return fidelity_under(graph, plan["payload"].get("tasks", [])) - fidelity_under(graph, applied)
 
 
 def _primary_running(dep, name: str) -> bool:
