@@ -3,11 +3,11 @@
 Problem: drills and the redundancy benchmark need the thesis's faults in a real job: timing faults
 (GC pauses, a slow node: exponential time between faults, Gaussian magnitude), link outages,
 crashes, and correlated failures of a failure domain, reproducible from a profile and a seed
-(:mod:`ft_core.fault_profile`). A slowdown must be *executor-local*: a GC pause or a slow node hits
+(:mod:`ft_core.redundancy.fault_profile`). A slowdown must be *executor-local*: a GC pause or a slow node hits
 one executor (every task on it), not a key. Otherwise a speculative copy of a slowed task would be
 slowed as much as the original and redundancy could not help.
 
-Method: :func:`ft_core.fault_profile.fault_schedule` draws the events; this module applies them
+Method: :func:`ft_core.redundancy.fault_profile.fault_schedule` draws the events; this module applies them
 from outside the job, to the processes of the application's executors on this host:
 
 - ``slowdown`` (magnitude M ms): ``SIGSTOP`` the executor's JVM, ``SIGCONT`` it M ms later. That
@@ -18,7 +18,7 @@ from outside the job, to the processes of the application's executors on this ho
   receives: heartbeats, shuffle blocks, results). Unlike a real outage its computation stops too.
 - ``crash``: ``SIGKILL`` of the executor's JVM. The standalone master starts a replacement, so
   the profile's ``down_s`` is Spark's to decide and is ignored here.
-- ``domain``: :func:`spark_jobs.cluster.kill_domain` (needs the cluster's state folder); with
+- ``domain``: :func:`spark_jobs.cluster.standalone.kill_domain` (needs the cluster's state folder); with
   ``down_s``, as many workers join the domain again after ``down_s`` (replacement capacity).
 
 Targets: the profile's ``NAME[i]`` hits the i-th executor of the application (by numeric executor
@@ -49,7 +49,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ft_core.errors import InputError
-from ft_core.fault_profile import FaultEvent, FaultProfile, fault_schedule
+from ft_core.redundancy.fault_profile import FaultEvent, FaultProfile, fault_schedule
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 _REFRESH_S = 1.0  # executors are re-listed at most this often (and whenever a known one is gone)
@@ -268,7 +268,7 @@ class _Run:
         return _signal(executor.pid, signal.SIGKILL)
 
     def _domain(self, event: FaultEvent) -> dict:
-        from spark_jobs.cluster import kill_domain
+        from spark_jobs.cluster.standalone import kill_domain
 
         try:
             victims = kill_domain(self.state_dir, event.target)
@@ -283,7 +283,7 @@ class _Run:
 
     def _restore(self, event: FaultEvent, victims: list) -> None:
         """Replacement capacity: as many workers as were killed join the domain after ``down_s``."""
-        from spark_jobs.cluster import add_worker
+        from spark_jobs.cluster.standalone import add_worker
 
         if self.stop.wait(event.duration_s):
             return

@@ -11,7 +11,7 @@ Method: a small process polls both sinks' committed micro-batch files (``batch-<
 written atomically by :mod:`spark_jobs.workloads.sink`, so a visible file is complete; a replayed
 batch rewrites the same rows) and the primary's per-batch progress (its watermark, from the
 metrics file of :mod:`spark_jobs.workloads.metrics`). For every window whose rows changed it runs
-:func:`ft_core.duplicate_filter.serving_view` (first-arrival filtering per (window, key) on each
+:func:`ft_core.transparency.duplicate_filter.serving_view` (first-arrival filtering per (window, key) on each
 side; per window the primary's rows once it has any, else the replica's rows flagged
 ``tentative: true`` with ``predicted_of``; a window the primary's watermark closed without rows is
 dropped) and replaces that window's file. Work per refresh is proportional to the new batch files.
@@ -30,7 +30,7 @@ What consumers read (``--out DIR``):
 
 Defaults come from the runs' descriptors (``_run.json``): the workload (hence the key fields:
 ``rank`` for topk, none for incidents, whose rows are one per window) and the predicted OF, which
-is recomputed from the replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.fidelity`).
+is recomputed from the replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.replication.fidelity`).
 
     ftops serve --primary P --replica R --out V [--predicted-of X] [--once]
 
@@ -53,7 +53,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ft_core.duplicate_filter import RowIdentity, serving_view
+from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 from ft_core.errors import InputError
 
 Window = tuple[int, int]
@@ -244,9 +244,9 @@ def make_view(primary: Path, replica: Path | None, out: Path, *, predicted_of: f
 
 def predicted_fidelity(replica: Path) -> float | None:
     """The replica plan's predicted OF, from the replica run's descriptor (None if it has none yet)."""
-    from ft_core.fidelity import replicated_fidelity
-    from ft_core.task_graph import build_task_graph
-    from ft_core.topology import parse_topology
+    from ft_core.replication.fidelity import replicated_fidelity
+    from ft_core.topology.task_graph import build_task_graph
+    from ft_core.topology.document import parse_topology
 
     doc = _descriptor(replica)
     if not doc.get("topology") or doc.get("plan_tasks") is None:
@@ -335,7 +335,7 @@ def measure_view(out: Path, expected: list[dict[str, Any]], failure_windows: lis
         equals_reference=not any(r["tentative"] for r in rows) and strip_served_fields(rows) == expected)
 
 
-# --- command line (``ftops serve`` is registered by spark_jobs.faults_cli) ---------------------
+# --- command line (``ftops serve`` is registered by spark_jobs.cli.faults) ---------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--primary", type=Path, required=True, help="the primary run's output folder (accurate rows)")

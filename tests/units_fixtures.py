@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from spark_jobs.cluster import ClusterConfig, add_worker, cluster_down, cluster_up
+from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up
 from spark_jobs.recovery_units.deployment import load
 from spark_jobs.recovery_units.runtime import (DeployConfig, create_deployment, start_app, stop_apps, wait_app_placed,
                                                wait_app_running)

@@ -1,4 +1,4 @@
-"""``ftops bench replication``: writes docs/benchmarks/replication.md (see ft_core.replication_bench)."""
+"""``ftops bench replication``: writes docs/benchmarks/replication.md (see ft_core.bench.replication)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ft_core.replication_bench import QUICK, BenchConfig, run_benchmark
+from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark
 
 
 def register(sub, groups) -> None:

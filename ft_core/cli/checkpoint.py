@@ -3,22 +3,22 @@
 ``ftops plan checkpoint PROFILES --max-recovery-s X [--case min|avg|max]
 [--variant paper_eq4|eq2|closed_form] [--eps-ms E] [--mtbf-s M] [--json]``
 
-With ``--json`` it prints :class:`ft_core.checkpoint_tuning.CheckpointPlan` (``checkpoint_interval_ms``,
+With ``--json`` it prints :class:`ft_core.checkpoint.tuning.CheckpointPlan` (``checkpoint_interval_ms``,
 ``predicted_latency_ms``, ``predicted_recovery_s``, ``r2.latency``, ``r2.recovery``, then the case,
 variant, feasible ranges, Young/Daly baselines, models and per-interval points); otherwise a short
 summary and a per-interval table. Bad input exits 2, an unreachable bound exits 3 with the smallest
 achievable recovery time. The default case is ``max`` (the paper's experiments plan with ``A_max``;
-only the worst case bounds recovery), see :mod:`ft_core.checkpoint_tuning`.
+only the worst case bounds recovery), see :mod:`ft_core.checkpoint.tuning`.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ft_core.checkpoint_profiles import load_profiles
-from ft_core.checkpoint_tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
+from ft_core.checkpoint.profiles import load_profiles
+from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
 from ft_core.cli.output import print_json, print_table
-from ft_core.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
+from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
 
 
 def register(sub, groups) -> None:

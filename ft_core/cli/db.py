@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from ft_core.cli.output import print_json
-from ft_core.store.connection import DEFAULT_EMBEDDED_DIR, connect, database_url, redact
+from ft_core.store.connection import connect, redact
+from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 
 
 def register(sub, groups) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from ft_core.cli.output import print_table, progress
-from ft_core.mctree import count_mc_trees
-from ft_core.replication import ALGORITHMS, plan_replication
+from ft_core.replication.mctree import count_mc_trees
+from ft_core.replication.planners import ALGORITHMS, plan_replication
 from ft_core.samples import load_sample
 
 DEMO_SAMPLES = ("q1-topk", "q2-incidents", "fig6-recovery")

@@ -2,7 +2,7 @@
 (paper 001: replication transparency and replica placement; thesis 002: adaptive redundancy and faults).
 
 - ``ftops transparency check STREAMS.json [--json]``: merge replica streams with the first-arrival
-  duplicate filter (:mod:`ft_core.duplicate_filter`) and check that the result equals the
+  duplicate filter (:mod:`ft_core.transparency.duplicate_filter`) and check that the result equals the
   unreplicated stream. Exit 0 when transparent, 3 when not, 2 on bad input. The document (JSON,
   or YAML with the same structure; quote times in YAML, which reads 09:00:00 as a number)::
 
@@ -24,15 +24,15 @@
   replica's later rows have a larger timestamp. Timestamps and punctuations must all be numbers or
   all strings (ISO-8601 strings of one format compare correctly).
 - ``ftops plan placement NODES.yaml --k-min K [--k-max K] [--cost-target X] [--json]``:
-  :mod:`ft_core.replica_placement` (Algorithms 5 and 6 over failure domains). Exit 3 when k_min
+  :mod:`ft_core.transparency.placement` (Algorithms 5 and 6 over failure domains). Exit 3 when k_min
   replicas cannot be placed; a cost target that cannot be met at k_min is reported, exit 0.
 - ``ftops plan redundancy`` with exactly one of ``--model MODEL.yaml [--mode M]`` (Algorithm 1 and
-  Eq. 3.1, :mod:`ft_core.redundancy`), ``--trace TRACE.yaml [--state STATE.json]`` (Algorithm 2
-  over a latency trace, :mod:`ft_core.redundancy_controller`; ``--state`` resumes from and saves
+  Eq. 3.1, :mod:`ft_core.redundancy.allocation`), ``--trace TRACE.yaml [--state STATE.json]`` (Algorithm 2
+  over a latency trace, :mod:`ft_core.redundancy.controller`; ``--state`` resumes from and saves
   the controller's state, e.g. between Airflow runs) or ``--level X``; prints the level and the
-  Spark speculation settings it maps to (:func:`ft_core.redundancy.speculation_settings`).
+  Spark speculation settings it maps to (:func:`ft_core.redundancy.allocation.speculation_settings`).
 - ``ftops faults validate PROFILE.yaml [--json]`` and ``ftops faults schedule PROFILE.yaml
-  --duration S --seed N [--json]``: :mod:`ft_core.fault_profile`.
+  --duration S --seed N [--json]``: :mod:`ft_core.redundancy.fault_profile`.
 """
 
 from __future__ import annotations
@@ -47,13 +47,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.cli.output import print_json, print_table
-from ft_core.duplicate_filter import Item, Punctuation, RowIdentity, TransparencyReport, check_transparency
+from ft_core.transparency.duplicate_filter import Item, Punctuation, RowIdentity, TransparencyReport, check_transparency
 from ft_core.errors import InputError
-from ft_core.fault_profile import FaultProfile, fault_schedule, load_fault_profile
-from ft_core.redundancy import load_redundancy_model, plan_allocation, speculation_settings
-from ft_core.redundancy_controller import ControllerState, RedundancyController, load_trace, run_trace
-from ft_core.replica_placement import PlacementPlan, load_placement_problem, place_replicas
-from ft_core.topology import load_document
+from ft_core.redundancy.fault_profile import FaultProfile, fault_schedule, load_fault_profile
+from ft_core.redundancy.allocation import load_redundancy_model, plan_allocation, speculation_settings
+from ft_core.redundancy.controller import ControllerState, RedundancyController, load_trace, run_trace
+from ft_core.transparency.placement import PlacementPlan, load_placement_problem, place_replicas
+from ft_core.topology.document import load_document
 
 EXIT_NOT_TRANSPARENT = 3
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ft_core.store.connection import DEFAULT_EMBEDDED_DIR, connect, database_url
+from ft_core.store.connection import connect
+from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
-from ft_core.topology import load_topology
+from ft_core.topology.document import load_topology
 
 
 def register(sub, groups) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
-from ft_core.recovery_problem import ALGORITHMS, load_problem, plan_recovery
-from ft_core.staged_recovery import DEFAULT_NODE_CAP, POLICIES, plan_stages
+from ft_core.recovery.planners import ALGORITHMS, plan_recovery
+from ft_core.recovery.problem import load_problem
+from ft_core.recovery.staged import DEFAULT_NODE_CAP, POLICIES, plan_stages
 
 _UNITS = ("Costs, budgets and capacities share one unit; we use fractions of a node's CPU "
           "(1.0 = one node at 100 percent CPU, a cost of 0.25 = a quarter of a node).")
@@ -94,7 +95,7 @@ def _stages(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ft_core.recovery_bench import QUICK, BenchConfig, run_benchmark
+    from ft_core.bench.recovery import QUICK, BenchConfig, run_benchmark
 
     config = QUICK if args.quick else BenchConfig()
     if args.instances is not None:

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.topology import load_graph
 from ft_core.errors import InputError
-from ft_core.failure_timeline import Arrival, Timeline, TimelineParams, simulate
-from ft_core.task_graph import TaskGraph
-from ft_core.topology import load_document
+from ft_core.simulation.failure_timeline import Arrival, Timeline, TimelineParams, simulate
+from ft_core.topology.task_graph import TaskGraph
+from ft_core.topology.document import load_document
 
 _FLAGS = {  # flag attribute -> TimelineParams field
     "detection_s": "detection_s", "restore_s": "restore_s", "checkpoint_interval_s": "checkpoint_interval_s",
@@ -71,7 +71,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ft_core.timeline_bench import QUICK_SIZES, SIZES, run_benchmark
+    from ft_core.bench.simulation import QUICK_SIZES, SIZES, run_benchmark
 
     command = "ftops bench simulate" + (" --quick" if args.quick else "")
     report = run_benchmark(QUICK_SIZES if args.quick else SIZES, command,

@@ -6,11 +6,11 @@ import argparse
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
-from ft_core.fidelity import fidelity_report
-from ft_core.mctree import count_mc_trees
-from ft_core.replication import ALGORITHMS, plan_replication
-from ft_core.task_graph import TaskGraph, build_task_graph
-from ft_core.topology import load_topology
+from ft_core.replication.fidelity import fidelity_report
+from ft_core.replication.mctree import count_mc_trees
+from ft_core.replication.planners import ALGORITHMS, plan_replication
+from ft_core.topology.task_graph import TaskGraph, build_task_graph
+from ft_core.topology.document import load_topology
 
 
 def register(sub, groups) -> None:

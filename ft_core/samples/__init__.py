@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ft_core.errors import InputError
-from ft_core.task_graph import TaskGraph, build_task_graph
-from ft_core.topology import load_topology
+from ft_core.topology.task_graph import TaskGraph, build_task_graph
+from ft_core.topology.document import load_topology
 
 SAMPLES_DIR = Path(__file__).parent
 

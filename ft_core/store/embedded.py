@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.store.connection import connect
 
 DATABASE = "ftops"
 USER = "ftops"
@@ -87,8 +88,6 @@ class EmbeddedPostgres:
             pwfile.unlink(missing_ok=True)
 
     def _ensure_database(self) -> None:
-        from ft_core.store.connection import connect
-
         conn = connect(self.url().rsplit("/", 1)[0] + "/postgres")
         try:
             conn.autocommit = True

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
+from spark_jobs.runtime.processes import pid_alive
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # Pools the ftops DAGs use: profiling copies compete for the machine's cores, so one runs at a time.
@@ -76,7 +77,7 @@ class LocalAirflow:
             return {}
 
     def alive(self) -> dict[str, bool]:
-        return {name: _alive(pid) for name, pid in self.pids().items()}
+        return {name: pid_alive(pid) for name, pid in self.pids().items()}
 
     def health(self) -> dict[str, str]:
         """Component statuses from ``/api/v2/monitor/health`` ({} when the api-server does not answer)."""
@@ -134,7 +135,7 @@ class LocalAirflow:
         for name in names:
             _signal_group(pids[name], signal.SIGKILL)
         deadline = time.monotonic() + 30
-        while any(_alive(pids[n]) for n in names) and time.monotonic() < deadline:
+        while any(pid_alive(pids[n]) for n in names) and time.monotonic() < deadline:
             time.sleep(0.2)
 
     def restart(self, names: tuple[str, ...], extra_env: dict[str, str] | None = None, timeout_s: float = 240) -> None:
@@ -202,7 +203,7 @@ class LocalAirflow:
         for pid in pids.values():
             _signal_group(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        while any(_alive(p) for p in pids.values()) and time.monotonic() < deadline:
+        while any(pid_alive(p) for p in pids.values()) and time.monotonic() < deadline:
             time.sleep(0.5)
         for pid in pids.values():
             _signal_group(pid, signal.SIGKILL)
@@ -227,17 +228,6 @@ class LocalAirflow:
                             f"logs in {self.home / 'logs'})")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours is dead
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
 
 
 def _signal_group(pid: int, sig: int) -> None:

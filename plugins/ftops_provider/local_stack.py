@@ -1,7 +1,7 @@
 """The whole local stack on the embedded defaults: PostgreSQL, the Spark clusters, a running job and Airflow.
 
 ``up`` starts what is not running yet (PostgreSQL from the system binaries, the primary and standby
-Spark standalone clusters of ``spark_jobs.cluster``, the four Airflow components of
+Spark standalone clusters of ``spark_jobs.cluster.standalone``, the four Airflow components of
 :class:`~ftops_provider.local_airflow.LocalAirflow`), applies the history-store migrations, registers
 the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own specs, with
 deployments under ``.state/jobs/``) and starts the ``topk`` job: its seeded input generator and its
@@ -73,7 +73,7 @@ class LocalStack:
         return {**stack_connections(self.postgres.url()), "FTOPS_DATABASE_URL": self.postgres.url()}
 
     def up(self) -> None:
-        from spark_jobs.cluster import ClusterConfig, ClusterState, cluster_up
+        from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_up
 
         self.progress("starting PostgreSQL (embedded, 127.0.0.1:%d)" % self.db_port)
         self.postgres.start()
@@ -88,7 +88,7 @@ class LocalStack:
             self.airflow.up(extra_env=self.connections(), progress=self.progress)
 
     def down(self) -> list[str]:
-        from spark_jobs.cluster import cluster_down
+        from spark_jobs.cluster.standalone import cluster_down
 
         stopped = [f"airflow {c}" for c in self.airflow.down()]
         stopped += self.stop_running_job()
@@ -98,7 +98,7 @@ class LocalStack:
         return stopped
 
     def deployment(self, job: JobSpec):
-        from spark_jobs.job_streams import JobDeployment
+        from spark_jobs.runtime.job_streams import JobDeployment
 
         return JobDeployment(workload=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
                              params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()))
@@ -128,16 +128,16 @@ class LocalStack:
         import subprocess
         import sys
 
-        from spark_jobs.detached_submit import submit_stream
-        from spark_jobs.job_streams import primary_app_name, primary_run_argv
-        from spark_jobs.recovery_units.deployment import pid_alive
+        from spark_jobs.runtime.detached_submit import submit_stream
+        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
+        from spark_jobs.runtime.processes import pid_alive
 
         dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
         dep.input.mkdir(parents=True, exist_ok=True)
         pid = int(self._feed_pid_file.read_text()) if self._feed_pid_file.exists() else None
         if not pid_alive(pid):
             self.progress(f"starting the {RUNNING_JOB} input generator ({dep.input})")
-            cmd = [sys.executable, "-m", "spark_jobs.workload_cli", "generate", dep.workload, "--input", str(dep.input),
+            cmd = [sys.executable, "-m", "spark_jobs.cli.workload", "generate", dep.workload, "--input", str(dep.input),
                    "--realtime", *[a for p in dep.params for a in ("--param", p)]]
             with (self.state / "jobs" / RUNNING_JOB / "feed.log").open("a") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -151,7 +151,7 @@ class LocalStack:
         import os
         import signal
 
-        from spark_jobs.workload_cli import stop_run
+        from spark_jobs.runtime.launch import stop_run
 
         dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
         stopped = []

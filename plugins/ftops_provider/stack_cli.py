@@ -45,7 +45,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from spark_jobs.cluster import cluster_status
+    from spark_jobs.cluster.standalone import cluster_status
 
     stack = _stack(args)
     rows = [["postgres", "running" if stack.postgres.running() else "stopped", f"127.0.0.1:{stack.db_port}"]]

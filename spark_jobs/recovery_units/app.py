@@ -32,12 +32,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from spark_jobs.recovery_units.deployment import app_dir, load, unit_dir, write_json
+from spark_jobs.recovery_units.deployment import app_dir, load, unit_dir
+from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.recovery_units.queries import last_planned_batch, query_name, start_unit
 
 
 def _listener(units_by_query: dict[str, str], root: Path, app: str):
-    from spark_jobs.progress_listener import ProgressListener
+    from spark_jobs.runtime.progress_listener import ProgressListener
 
     class ProgressLog(ProgressListener):
         """Appends each unit's micro-batch progress to its progress.jsonl."""

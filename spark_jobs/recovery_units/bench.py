@@ -16,7 +16,7 @@ Scenario (one run per strategy, each on a fresh cluster and deployment, same see
 - replacement nodes (one-core workers in ``rack-c``) register with the master ``first_arrival_s`` after the
   failure and then every ``arrival_interval_s``; every unit costs ``cost_per_unit`` of a node (declared, see
   below) and a node's cap is 80 %, so one node restarts three units;
-- the strategy's schedule (``ft_core.staged_recovery.plan_stages``: order-then-pack, blocking below the
+- the strategy's schedule (``ft_core.recovery.staged.plan_stages``: order-then-pack, blocking below the
   activation threshold, or operator-centric) is executed by :func:`.recovery.execute_schedule`, which polls the
   master for each stage's capacity;
 - per query: seconds from the failure until it is available again (relative latency below 1.2,
@@ -108,8 +108,8 @@ def _median(values: list[float | None]) -> float | None:
 # --- one run --------------------------------------------------------------------------------------
 
 def schedule_for(strategy: str, problem_doc: dict, arrivals: int):
-    from ft_core.recovery_problem import parse_problem
-    from ft_core.staged_recovery import plan_stages
+    from ft_core.recovery.problem import parse_problem
+    from ft_core.recovery.staged import plan_stages
 
     problem = parse_problem(problem_doc)
     capacity, nodes = 0.0, [1.0] * arrivals
@@ -119,7 +119,7 @@ def schedule_for(strategy: str, problem_doc: dict, arrivals: int):
 
 
 def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, progress) -> StrategyRun:
-    from spark_jobs.cluster import ClusterConfig, cluster_up
+    from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
 
     work = config.work_dir / f"{strategy}-{repetition}"
     if work.exists() and any(work.iterdir()):
@@ -137,7 +137,7 @@ def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, pr
 
 
 def _teardown(root: Path, state_dir: Path) -> None:
-    from spark_jobs.cluster import cluster_down
+    from spark_jobs.cluster.standalone import cluster_down
     from spark_jobs.recovery_units.runtime import stop_apps
 
     if (root / "deployment.json").exists():
@@ -147,7 +147,7 @@ def _teardown(root: Path, state_dir: Path) -> None:
 
 def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> None:
     """Start A and B while only the rack-a workers exist, then the rack-b worker, then C."""
-    from spark_jobs.cluster import add_worker
+    from spark_jobs.cluster.standalone import add_worker
     from spark_jobs.recovery_units.runtime import DeployConfig, create_deployment, start_app, wait_app_placed, wait_app_running
 
     placement = root.parent / "placement.json"
@@ -167,7 +167,7 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
 
 
 def _domains(state_dir: Path) -> list[str]:
-    from spark_jobs.cluster import require_state
+    from spark_jobs.cluster.standalone import require_state
 
     return [w.domain for w in require_state(state_dir).workers("primary")]
 
@@ -193,7 +193,7 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
 
 
 def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float, errors: list, progress) -> threading.Thread:
-    from spark_jobs.cluster import add_worker
+    from spark_jobs.cluster.standalone import add_worker
 
     def run() -> None:
         try:

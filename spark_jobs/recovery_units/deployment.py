@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from pydantic import BaseModel, Field
 from ft_core.errors import InputError
 from spark_jobs.recovery_units.queries import folder_name
 from spark_jobs.recovery_units.spec import SmartCitySpec, make_units_spec
+from spark_jobs.runtime.processes import pid_alive
 
 
 class AppRecord(BaseModel):
@@ -144,32 +144,6 @@ def read_progress(root: Path | str, unit: str) -> list[dict]:
     return out
 
 
-def write_json(path: Path, doc: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    tmp.replace(path)
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether ``pid`` runs (reaping it first if it is our exited child; zombies count as dead)."""
-    if not pid:
-        return False
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return not Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
 
 
 def now() -> float:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ft_core.topology import split_task_id
+from ft_core.topology.document import split_task_id
 from spark_jobs.recovery_units.spec import SmartCitySpec
 
 SCHEMAS = {
@@ -72,12 +72,11 @@ def unit_frame(spark, spec: SmartCitySpec, unit: str, input_dir: Path, root: Pat
 def _source(spark, spec: SmartCitySpec, name: str, input_dir: Path):
     from pyspark.sql import functions as F
 
-    from spark_jobs.run_workload import source_schema
 
     source = next(s for s in spec.sources() if s.name == name)
     folder = Path(input_dir) / name
     folder.mkdir(parents=True, exist_ok=True)
-    df = spark.readStream.schema(source_schema(source)).json(str(folder)).withColumn("ts", F.timestamp_millis("ts"))
+    df = spark.readStream.schema(source.schema_ddl()).json(str(folder)).withColumn("ts", F.timestamp_millis("ts"))
     return df.withWatermark("ts", f"{int(round(spec.watermark_s * 1000))} milliseconds")
 
 

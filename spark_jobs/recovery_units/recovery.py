@@ -31,7 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from ft_core.errors import ExternalError, InputError
-from ft_core.staged_recovery import StagedSchedule
+from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
 
@@ -141,7 +141,7 @@ def unit_costs(root: Path, text: str) -> dict[str, float]:
 
 def survivor_capacity(root: Path, node_cap: float) -> list[float]:
     """Usable capacity on the surviving workers now: ``node_cap`` per free core (one-core nodes)."""
-    from spark_jobs.cluster import master_json
+    from spark_jobs.cluster.standalone import master_json
 
     failure = last_failure(root)
     alive = [w for w in master_json(master_ui_port(root))["workers"]
@@ -154,8 +154,8 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     """The staged schedule for the last failure's units that are still down: its recovery problem (unit
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
-    from ft_core.recovery_problem import parse_problem
-    from ft_core.staged_recovery import plan_stages
+    from ft_core.recovery.problem import parse_problem
+    from ft_core.recovery.staged import plan_stages
     from spark_jobs.recovery_units.spec import problem_document
 
     dep = load(root)
@@ -179,7 +179,7 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
 # --- capacity (the Spark master's real state) -----------------------------------------------------
 
 def master_ui_port(root: Path) -> int:
-    from spark_jobs.cluster import require_state
+    from spark_jobs.cluster.standalone import require_state
 
     dep = load(root)
     if not dep.cluster_state:
@@ -189,7 +189,7 @@ def master_ui_port(root: Path) -> int:
 
 def capacity(root: Path, known_workers: list[str]) -> tuple[int, int]:
     """(alive workers not in ``known_workers``, free cores on alive workers) from the master's JSON."""
-    from spark_jobs.cluster import master_json
+    from spark_jobs.cluster.standalone import master_json
 
     alive = [w for w in master_json(master_ui_port(root))["workers"] if w["state"] == "ALIVE"]
     return sum(w["id"] not in known_workers for w in alive), sum(w["cores"] - w["coresused"] for w in alive)
@@ -198,7 +198,7 @@ def capacity(root: Path, known_workers: list[str]) -> tuple[int, int]:
 def wait_for_capacity(root: Path, new_workers: int, free_cores: int, known_workers: list[str],
                       timeout_s: float, progress: Progress = lambda _: None) -> None:
     """Poll the master until ``new_workers`` new workers are alive and ``free_cores`` cores are free."""
-    from spark_jobs.cluster import ClusterError
+    from spark_jobs.cluster.standalone import ClusterError
 
     deadline = time.monotonic() + timeout_s
     seen = None

@@ -16,6 +16,7 @@ a generous deadline; nothing depends on how fast the machine is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -31,8 +32,9 @@ from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
 from spark_jobs.recovery_units.deployment import (AppRecord, Deployment, Failure, app_dir, load, locked, now,
-                                                  pid_alive, read_progress, read_status)
+                                                  read_progress, read_status)
 from spark_jobs.recovery_units.spec import SmartCitySpec, check_workload, make_units_spec
+from spark_jobs.runtime.processes import pid_alive, signal_group, stop_group
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -137,7 +139,7 @@ def create_deployment(config: DeployConfig) -> Placement:
 
 def _master(config: DeployConfig) -> tuple[str, Path | None]:
     if config.cluster_state is not None:
-        from spark_jobs.cluster import require_state
+        from spark_jobs.cluster.standalone import require_state
 
         state = require_state(config.cluster_state)
         return config.master or state.master_url("primary"), Path(state.state_dir)
@@ -204,14 +206,14 @@ def start_app(root: Path, name: str, units: list[str], stage: int | None = None)
         record = _spawn_app(dep, name, units, stage)
         dep.apps[name] = record
     if dep.cluster_state:
-        from spark_jobs.cluster import register_driver
+        from spark_jobs.cluster.standalone import register_driver
 
         register_driver(Path(dep.cluster_state), f"units-{name}", record.pid, "primary", record.log)
     return record
 
 
 def _spawn_app(dep: Deployment, name: str, units: list[str], stage: int | None) -> AppRecord:
-    from spark_jobs.cluster import spark_env
+    from spark_jobs.cluster.standalone import spark_env
 
     folder = app_dir(dep.root, name)
     folder.mkdir(parents=True, exist_ok=True)
@@ -269,12 +271,13 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
             raise InputError(f"--app: unknown application {unknown[0]!r} (known: {', '.join(dep.apps) or 'none'})")
     targets = [a for a in dep.running_apps() if all_apps or (apps and a.name in apps)]
     for a in targets:
-        _signal(a.pid, signal.SIGTERM, group=False)
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the driver alone: it stops its queries
+            os.kill(a.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and any(pid_alive(a.pid) for a in targets):
         time.sleep(0.3)
     for a in targets:
-        _kill_group(a.pid)
+        stop_group(a.pid)
     if all_apps:
         signal_feed(root, signal.SIGCONT)
         signal_feed(root, signal.SIGTERM)
@@ -287,38 +290,12 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
     return [a.name for a in targets]
 
 
-def _signal(pid: int, sig: int, group: bool = True) -> None:
-    try:
-        os.killpg(pid, sig) if group else os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
-def _kill_group(pid: int, grace_s: float = 10.0) -> None:
-    _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and _group_alive(pid):
-        time.sleep(0.2)
-    _signal(pid, signal.SIGKILL)
-    pid_alive(pid)  # reap
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid_alive(pgid) or any(_in_group(stat, pgid) for stat in Path("/proc").glob("[0-9]*/stat"))
 
 
-def _in_group(stat: Path, pgid: int) -> bool:
-    try:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return int(fields[2]) == pgid and fields[0] != "Z"
 
 
 def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: list[str] | None = None,
@@ -330,7 +307,7 @@ def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: l
         raise InputError(f"--app: unknown application {unknown[0]!r} (known: {', '.join(dep.apps) or 'none'})")
     t = now()
     for a in apps:
-        _signal(dep.apps[a].pid, signal.SIGKILL)
+        signal_group(dep.apps[a].pid, signal.SIGKILL)
         pid_alive(dep.apps[a].pid)
     units = [u for a in apps for u in dep.apps[a].units if dep.apps[a].stopped_at is None]
     failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.spec.check_units(units, "failed units"),
@@ -360,7 +337,7 @@ def current_failure(root: Path) -> Failure | None:
 def kill_domain(root: Path, domain: str) -> Failure:
     """A correlated failure of a failure domain: its workers (with their executors) and the drivers of the
     applications whose executors ran there."""
-    from spark_jobs.cluster import kill_domain as kill_workers
+    from spark_jobs.cluster.standalone import kill_domain as kill_workers
 
     dep = load(root)
     if not dep.cluster_state:
@@ -375,7 +352,7 @@ def kill_domain(root: Path, domain: str) -> Failure:
 def _alive_worker_ids(dep: Deployment, with_ports: bool = False) -> list:
     """Ids (and ports) of the workers the primary master lists ALIVE (empty without a cluster state). Killed
     workers stay ALIVE until the master's worker timeout, so callers filter them by port."""
-    from spark_jobs.cluster import ClusterError, master_json, require_state
+    from spark_jobs.cluster.standalone import ClusterError, master_json, require_state
 
     if not dep.cluster_state:
         return []
@@ -389,7 +366,7 @@ def _alive_worker_ids(dep: Deployment, with_ports: bool = False) -> list:
 
 def app_domains(root: Path) -> dict[str, str | None]:
     """The failure domain of each running application: that of the worker hosting its executor."""
-    from spark_jobs.cluster import require_state
+    from spark_jobs.cluster.standalone import require_state
 
     dep = load(root)
     apps = {a.name: (read_status(root, a.name) or {}).get("app_id") for a in dep.running_apps()}

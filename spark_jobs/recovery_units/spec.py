@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 from pydantic import Field, ValidationError
 
 from ft_core.errors import InputError
-from ft_core.topology import split_task_id
+from ft_core.topology.document import split_task_id
 from spark_jobs.workloads.spec import IncidentsSpec, OperatorDef, downstream_group, parse_params
 
 WORKLOAD = "smartcity"
@@ -137,7 +137,7 @@ def declared_cost(spec: SmartCitySpec, per_unit: float) -> dict[str, float]:
 
 
 def problem_document(spec: SmartCitySpec, failed: list[str], cost: dict[str, float]) -> dict[str, Any]:
-    """The recovery problem (explicit form of :mod:`ft_core.recovery_problem`) after ``failed`` units
+    """The recovery problem (explicit form of :mod:`ft_core.recovery.problem`) after ``failed`` units
     fail: one query per output partition whose closure holds a failed unit, with its failed units
     (upstream first) and priority; ``cost`` in fractions of a node's CPU, in topological order."""
     failed = spec.check_units(list(failed), "failed")

@@ -37,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ft_core.topology import split_task_id
+from ft_core.topology.document import split_task_id
 from spark_jobs.recovery_units.queries import SCHEMAS, table_dir
 from spark_jobs.recovery_units.spec import SmartCitySpec
 

@@ -7,7 +7,7 @@
 - :mod:`.metrics`: per-task (key group) counts per micro-batch via observable metrics.
 - :mod:`.sink`: exactly-once per-batch output files and their reader.
 
-``spark_jobs.run_workload`` is the spark-submit entry point.
+``spark_jobs.runtime.run_workload`` is the spark-submit entry point.
 """
 
 from spark_jobs.workloads.spec import IncidentsSpec, TopkSpec, WorkloadSpec, make_spec

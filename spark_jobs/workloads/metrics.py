@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ft_core.topology import split_task_id
-from spark_jobs.progress_listener import ProgressListener
+from ft_core.topology.document import split_task_id
+from spark_jobs.runtime.progress_listener import ProgressListener
 from spark_jobs.workloads.spec import WorkloadSpec
 
 

@@ -1,7 +1,7 @@
 """Workload parameters: one model that builds the Spark plan, drives the generator and emits the topology.
 
 Problem: a streaming job's declared topology (operators, parallelism, partitionings, per-task rates;
-the document of :mod:`ft_core.topology`) must be *true of the job*. Here it cannot drift, because the
+the document of :mod:`ft_core.topology.document`) must be *true of the job*. Here it cannot drift, because the
 same :class:`WorkloadSpec` object is used to build the DataFrame plan (``topk.py``,
 ``incidents.py``), to generate the input (``generator.py``) and to emit the document
 (:meth:`WorkloadSpec.topology`).
@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.errors import InputError
-from ft_core.topology import Topology, parse_topology, split_task_id
+from ft_core.topology.document import Topology, parse_topology, split_task_id
 
 # --- the key-group function -------------------------------------------------------------------
 
@@ -124,6 +124,10 @@ class SourceDef:
     name: str                      # sub-folder of the input folder
     fields: tuple[tuple[str, str], ...]  # (column, spark type)
     operator: str                  # the source operator that reads it
+
+    def schema_ddl(self) -> str:
+        """The source's schema as Spark DDL (``"ts long, page string"``), for its JSON reader."""
+        return ", ".join(f"{name} {kind}" for name, kind in self.fields)
 
 
 class WorkloadSpec(BaseModel):
@@ -233,7 +237,7 @@ class WorkloadSpec(BaseModel):
         return rates
 
     def topology(self, rates: dict[str, float] | None = None, name: str | None = None) -> Topology:
-        """The topology document of this workload, validated by :func:`ft_core.topology.parse_topology`."""
+        """The topology document of this workload, validated by :func:`ft_core.topology.document.parse_topology`."""
         rates = self.expected_rates() if rates is None else rates
         doc = {
             "name": name or f"{self.workload}-p{self.parallelism('O1')}",

@@ -9,7 +9,7 @@ import sys
 
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
-from spark_jobs.job_streams import JobDeployment
+from spark_jobs.runtime.job_streams import JobDeployment
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 

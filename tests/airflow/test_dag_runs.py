@@ -31,9 +31,9 @@ def _dag(dag_id: str):
 def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     """A running topk job: cluster (rack-a, rack-b, standby), seeded real-time input, its primary."""
     from ftops_provider.local_stack import stack_connections
-    from spark_jobs.cluster import ClusterConfig, cluster_down, cluster_up
-    from spark_jobs.detached_submit import submit_stream
-    from spark_jobs.job_streams import JobDeployment, primary_app_name, primary_run_argv
+    from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up
+    from spark_jobs.runtime.detached_submit import submit_stream
+    from spark_jobs.runtime.job_streams import JobDeployment, primary_app_name, primary_run_argv
     from spark_jobs.workloads.generator import run_generator
 
     for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
@@ -84,7 +84,7 @@ def _all(ui: str) -> list[dict]:
 
 
 def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
-    from spark_jobs.workload_cli import stop_run
+    from spark_jobs.runtime.launch import stop_run
 
     dep, store = live_job
     # Let the primary report some micro-batches first (the profile measures them).

@@ -10,7 +10,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from ft_core.replication import plan_replication
+from ft_core.replication.planners import plan_replication
 from ft_core.samples import load_sample
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade

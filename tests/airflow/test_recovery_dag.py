@@ -19,7 +19,7 @@ from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.local_stack import stack_connections
-from spark_jobs.cluster import add_worker
+from spark_jobs.cluster.standalone import add_worker
 from spark_jobs.recovery_units.runtime import kill_domain
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures

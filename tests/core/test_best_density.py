@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ft_core.best_density import best_density, best_density_order, profit_density
+from ft_core.recovery.best_density import best_density, best_density_order, profit_density
 from ft_core.errors import InputError
-from ft_core.recovery_exact import exact_recovery
-from ft_core.recovery_instances import InstanceSpec, random_instance
-from ft_core.recovery_problem import load_problem, make_problem
+from ft_core.recovery.exact import exact_recovery
+from ft_core.recovery.instances import InstanceSpec, random_instance
+from ft_core.recovery.problem import load_problem, make_problem
 from ft_core.samples import SAMPLES_DIR
 
 T1 = make_problem({"Q1": (2, ["a"]), "Q2": (10, ["b"])}, {"a": 1.0, "b": 10.0})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ft_core.checkpoint_profiles import MIN_INTERVALS, parse_profiles, summarise
+from ft_core.checkpoint.profiles import MIN_INTERVALS, parse_profiles, summarise
 from ft_core.errors import InputError
 
 

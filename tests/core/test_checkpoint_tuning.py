@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import yaml
 
-from ft_core.checkpoint_profiles import load_profiles, parse_profiles, summarise
-from ft_core.checkpoint_tuning import (
+from ft_core.checkpoint.profiles import load_profiles, parse_profiles, summarise
+from ft_core.checkpoint.tuning import (
     best_interval,
     feasible_ranges,
     fit_quadratic,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ft_core.duplicate_filter import (
+from ft_core.transparency.duplicate_filter import (
     DuplicateFilter,
     Item,
     Punctuation,

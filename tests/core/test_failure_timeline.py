@@ -1,4 +1,4 @@
-"""The failure timeline simulator (ft_core.failure_timeline) and ``ftops simulate``."""
+"""The failure timeline simulator (ft_core.simulation.failure_timeline) and ``ftops simulate``."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from ft_core.failure_timeline import Arrival, TimelineParams, simulate
-from ft_core.fidelity import output_fidelity
-from ft_core.recovery_problem import load_problem
+from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
+from ft_core.replication.fidelity import output_fidelity
+from ft_core.recovery.problem import load_problem
 from ft_core.samples import SAMPLES_DIR, load_sample
-from ft_core.staged_recovery import plan_stages
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
+from ft_core.recovery.staged import plan_stages
+from ft_core.topology.task_graph import build_task_graph
+from ft_core.topology.document import parse_topology
 
 
 def _graph(doc: dict):

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from ft_core.redundancy_controller import load_trace, run_trace
+from ft_core.redundancy.controller import load_trace, run_trace
 
 
 def _one_line_error(res, prefix="ftops: error:"):

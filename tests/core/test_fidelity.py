@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ft_core.fidelity import (
+from ft_core.replication.fidelity import (
     fidelity_report,
     information_loss,
     internal_completeness,
     output_fidelity,
     replicated_fidelity,
 )
-from ft_core.random_topology import RandomTopologySpec, random_topology
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.samples import load_sample
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
+from ft_core.topology.task_graph import build_task_graph
+from ft_core.topology.document import parse_topology
 
 
 def test_fig2_join_loses_two_fifths():

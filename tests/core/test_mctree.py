@@ -8,12 +8,12 @@ import random
 import pytest
 
 from ft_core.errors import InputError
-from ft_core.fidelity import replicated_fidelity
-from ft_core.mctree import count_mc_trees, iter_mc_trees, weighted_tree_sets
-from ft_core.random_topology import RandomTopologySpec, random_topology
+from ft_core.replication.fidelity import replicated_fidelity
+from ft_core.replication.mctree import count_mc_trees, iter_mc_trees, weighted_tree_sets
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.samples import load_sample, sample_path
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
+from ft_core.topology.task_graph import build_task_graph
+from ft_core.topology.document import parse_topology
 
 
 def test_fig1_counts_from_the_paper():

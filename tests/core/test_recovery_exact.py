@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ft_core.best_density import best_density
-from ft_core.recovery_exact import FALLBACK_WORK_LIMIT, exact_recovery
-from ft_core.recovery_instances import InstanceSpec, random_instance
-from ft_core.recovery_problem import RecoveryProblem, make_problem
+from ft_core.recovery.best_density import best_density
+from ft_core.recovery.exact import FALLBACK_WORK_LIMIT, exact_recovery
+from ft_core.recovery.instances import InstanceSpec, random_instance
+from ft_core.recovery.problem import RecoveryProblem, make_problem
 
 T2 = make_problem({"Q1": (1, ["p0", "p1"]), "Q2": (1, ["p0", "p2"]), "Q3": (1, ["p0", "p3"]), "Q4": (1, ["p4"])},
                   {"p0": 4, "p1": 1, "p2": 1, "p3": 1, "p4": 3})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ft_core.recovery_instances import InstanceSpec, random_instance
+from ft_core.recovery.instances import InstanceSpec, random_instance
 
 
 def test_instances_are_reproducible_and_sized():

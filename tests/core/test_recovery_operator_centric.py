@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ft_core.operator_centric import operator_centric
-from ft_core.recovery_problem import load_problem, make_problem
+from ft_core.recovery.operator_centric import operator_centric
+from ft_core.recovery.problem import load_problem, make_problem
 from ft_core.samples import SAMPLES_DIR
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ft_core.errors import InputError
-from ft_core.recovery_problem import index_problem, load_problem, natural_key, parse_problem
+from ft_core.recovery.problem import index_problem, load_problem, natural_key, parse_problem
 
 EXPLICIT = {"queries": {"Q1": {"priority": 2, "partitions": ["p1", "p2"]}, "Q2": {"partitions": ["p2"]}},
             "cost": {"p1": 1.0, "p2": 3.0}}

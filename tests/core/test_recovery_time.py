@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ft_core.errors import InputError
-from ft_core.recovery_time import (
+from ft_core.checkpoint.recovery_time import (
     VARIANTS,
     daly_interval,
     geometric_sum,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ft_core.errors import InputError
-from ft_core.redundancy import (
+from ft_core.redundancy.allocation import (
     load_redundancy_model,
     model_based_allocation,
     parse_redundancy_model,
@@ -18,7 +18,7 @@ from ft_core.redundancy import (
     replication_fraction,
     speculation_settings,
 )
-from ft_core.redundancy_controller import (
+from ft_core.redundancy.controller import (
     ControllerParams,
     ControllerState,
     RedundancyController,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from spark_jobs.redundancy_runtime import percentile, period_batches
+from spark_jobs.redundancy.runtime import percentile, period_batches
 
 
 def _metrics(path, runs: list[tuple[str, list[int]]]) -> None:
@@ -29,7 +29,7 @@ def test_percentile_is_an_observed_value_by_nearest_rank():
 
 
 def test_redundancy_level_maps_to_speculation_confs_and_bad_input_exits_2_before_submitting(tmp_path):
-    from spark_jobs.workload_cli import run_args, submit_command
+    from spark_jobs.runtime.launch import run_args, submit_command
 
     base = ["topk", "--role", "primary", "--input", tmp_path / "in", "--output", tmp_path / "out", "--checkpoint", tmp_path / "ck"]
     cmd = submit_command(run_args([*base, "--redundancy-level", "0.5"]))
@@ -47,8 +47,8 @@ def test_redundancy_level_maps_to_speculation_confs_and_bad_input_exits_2_before
 
 
 def test_a_live_run_starts_with_speculation_on_follows_its_level_file_and_needs_a_level(tmp_path):
-    from spark_jobs.live_redundancy import level_of_batch, read_level, write_level
-    from spark_jobs.workload_cli import run_args, submit_command
+    from spark_jobs.redundancy.live import level_of_batch, read_level, write_level
+    from spark_jobs.runtime.launch import run_args, submit_command
 
     base = ["topk", "--role", "primary", "--input", tmp_path / "in", "--output", tmp_path / "out", "--checkpoint", tmp_path / "ck"]
     cmd = submit_command(run_args([*base, "--redundancy-level", "0", "--live-redundancy"]))
@@ -71,7 +71,7 @@ def _workload(*args):
     import subprocess
     import sys
 
-    return subprocess.run([sys.executable, "-m", "spark_jobs.workload_cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "spark_jobs.cli.workload", *map(str, args)],
                           capture_output=True, text=True, timeout=120)
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ft_core.errors import InfeasibleError, InputError
-from ft_core.replica_placement import load_placement_problem, parse_placement_problem, place_replicas
+from ft_core.transparency.placement import load_placement_problem, parse_placement_problem, place_replicas
 from tests.conftest import SAMPLES
 
 SAMPLE = SAMPLES / "placement-nodes.yaml"

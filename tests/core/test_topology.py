@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from ft_core.errors import InputError
-from ft_core.task_graph import build_task_graph
-from ft_core.topology import parse_topology
+from ft_core.topology.task_graph import build_task_graph
+from ft_core.topology.document import parse_topology
 
 BASE = {
     "name": "t",
@@ -103,7 +103,7 @@ def test_yaml_and_json_files_load_the_same(tmp_path):
 
     import yaml
 
-    from ft_core.topology import load_topology
+    from ft_core.topology.document import load_topology
 
     (tmp_path / "t.json").write_text(json.dumps(BASE))
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(BASE))

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ft_core.errors import InputError
-from spark_jobs.cluster import ClusterConfig, ClusterState, cluster_down, cluster_status, cluster_up
+from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_down, cluster_status, cluster_up
 
 # Ports away from the defaults, so a developer's own cluster does not collide with the tests.
 PORTS = dict(primary_port=17077, primary_ui=18090, standby_port=17078, standby_ui=18091,

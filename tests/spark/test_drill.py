@@ -10,7 +10,7 @@ import json
 import socket
 from pathlib import Path
 
-from spark_jobs.drill import DrillConfig, run_drill
+from spark_jobs.drills.local import DrillConfig, run_drill
 from spark_jobs.workloads.spec import make_spec
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.

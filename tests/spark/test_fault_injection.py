@@ -1,6 +1,6 @@
 """The fault injector and speculation as redundancy on real Spark (issue 7, thesis 002): a streaming
 job on a standalone cluster of two one-core workers on two loopback addresses (Spark never runs a
-speculative copy on the host of the original, see spark_jobs.worker_hosts), one executor paused by
+speculative copy on the host of the original, see spark_jobs.cluster.worker_hosts), one executor paused by
 the injector at fixed times.
 Without redundancy the pauses show in the durations of the micro-batches they overlap and no task
 is ever copied; with ``--redundancy-level 1`` Spark runs with the level's speculation settings and
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.fault_profile import parse_fault_profile
-from ft_core.redundancy import speculation_settings
-from spark_jobs.event_log import event_log_conf, log_files, speculative_attempts
+from ft_core.redundancy.fault_profile import parse_fault_profile
+from ft_core.redundancy.allocation import speculation_settings
+from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.fault_injection import app_of_run, find_executors, inject
-from spark_jobs.live_redundancy import applied_levels, write_level
-from spark_jobs.workload_cli import launch_run, run_args, stop_run
+from spark_jobs.redundancy.live import applied_levels, write_level
+from spark_jobs.runtime.launch import launch_run, run_args, stop_run
 from spark_jobs.workloads import generator
 from spark_jobs.workloads.metrics import read_metrics
 from spark_jobs.workloads.spec import make_spec
@@ -46,7 +46,7 @@ def _profile():
 
 def _cluster(tmp: Path, base: int):
     """A primary master with one worker on 127.0.0.1 and one on 127.0.0.2 (ports from ``base``)."""
-    from spark_jobs.cluster import ClusterConfig, add_worker, cluster_up
+    from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_up
 
     state = cluster_up(ClusterConfig(state_dir=tmp / "spark", primary_domains=(("rack-a", 1),), standby_workers=0,
                                      primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90,
@@ -56,7 +56,7 @@ def _cluster(tmp: Path, base: int):
 
 
 def _run_with_pauses(tmp: Path, extra: list[str], base: int) -> tuple[Path, object, list[dict]]:
-    from spark_jobs.cluster import cluster_down
+    from spark_jobs.cluster.standalone import cluster_down
 
     spec = make_spec("topk", PARAMS)
     generator.write_seconds(spec, tmp / "in", 90)
@@ -152,10 +152,10 @@ def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_t
 
 
 def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_restart(tmp_path):
-    """Live redundancy (spark_jobs.live_redundancy): started at level 0 (speculation on, quantile 1), a
+    """Live redundancy (spark_jobs.redundancy.live): started at level 0 (speculation on, quantile 1), a
     pause stalls its batches and nothing is copied; level 1 written to the level file is applied by the
     running driver, and the next pause's tasks are copied, in the same application."""
-    from spark_jobs.cluster import cluster_down
+    from spark_jobs.cluster.standalone import cluster_down
 
     generator.write_seconds(make_spec("topk", PARAMS), tmp_path / "in", 120)
     out, one_pause = tmp_path / "out", parse_fault_profile({"name": "pause", "operators": {"executor": {

@@ -12,24 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.checkpoint_profiles import load_profiles
+from ft_core.checkpoint.profiles import load_profiles
 from ft_core.errors import InputError
-from spark_jobs.profiling import (
-    BatchSample,
-    CheckpointVector,
-    FeedMark,
-    InputTimeline,
-    ProfileConfig,
-    ProfileRaw,
-    check_intervals,
-    kill_margin_s,
-    kill_time,
-    lineage_check,
-    pinned_settings,
-    recovered_batch,
-    run_profiling,
-    window_latencies_ms,
-)
+from spark_jobs.profiling import CheckpointVector, ProfileConfig, check_intervals, lineage_check, pinned_settings, run_profiling
+from spark_jobs.profiling.measures import InputTimeline, kill_margin_s, kill_time, recovered_batch, window_latencies_ms
+from spark_jobs.profiling.reports import BatchSample, FeedMark, ProfileRaw
 from spark_jobs.workloads import generator, topk
 from spark_jobs.workloads.sink import closed_rows, compare_output
 from spark_jobs.workloads.spec import make_spec

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.fidelity import replicated_fidelity
-from ft_core.task_graph import build_task_graph
+from ft_core.replication.fidelity import replicated_fidelity
+from ft_core.topology.task_graph import build_task_graph
 from spark_jobs.serving_view import make_view, read_view, strip_served_fields
 from spark_jobs.workloads import generator, topk
 from spark_jobs.workloads.sink import closed_rows, read_output
@@ -26,7 +26,7 @@ PLAN = ["O1[0]", "O2[0]", "O3[0]"]  # one MC-tree of the 4 tasks
 
 
 def _run(spark, role: str, tmp: Path, **kw) -> None:
-    from spark_jobs.run_workload import JobConfig, run
+    from spark_jobs.runtime.run_workload import JobConfig, run
 
     run(JobConfig("topk", role, tmp / "in", tmp / role, checkpoint=tmp / f"{role}-ckpt", params=PARAMS,
                   available_now=True, max_files_per_trigger=4, **kw), spark=spark)
@@ -79,7 +79,7 @@ def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_wind
     assert not list((tmp_path / "view").rglob(".*.tmp"))
 
     # the command consumers run gives the same view, once
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.faults_cli", "serve", "--primary", tmp_path / "primary",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "primary",
                           "--replica", tmp_path / "replica", "--out", tmp_path / "view2", "--once"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -87,10 +87,10 @@ def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_wind
 
 
 def test_serve_refuses_bad_input_with_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.faults_cli", "serve", "--primary", tmp_path / "missing",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "missing",
                           "--out", tmp_path / "view", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "--primary" in res.stderr
     (tmp_path / "p").mkdir()
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.faults_cli", "serve", "--primary", tmp_path / "p",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "p",
                           "--out", tmp_path / "view", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2 and "--workload" in res.stderr and not (tmp_path / "view").exists()

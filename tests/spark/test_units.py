@@ -53,8 +53,8 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     spec = load(root).spec
     problem = problem_document(spec, failure.units, declared_cost(spec, 0.8))
     schedule_file = tmp_path / "stages.json"
-    from ft_core.recovery_problem import parse_problem
-    from ft_core.staged_recovery import plan_stages
+    from ft_core.recovery.problem import parse_problem
+    from ft_core.recovery.staged import plan_stages
 
     schedule_file.write_text(plan_stages(parse_problem(problem), 0.0, [1.0, 1.0]).model_dump_json())
     schedule = load_schedule(schedule_file, root)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.topology import parse_topology
+from ft_core.topology.document import parse_topology
 from spark_jobs.workloads import generator
 from spark_jobs.workloads.metrics import observed_groups, read_metrics, total_counts
 from spark_jobs.workloads.sink import closed_rows, read_output
@@ -26,12 +26,12 @@ INCIDENT_PARAMS = ["window_s=10", "watermark_s=1", "rate=100"]
 def _workload_cli(*args: str) -> subprocess.CompletedProcess:
     """``ftops workload ...``: through the ftops entry point once registered, else the module."""
     registered = any(e.name == "workload" for e in entry_points(group="ftops.commands"))
-    cmd = [sys.executable, "-m", "ft_core.cli.main", "workload"] if registered else [sys.executable, "-m", "spark_jobs.workload_cli"]
+    cmd = [sys.executable, "-m", "ft_core.cli.main", "workload"] if registered else [sys.executable, "-m", "spark_jobs.cli.workload"]
     return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
 def _run(spark, workload, role, inp, out, params, **kw):
-    from spark_jobs.run_workload import JobConfig, run
+    from spark_jobs.runtime.run_workload import JobConfig, run
 
     return run(JobConfig(workload, role, inp, out, params=params, **kw), spark=spark)
 
@@ -200,7 +200,7 @@ def test_incidents_stream_equals_reference_and_replica_keeps_one_mc_tree(spark, 
 def test_bad_plan_exits_2_before_spark_starts(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"tasks": ["O1[0]", "O9[0]"]}))
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.run_workload", "--workload", "topk", "--role", "replica",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.runtime.run_workload", "--workload", "topk", "--role", "replica",
                           "--input", tmp_path / "in", "--output", tmp_path / "out", "--checkpoint", tmp_path / "ck",
                           "--plan", plan], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2

@@ -76,8 +76,8 @@ class RecommendIntervalOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from ft_core.checkpoint_profiles import parse_profiles
-        from ft_core.checkpoint_tuning import plan_checkpoint
+        from ft_core.checkpoint.profiles import parse_profiles
+        from ft_core.checkpoint.tuning import plan_checkpoint
         from ft_core.input_hash import input_hash
 
         results = [r for r in context["ti"].xcom_pull(task_ids=self.profile_task_id) or [] if r]
@@ -118,7 +118,7 @@ class ApplyIntervalOperator(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any]:
         from ft_core.store.history import JobSpec
         from ftops_provider.operators.profiling import job_and_deployment
-        from spark_jobs.job_streams import primary_app_name, primary_run_argv
+        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
         rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()

@@ -1,6 +1,6 @@
-"""The steps of a chaos drill on a registered, running job (the logic is in ``spark_jobs.live_drill``).
+"""The steps of a chaos drill on a registered, running job (the logic is in ``spark_jobs.drills.live``).
 
-Each operator does one step and passes a :class:`~spark_jobs.live_drill.DrillContext` on through XCom; the
+Each operator does one step and passes a :class:`~spark_jobs.drills.live.DrillContext` on through XCom; the
 waits between the steps are deferred sensors (``ftops_provider.sensors.waits``). The drill is recorded in
 the history store when it starts and when it ends; :class:`VerifyDrillOperator` fails the run, visibly,
 when output was lost or duplicated or the primary missed the job's recovery-time bound.
@@ -40,8 +40,8 @@ class DrillPreflightOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.job_streams import primary_app_name, primary_run_argv
-        from spark_jobs.live_drill import preflight
+        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
+        from spark_jobs.drills.live import preflight
 
         kill = self.kill_driver if isinstance(self.kill_driver, bool) else str(self.kill_driver).lower() == "true"
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
@@ -93,8 +93,8 @@ class InjectFailureOperator(BaseOperator):
         self.preflight_task_id = preflight_task_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.job_streams import JobDeployment
-        from spark_jobs.live_drill import DrillContext, inject
+        from spark_jobs.runtime.job_streams import JobDeployment
+        from spark_jobs.drills.live import DrillContext, inject
 
         pre = context["ti"].xcom_pull(task_ids=self.preflight_task_id)
         dep = JobDeployment.model_validate(pre["deployment"])
@@ -115,8 +115,8 @@ class AddCapacityOperator(BaseOperator):
         self.domain = domain
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.job_streams import JobDeployment
-        from spark_jobs.live_drill import DrillContext, add_replacement
+        from spark_jobs.runtime.job_streams import JobDeployment
+        from spark_jobs.drills.live import DrillContext, add_replacement
 
         doc = context["ti"].xcom_pull(task_ids=self.inject_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])
@@ -145,7 +145,7 @@ class InjectFaultsOperator(BaseOperator):
 
         from airflow.sdk.exceptions import AirflowSkipException
 
-        from ft_core.fault_profile import load_fault_profile
+        from ft_core.redundancy.fault_profile import load_fault_profile
         from spark_jobs.fault_injection import inject
 
         if not self.profile:
@@ -174,8 +174,8 @@ class VerifyDrillOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.job_streams import JobDeployment
-        from spark_jobs.live_drill import DrillContext, measure, verdict
+        from spark_jobs.runtime.job_streams import JobDeployment
+        from spark_jobs.drills.live import DrillContext, measure, verdict
 
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])

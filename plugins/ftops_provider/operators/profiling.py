@@ -1,10 +1,10 @@
 """Profiling running jobs and planning what-if recoveries, into the history store.
 
 - :class:`ProfileJobOperator`: task rates of a running job from its primary's per-micro-batch metrics
-  (``spark_jobs.job_streams.measured_topology``), stored as a ``rates`` profile and a topology version,
+  (``spark_jobs.runtime.job_streams.measured_topology``), stored as a ``rates`` profile and a topology version,
   which :class:`~ftops_provider.operators.planning.PlanReplicationOperator` then plans from.
 - :class:`WhatIfRecoveryOperator`: for each failure domain of the job's primary pool, the failure timeline
-  (``ft_core.failure_timeline``) if that domain failed now under the current replication plan: tentative
+  (``ft_core.simulation.failure_timeline``) if that domain failed now under the current replication plan: tentative
   output fidelity, the staged restart as replacement nodes arrive, per-query recovery times; stored as a
   ``recovery`` plan per domain (objective: the priority-weighted recovery time in seconds).
 """
@@ -21,7 +21,7 @@ from ftops_provider.hooks.history import HistoryStoreHook
 def job_and_deployment(store, job_name: str, required: bool = True):
     """The registered job's row and its deployment document (validated; None when the job has none and
     ``required`` is off: a job registered with a topology only, whose streams ftops does not manage)."""
-    from spark_jobs.job_streams import parse_deployment
+    from spark_jobs.runtime.job_streams import parse_deployment
 
     job = store.job(job_name)
     if not job.get("deployment") and not required:
@@ -41,7 +41,7 @@ class ProfileJobOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.job_streams import measured_topology
+        from spark_jobs.runtime.job_streams import measured_topology
 
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
@@ -93,17 +93,17 @@ class WhatIfRecoveryOperator(BaseOperator):
     def _domains(self, dep) -> list[str]:
         from pathlib import Path
 
-        from spark_jobs.cluster import ClusterState
+        from spark_jobs.cluster.standalone import ClusterState
 
         state = ClusterState.load(Path(dep.cluster_state).resolve()) if dep and dep.cluster_state else None
         found = sorted({w.domain for w in state.workers("primary") if w.domain}) if state else []
         return found or ["rack-a", "rack-b"]
 
     def _plan(self, store, run_id: str) -> dict[str, Any]:
-        from ft_core.failure_timeline import Arrival, TimelineParams, simulate
+        from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
         from ft_core.input_hash import input_hash
-        from ft_core.task_graph import build_task_graph
-        from ft_core.topology import parse_topology
+        from ft_core.topology.task_graph import build_task_graph
+        from ft_core.topology.document import parse_topology
 
         _, dep = job_and_deployment(store, self.job_name, required=False)
         doc = store.latest_topology(self.job_name)

@@ -3,7 +3,7 @@
 - :class:`DetectFailureOperator`: the units that are down: the deployment's last recorded failure if it is
   not recovered yet, else the applications whose drivers died (recorded now as a failure);
 - :class:`PlanStagesOperator`: the recovery problem of that failure (measured or declared unit costs), the
-  staged schedule (``ft_core.staged_recovery``) for the expected replacement nodes, written next to the
+  staged schedule (``ft_core.recovery.staged``) for the expected replacement nodes, written next to the
   deployment and stored as a ``recovery`` plan with a recovery run and its stages;
 - :class:`StageCapacitySensor`: a deferred wait for a stage's capacity (new workers, free cores) on the
   Spark master; skipped for a stage that starts nothing;

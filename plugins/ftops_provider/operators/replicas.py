@@ -3,7 +3,7 @@
 The dynamic plan adaptation paper 000 left as future work: a replica keeps running its plan until a new
 replication plan beats it by more than a threshold of output fidelity (or no replica runs yet and the plan
 replicates something). The new replica is a new query (other key groups), so it gets its own checkpoint
-lineage and output folder (``spark_jobs.job_streams``); the old one is stopped only after the new one runs.
+lineage and output folder (``spark_jobs.runtime.job_streams``); the old one is stopped only after the new one runs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def replica_changes(names: list[str], threshold: float, conn_id: str = "ftops_db
 
 
 def _change(store, name: str, threshold: float) -> dict | None:
-    from spark_jobs.job_streams import parse_deployment, replica_app_name, replica_run_argv
+    from spark_jobs.runtime.job_streams import parse_deployment, replica_app_name, replica_run_argv
 
     job = store.job(name)
     if not job.get("deployment"):
@@ -64,9 +64,9 @@ def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) 
     Stored objectives were computed on the rates of their own day: comparing them would resubmit an
     identical replica whenever the measured rates drift. With no applied plan the gain is the plan's OF.
     """
-    from ft_core.replication_plan import fidelity_under
-    from ft_core.task_graph import build_task_graph
-    from ft_core.topology import parse_topology
+    from ft_core.replication.plan import fidelity_under
+    from ft_core.topology.task_graph import build_task_graph
+    from ft_core.topology.document import parse_topology
 
     graph = build_task_graph(parse_topology(store.latest_topology(name)))
     applied = store.plan(applied_plan_id)["payload"].get("tasks", []) if applied_plan_id is not None else []
@@ -75,13 +75,13 @@ def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) 
 
 def _primary_running(dep, name: str) -> bool:
     """A replica only makes sense beside a running primary (it would hold standby cores for nothing)."""
-    from spark_jobs.job_streams import primary_app_name
+    from spark_jobs.runtime.job_streams import primary_app_name
 
     return _app_running(dep.primary_ui, primary_app_name(name))
 
 
 def _app_running(master_ui: str, app_name: str) -> bool:
-    from spark_jobs.live_drill import master_apps
+    from spark_jobs.drills.live import master_apps
 
     return any(a["name"] == app_name and a.get("state") == "RUNNING" for a in master_apps(master_ui))
 
@@ -89,7 +89,7 @@ def _app_running(master_ui: str, app_name: str) -> bool:
 def record_applied(changes: list[dict], conn_id: str = "ftops_db") -> list[dict]:
     """Record each new replica as the job's applied plan (and the replaced one as stopped)."""
     from ftops_provider.hooks.history import HistoryStoreHook
-    from spark_jobs.detached_submit import active_apps
+    from spark_jobs.runtime.detached_submit import active_apps
 
     store = HistoryStoreHook(conn_id).store()
     out = []

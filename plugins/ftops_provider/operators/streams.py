@@ -1,7 +1,7 @@
 """(Re)submitting and stopping long-running streaming applications from Airflow.
 
 :class:`StreamSubmitOperator` is a ``SparkSubmitOperator`` whose application is ftops's launcher
-(``spark_jobs/detached_submit.py``): spark-submit runs the launcher, which starts the real streaming driver
+(``spark_jobs/runtime/detached_submit.py``): spark-submit runs the launcher, which starts the real streaming driver
 in a session of its own and returns once the master lists it RUNNING. Why not submit the stream directly:
 
 - PySpark applications on a standalone master run in client mode only, so the driver would live inside the
@@ -20,6 +20,7 @@ the new one runs (the DAG orders the tasks that way).
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
 
-LAUNCHER = str(Path(__file__).resolve().parents[3] / "spark_jobs" / "detached_submit.py")
+# The launcher is a file spark-submit runs; found where the package is (a checkout or site-packages).
+LAUNCHER = importlib.util.find_spec("spark_jobs.runtime.detached_submit").origin
 
 
 def _launcher_defaults(kwargs: dict) -> None:
@@ -43,7 +45,7 @@ class StreamSubmitOperator(SparkSubmitOperator):
     """Submit a streaming workload run detached (see the module docstring); returns the application.
 
     :param app_name: the unique application name (idempotency key).
-    :param run_args: the ``ftops workload run`` arguments (``spark_jobs.job_streams`` builds them).
+    :param run_args: the ``ftops workload run`` arguments (``spark_jobs.runtime.job_streams`` builds them).
     :param master_ui: the master's web UI URL, polled until the application runs.
     """
 
@@ -58,7 +60,7 @@ class StreamSubmitOperator(SparkSubmitOperator):
         self.master_ui = master_ui
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.detached_submit import active_apps
+        from spark_jobs.runtime.detached_submit import active_apps
 
         running = active_apps(self.master_ui, self.app_name)
         if running:
@@ -104,7 +106,7 @@ class StopStreamOperator(BaseOperator):
         self.timeout_s = timeout_s
 
     def execute(self, context: Any) -> bool:
-        from spark_jobs.workload_cli import stop_run
+        from spark_jobs.runtime.launch import stop_run
 
         if not self.output_dir or not (Path(self.output_dir) / "_submit.json").exists():
             self.log.info("nothing to stop at %r", self.output_dir)

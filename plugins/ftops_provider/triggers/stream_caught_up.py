@@ -51,7 +51,7 @@ class StreamCaughtUpTrigger(BaseTrigger):
     def _watermark_reached(self) -> bool:
         if self.watermark_ms is None or not self.output_dir:
             return True
-        from spark_jobs.drill import first_batch_reaching
+        from spark_jobs.drills.progress import first_batch_reaching
 
         return first_batch_reaching(Path(self.output_dir), self.watermark_ms, self.after_ts or self.started_at) is not None
 

@@ -1,0 +1,23 @@
+"""Partial active replication (PPA): which tasks get an active replica under a budget (paper 000).
+
+Su & Zhou, "Passive and Partially Active Fault Tolerance for Massively Parallel Stream Processing
+Engines" (paper 000 in ``../shared/papers``). Output fidelity (OF, Eq. 1-4) measures how faithful
+the *tentative* outputs of a job stay while a set of tasks is down; a replication plan picks R tasks
+whose replicas keep OF highest under a worst-case correlated failure.
+
+- :mod:`~ft_core.replication.fidelity`: information loss, OF and internal completeness (Sec. III).
+- :mod:`~ft_core.replication.mctree`: minimal complete trees (MC-trees), counted without enumeration.
+- :mod:`~ft_core.replication.greedy`, :mod:`~ft_core.replication.structure_aware`,
+  :mod:`~ft_core.replication.exact`: the planners (Alg. 2, Alg. 3-5, a MILP proven optimum), with
+  :mod:`~ft_core.replication.sub_topology`, :mod:`~ft_core.replication.units` and
+  :mod:`~ft_core.replication.incremental_fidelity` as the structure-aware planner's pieces.
+- :mod:`~ft_core.replication.plan`: the typed plan every planner returns;
+  :mod:`~ft_core.replication.planners`: the planner chosen by name.
+"""
+
+from ft_core.replication.fidelity import fidelity_report, information_loss, output_fidelity, replicated_fidelity
+from ft_core.replication.mctree import count_mc_trees
+from ft_core.replication.plan import ReplicationPlan
+from ft_core.replication.planners import ALGORITHMS, plan_replication
+
+__all__ = ["fidelity_report", "information_loss", "output_fidelity", "replicated_fidelity", "count_mc_trees", "ReplicationPlan", "ALGORITHMS", "plan_replication"]

@@ -1,0 +1,77 @@
+"""The typed result of every replication planner (paper 000's PPA plan).
+
+A plan names the tasks that get an active replica (``len(tasks) <= budget``); all tasks are
+checkpointed. ``output_fidelity`` is the OF with every task outside ``tasks`` failed (the worst-case
+correlated failure of Section III-B). ``optimal`` is true only when the planner proved it;
+``upper_bound`` (exact planner) is a proven bound on the best achievable OF, so
+``upper_bound - output_fidelity`` is the proven gap.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ft_core.replication.fidelity import replicated_fidelity
+from ft_core.input_hash import input_hash
+from ft_core.topology.task_graph import TaskGraph
+
+ReplicationAlgorithm = Literal["exact", "structure-aware", "greedy"]
+
+
+class ReplicationPlan(BaseModel):
+    algorithm: ReplicationAlgorithm
+    budget: int = Field(ge=0)
+    tasks: list[str]
+    output_fidelity: float
+    optimal: bool
+    elapsed_s: float
+    upper_bound: float | None = None
+    topology: str
+    input_hash: str
+
+    @property
+    def gap(self) -> float | None:
+        return None if self.upper_bound is None else max(0.0, self.upper_bound - self.output_fidelity)
+
+
+def make_plan(
+    graph: TaskGraph,
+    algorithm: ReplicationAlgorithm,
+    budget: int,
+    chosen: set[int],
+    elapsed_s: float,
+    *,
+    optimal: bool = False,
+    upper_bound: float | None = None,
+) -> ReplicationPlan:
+    """Build the plan from chosen task indices; OF is recomputed from Eq. 1-4, never trusted."""
+    ordered = sorted(chosen)
+    return ReplicationPlan(
+        algorithm=algorithm,
+        budget=budget,
+        tasks=[graph.task_ids[i] for i in ordered],
+        output_fidelity=replicated_fidelity(graph, ordered),
+        optimal=optimal,
+        elapsed_s=elapsed_s,
+        upper_bound=upper_bound,
+        topology=graph.topology.name,
+        input_hash=input_hash(graph.topology, {"algorithm": algorithm, "budget": budget}),
+    )
+
+
+def fidelity_under(graph: TaskGraph, tasks: list[str]) -> float:
+    """The OF a plan's replicated ``tasks`` keep on ``graph`` (rates measured later, say).
+
+    Comparing a new plan with the applied one only means something on the same rates: a plan's stored
+    objective was computed on the profile of its day. Task ids that are no longer in the graph (the
+    topology changed) replicate nothing. O(n + m) like ``replicated_fidelity``.
+
+    >>> from ft_core.samples import load_sample
+    >>> g = load_sample("fig2-join")
+    >>> fidelity_under(g, []), fidelity_under(g, g.task_ids), fidelity_under(g, ["gone[0]"])
+    (0.0, 1.0, 0.0)
+    """
+    return replicated_fidelity(graph, {graph.index[t] for t in tasks if t in graph.index})
+

@@ -1,0 +1,140 @@
+"""Drills in the history store: opened per DAG run, closed with their measured report and windows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ft_core.errors import InputError
+from ft_core.store.base import StoreBase
+from ft_core.store.records import DRILL_KEYS, JOB_LOCK_BASE, DrillMeasurement, DrillOutcome, jsonb, rows, validated
+
+
+class DrillRecords(StoreBase):
+    """Drills: predicted output fidelity against measured tentative accuracy, per failure window."""
+
+    def start_drill(self, job: str, plan_id: int | None, params: dict[str, Any], dag_run_id: str | None = None) -> int:
+        """Open a drill of the job against a replication plan; returns its id.
+
+        The predicted output fidelity is the plan's objective, recorded now, so a drill that fails
+        before it is measured still shows what it was expected to keep. A DAG run has one drill per
+        job: starting it again returns the same id, reopened if it had finished (the run is drilling
+        again, and its earlier measurement no longer describes the job).
+        """
+        with self.conn, self.conn.cursor() as cur:
+            job_id = self._locked_job(cur, job)
+            predicted = self._check_plan_of(cur, plan_id, job_id, job) if plan_id is not None else None
+            existing = self._drill_of_run(cur, job_id, dag_run_id)
+            if existing is not None:
+                drill_id, status = existing
+                if status != "running":
+                    self._reopen_drill(cur, drill_id, plan_id, params, predicted)
+                    self._event(cur, job_id, "drill_restarted", {"drill_id": drill_id, "dag_run_id": dag_run_id})
+                return drill_id
+            cur.execute(
+                """INSERT INTO ftops_drill (job_id, plan_id, params, status, predicted_output_fidelity, dag_run_id)
+                   VALUES (%s, %s, %s, 'running', %s, %s) RETURNING drill_id""",
+                (job_id, plan_id, jsonb(params), predicted, dag_run_id),
+            )
+            drill_id = cur.fetchone()[0]
+            self._event(cur, job_id, "drill_started", {"drill_id": drill_id, "plan_id": plan_id, "params": params})
+            return drill_id
+
+    def finish_drill(self, drill_id: int, report: dict[str, Any], status: DrillOutcome) -> None:
+        """Close a drill with its report: the measured columns and one ``ftops_drill_window`` row per
+        failure window (its start and tentative accuracy).
+
+        The report is merged into the stored one and a field the report lacks keeps its stored value,
+        so closing a measured drill again as failed with only ``{"error": ...}`` adds the reason without
+        erasing the measurement; a report with windows replaces the drill's windows.
+        """
+        if status not in ("passed", "failed"):
+            raise InputError(f"drill status {status!r}: expected 'passed' or 'failed'")
+        measured = validated(DrillMeasurement, "drill report", report)
+        with self.conn, self.conn.cursor() as cur:
+            job_id = self._lock_drill(cur, drill_id)
+            cur.execute(
+                """UPDATE ftops_drill SET status = %s, finished_at = now(),
+                       predicted_output_fidelity = coalesce(%s, predicted_output_fidelity),
+                       tentative_accuracy = coalesce(%s, tentative_accuracy),
+                       time_to_first_tentative_s = coalesce(%s, time_to_first_tentative_s),
+                       time_to_caught_up_s = coalesce(%s, time_to_caught_up_s),
+                       lost_windows = coalesce(%s, lost_windows), duplicated_windows = coalesce(%s, duplicated_windows),
+                       output_equals_reference = coalesce(%s, output_equals_reference),
+                       report = coalesce(report, '{}'::jsonb) || %s::jsonb
+                   WHERE drill_id = %s""",
+                (status, measured.predicted_output_fidelity, measured.tentative_accuracy,
+                 measured.time_to_first_tentative_s, measured.time_to_caught_up_s, measured.lost_windows,
+                 measured.duplicated_windows, measured.output_equals_reference, jsonb(report), drill_id),
+            )
+            if measured.failure_window_starts_ms:
+                cur.execute("DELETE FROM ftops_drill_window WHERE drill_id = %s", (drill_id,))
+                cur.executemany("INSERT INTO ftops_drill_window (drill_id, window_start, accuracy) VALUES (%s, %s, %s)",
+                                [(drill_id, start, acc) for start, acc in measured.windows()])
+            self._event(cur, job_id, "drill_finished", {"drill_id": drill_id, "status": status,
+                                                        "tentative_accuracy": measured.tentative_accuracy})
+
+    def drill_status(self, drill_id: int) -> str:
+        """``running``, ``passed`` or ``failed`` (InputError when there is no such drill)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT status FROM ftops_drill WHERE drill_id = %s", (drill_id,))
+            row = cur.fetchone()
+        if row is None:
+            raise InputError(f"drill {drill_id} does not exist")
+        return row[0]
+
+    def drills(self, job: str, limit: int = 100) -> list[dict[str, Any]]:
+        """The job's newest ``limit`` drills, oldest first, each with its failure ``windows``
+        (``window_start``, ``accuracy``) and the ``error`` its report gives, if any."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                f"""SELECT * FROM (
+                        SELECT {', '.join('d.' + k for k in DRILL_KEYS if k != 'error')}, d.report->>'error' AS error
+                        FROM ftops_drill d JOIN ftops_job j USING (job_id) WHERE j.name = %s
+                        ORDER BY d.started_at DESC, d.drill_id DESC LIMIT %s) newest
+                    ORDER BY started_at, drill_id""",
+                (job, limit),
+            )
+            keys = tuple(k for k in DRILL_KEYS if k != "error") + ("error",)
+            drills = rows(cur, keys)
+            windows = self._drill_windows(cur, [d["drill_id"] for d in drills])
+        for d in drills:
+            d["windows"] = windows.get(d["drill_id"], [])
+        return drills
+
+    @staticmethod
+    def _drill_of_run(cur, job_id: int, dag_run_id: str | None) -> tuple[int, str] | None:
+        if dag_run_id is None:
+            return None
+        cur.execute("SELECT drill_id, status FROM ftops_drill WHERE job_id = %s AND dag_run_id = %s", (job_id, dag_run_id))
+        return cur.fetchone()
+
+    @staticmethod
+    def _reopen_drill(cur, drill_id: int, plan_id: int | None, params: dict[str, Any], predicted: float | None) -> None:
+        cur.execute(
+            """UPDATE ftops_drill SET status = 'running', plan_id = %s, params = %s, predicted_output_fidelity = %s,
+                   tentative_accuracy = NULL, time_to_first_tentative_s = NULL, time_to_caught_up_s = NULL,
+                   lost_windows = NULL, duplicated_windows = NULL, output_equals_reference = NULL, report = NULL,
+                   started_at = now(), finished_at = NULL
+               WHERE drill_id = %s""",
+            (plan_id, jsonb(params), predicted, drill_id),
+        )
+        cur.execute("DELETE FROM ftops_drill_window WHERE drill_id = %s", (drill_id,))
+
+    def _lock_drill(self, cur, drill_id: int) -> int:
+        """The drill's job id, with the job locked (InputError when there is no such drill)."""
+        cur.execute("SELECT job_id FROM ftops_drill WHERE drill_id = %s", (drill_id,))
+        row = cur.fetchone()
+        if row is None:
+            raise InputError(f"drill {drill_id} does not exist")
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (JOB_LOCK_BASE + row[0],))
+        return row[0]
+
+    @staticmethod
+    def _drill_windows(cur, drill_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        cur.execute("SELECT drill_id, window_start, accuracy FROM ftops_drill_window WHERE drill_id = ANY(%s) "
+                    "ORDER BY drill_id, window_start", (drill_ids,))
+        out: dict[int, list[dict[str, Any]]] = {}
+        for drill_id, start, accuracy in cur.fetchall():
+            out.setdefault(drill_id, []).append({"window_start": start, "accuracy": accuracy})
+        return out
+

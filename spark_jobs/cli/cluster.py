@@ -1,0 +1,110 @@
+"""``ftops cluster up|down|status|kill-domain|add-worker`` (registered through the
+``ftops.commands`` entry point, so ft_core's CLI never imports this package)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+
+DEFAULT_STATE = Path(".state/spark")
+
+
+def register(sub, groups) -> None:
+    cluster = sub.add_parser("cluster", help="a local Spark standalone cluster: primary (failure domains) and standby pools")
+    csub = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=type(cluster))
+    up = csub.add_parser("up", help="start both masters and their workers, wait until all are alive")
+    up.add_argument("--workers", default="rack-a:1,rack-b:1", help="primary workers per failure domain (default rack-a:1,rack-b:1)")
+    up.add_argument("--standby-workers", type=int, default=1)
+    up.add_argument("--cores", type=int, default=1, help="cores per worker")
+    up.add_argument("--memory", default="1g", help="memory per worker")
+    up.add_argument("--primary-port", type=int, default=7077)
+    up.add_argument("--primary-ui", type=int, default=8090)
+    up.add_argument("--standby-port", type=int, default=7078)
+    up.add_argument("--standby-ui", type=int, default=8091)
+    up.set_defaults(func=_up)
+    for name, func, helptext in (("down", _down, "stop everything the cluster started, drivers included"),
+                                 ("status", _status, "workers, domains, cores and applications from the masters' JSON")):
+        p = csub.add_parser(name, help=helptext)
+        p.set_defaults(func=func)
+        if name == "status":
+            p.add_argument("--json", action="store_true")
+    kill = csub.add_parser("kill-domain", help="SIGKILL every worker (and its executors) of a failure domain")
+    kill.add_argument("domain")
+    kill.set_defaults(func=_kill)
+    add = csub.add_parser("add-worker", help="replacement capacity: start one worker in a domain and wait for it")
+    add.add_argument("--domain", required=True)
+    add.add_argument("--pool", choices=("primary", "standby"), default="primary")
+    add.add_argument("--cores", type=int, default=1)
+    add.add_argument("--memory", default="1g")
+    add.set_defaults(func=_add)
+    for p in (up, kill, add, *(csub.choices[n] for n in ("down", "status"))):
+        p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, help="where pids, logs and work dirs live (default .state/spark)")
+
+
+def parse_domains(text: str) -> tuple[tuple[str, int], ...]:
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, count = part.partition(":")
+        if not name or not count.isdigit() or int(count) < 1:
+            raise InputError(f"--workers: expected 'domain:count,...' with counts >= 1, got {part!r}")
+        out.append((name, int(count)))
+    if not out:
+        raise InputError("--workers: at least one domain is needed")
+    return tuple(out)
+
+
+def _up(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
+
+    config = ClusterConfig(state_dir=args.state_dir, primary_domains=parse_domains(args.workers),
+                           standby_workers=args.standby_workers, worker_cores=args.cores, worker_memory=args.memory,
+                           primary_port=args.primary_port, primary_ui=args.primary_ui,
+                           standby_port=args.standby_port, standby_ui=args.standby_ui)
+    state = cluster_up(config)
+    print(f"primary {state.master_url('primary')} (UI http://127.0.0.1:{state.master('primary').ui_port}), "
+          f"standby {state.master_url('standby')} (UI http://127.0.0.1:{state.master('standby').ui_port}); "
+          f"{len(state.workers())} workers alive; state in {state.state_dir}")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.standalone import cluster_down
+
+    stopped = cluster_down(args.state_dir)
+    print(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else " (nothing was running)"))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.standalone import cluster_status
+
+    report = cluster_status(args.state_dir)
+    if args.json:
+        print_json(report)
+        return 0
+    for pool, info in report["pools"].items():
+        print(f"{pool}: {info['master']} ({info['status']}), UI {info['ui']}")
+        print_table(["worker", "domain", "state", "cores", "used"],
+                    [[w["id"], w["domain"], w["state"], w["cores"], w["cores_used"]] for w in info["workers"]])
+        for app in info["apps"]:
+            print(f"  app {app['id']} {app['name']} cores={app['cores']} {app['state']}")
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.standalone import kill_domain
+
+    victims = kill_domain(args.state_dir, args.domain)
+    print(f"killed {len(victims)} workers of {args.domain}: {', '.join(v.name for v in victims)}")
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.standalone import add_worker
+
+    proc = add_worker(args.state_dir, args.domain, args.pool, args.cores, args.memory)
+    print(f"worker {proc.name} alive in {args.domain}")
+    return 0

@@ -1,0 +1,193 @@
+"""``ftops drill run`` and ``ftops bench drills`` (registered through the ``ftops.commands`` entry
+point ``drill = "spark_jobs.cli.drill"``); the logic lives in :mod:`spark_jobs.drills.local` and
+:mod:`spark_jobs.drills.bench`, so Airflow operators can run the same steps."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ft_core.cli.output import print_json
+from ft_core.errors import InputError
+
+WORKLOADS = ("topk", "incidents")
+
+
+def register(sub, groups) -> None:
+    drill = sub.add_parser("drill", help="chaos drills: kill a failure domain under a running job, measure tentative accuracy")
+    dsub = drill.add_subparsers(dest="drill_command", required=True, parser_class=type(drill))
+    run = dsub.add_parser("run", help="one complete drill on a private local cluster; prints the report")
+    run.add_argument("--workload", required=True, choices=WORKLOADS)
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
+    source.add_argument("--budget", type=int, help="plan R replicas for the workload's topology instead")
+    run.add_argument("--algorithm", choices=("exact", "structure-aware", "greedy"), default="structure-aware")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
+    run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
+    run.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
+    run.add_argument("--primary-workers", type=int, default=2, help="one-core workers in the failure domain (default 2)")
+    run.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch and checkpoint interval (default 1)")
+    run.add_argument("--speedup", type=float, default=1.0, help="event seconds generated per wall second (default 1)")
+    run.add_argument("--serve", action="store_true", help="also run the serving view over both sinks and report gaps and final content")
+    _common(run)
+    run.add_argument("--json", action="store_true", help="print the report as JSON")
+    run.set_defaults(func=_run)
+
+    bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
+    bench.add_argument("--workloads", default="topk,incidents")
+    bench.add_argument("--ratios", default="0.25,0.5,0.75,1.0")
+    bench.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S")
+    bench.add_argument("--kill-driver", action="store_true")
+    bench.add_argument("--param", action="append", default=[], metavar="WORKLOAD:KEY=VALUE",
+                       help="override a workload parameter of the benchmark (repeatable), e.g. topk:page_affinity=1")
+    bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/drills.md"))
+    bench.add_argument("--append", action="store_true", help="append this run's section to --out instead of replacing it")
+    _common(bench)
+    bench.set_defaults(func=_bench)
+
+
+def _common(parser) -> None:
+    parser.add_argument("--work-dir", type=Path, help="an empty folder for input, outputs, checkpoints, logs (default: a new temp folder)")
+    parser.add_argument("--port-base", type=int, default=7000,
+                        help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 (default 7000)")
+    parser.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
+
+
+def _progress(msg: str) -> None:
+    print(f"[drill {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM behaves like Ctrl-C, so the drill's teardown runs."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _work_dir(args: argparse.Namespace, prefix: str) -> Path:
+    """``--work-dir``, or a new (not yet created) folder in the temp dir: nothing is written before
+    the input is validated."""
+    return args.work_dir or Path(tempfile.gettempdir()) / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+
+
+def _run(args: argparse.Namespace) -> int:
+    from spark_jobs.drills.local import DrillConfig, run_drill
+
+    config = _validated(DrillConfig, workload=args.workload, params=args.param, plan=args.plan, budget=args.budget,
+                         algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver,
+                         new_capacity_after_s=_non_negative(args.new_capacity_after, "--new-capacity-after"),
+                         primary_workers=_positive(args.primary_workers, "--primary-workers"),
+                         trigger_s=_positive(args.trigger_s, "--trigger-s"), speedup=_positive(args.speedup, "--speedup"),
+                         port_base=args.port_base, timeout_s=_positive(args.timeout_s, "--timeout-s"),
+                         work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve)
+    _interrupt_on_sigterm()
+    report = run_drill(config, progress=_progress)
+    if args.json:
+        print_json(report)
+    else:
+        print(summary(report))
+    return 0
+
+
+def summary(report) -> str:
+    """A one-screen human summary of a drill report."""
+    acc = "-" if report.tentative_accuracy is None else f"{report.tentative_accuracy:.3f}"
+    first = "-" if report.time_to_first_tentative_s is None else f"{report.time_to_first_tentative_s:.1f} s"
+    lines = [
+        f"drill {report.workload}: killed {', '.join(report.killed)} ({report.recovery})",
+        f"  plan ({len(report.plan_tasks)} tasks): {' '.join(report.plan_tasks) or '(empty: no replica)'}",
+        f"  predicted OF {report.predicted_output_fidelity:.3f} (IC {report.predicted_internal_completeness:.3f}), "
+        f"measured tentative accuracy {acc} over {len(report.tentative_accuracy_per_window)} failure windows",
+        f"  first tentative output {first} after the failure; primary caught up after {report.time_to_caught_up_s:.1f} s "
+        f"(capacity back after {report.capacity_alive_s:.1f} s)",
+        f"  final output {'equals' if report.output_equals_reference else 'DIFFERS FROM'} the reference: "
+        f"{report.windows_expected} windows, {report.lost_windows} lost, {report.duplicated_windows} duplicated",
+        f"  work dir {report.work_dir}",
+    ]
+    if report.serve:
+        rate = "-" if report.serve_windows_per_s is None else f"{report.serve_windows_per_s:.2f}"
+        lines.insert(-1, f"  serving view: {rate} failure windows/s served (input closes {report.serve_expected_windows_per_s:.2f}/s), "
+                         f"{report.serve_gap_windows} gaps, final view {'equals' if report.serve_equals_reference else 'DIFFERS FROM'} "
+                         f"the reference")
+    return "\n".join(lines)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, command_line, render, run_bench
+
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    bad = [w for w in workloads if w not in WORKLOADS]
+    if bad or not workloads:
+        raise InputError(f"--workloads: expected a list of {', '.join(WORKLOADS)}, got {args.workloads!r}")
+    ratios = _ratios(args.ratios)
+    config = _validated(BenchDrillsConfig, workloads=workloads, params=_bench_params(args.param), ratios=ratios, new_capacity_after_s=args.new_capacity_after,
+                               kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),
+                               port_base=args.port_base, timeout_s=args.timeout_s)
+    _interrupt_on_sigterm()
+    rows = run_bench(config, _progress)
+    result = BenchResult(command=command_line(sys.argv[1:] or ["bench", "drills"]), config=config, rows=rows)
+    (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
+    report = render(result, section=args.append)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.append and args.out.exists():
+        args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + report)
+    else:
+        args.out.write_text(report)
+    print(report)
+    _progress(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
+    return 0
+
+
+def _validated(model, **values):
+    """Build a pydantic config; a bad value becomes an InputError naming the option."""
+    from pydantic import ValidationError
+
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]).replace("_", "-") if err["loc"] else "input"
+        raise InputError(f"--{field}: {err['msg']}") from None
+
+
+def _bench_params(items: list[str]) -> dict[str, list[str]]:
+    """The benchmark's workload parameters: its defaults, then ``WORKLOAD:KEY=VALUE`` overrides."""
+    from spark_jobs.drills.bench import DEFAULT_PARAMS
+
+    params = {w: list(p) for w, p in DEFAULT_PARAMS.items()}
+    for item in items:
+        workload, sep, kv = item.partition(":")
+        if not sep or workload not in params or "=" not in kv:
+            raise InputError(f"--param: expected WORKLOAD:KEY=VALUE with WORKLOAD in {', '.join(params)}, got {item!r}")
+        key = kv.partition("=")[0]
+        params[workload] = [p for p in params[workload] if p.partition("=")[0] != key] + [kv]
+    return params
+
+
+def _ratios(text: str) -> list[float]:
+    try:
+        ratios = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--ratios: expected comma-separated numbers in (0, 1], got {text!r}") from None
+    if not ratios or any(not 0 < r <= 1 for r in ratios):
+        raise InputError(f"--ratios: expected comma-separated numbers in (0, 1], got {text!r}")
+    return ratios
+
+
+def _positive(value: float, flag: str) -> float:
+    if value <= 0:
+        raise InputError(f"{flag}: must be positive, got {value}")
+    return value
+
+
+def _non_negative(value: float, flag: str) -> float:
+    if value < 0:
+        raise InputError(f"{flag}: must be >= 0, got {value}")
+    return value

@@ -1,0 +1,209 @@
+"""``ftops faults inject``, ``ftops serve`` and ``ftops bench redundancy``: issue 7's Spark side.
+
+Registered through the ``ftops.commands`` entry point (``faults-spark = "spark_jobs.cli.faults"``);
+``python -m spark_jobs.cli.faults ...`` is ``ftops ...``. ``inject`` joins the ``faults`` group that
+:mod:`ft_core.cli.fault_tolerance` creates (``validate``, ``schedule``). The logic lives in :mod:`spark_jobs.fault_injection`,
+:mod:`spark_jobs.serving_view` and :mod:`spark_jobs.redundancy.bench`, so Airflow can call it.
+
+- ``faults inject PROFILE (--output DIR | --app-id ID) --duration S --seed N [--state-dir DIR] [--json]``:
+  apply a fault profile to a running application (executor pauses, executor crashes, domain
+  failures); exit 2 when the application has no executor on this host.
+- ``serve --primary DIR [--replica DIR] --out DIR [--predicted-of X] [--once]``: the serving view.
+- ``bench redundancy [...]``: the benchmark; writes ``docs/benchmarks/redundancy.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import ExternalError, InputError
+
+
+def register(sub, groups) -> None:
+    _register_inject(_faults_group(sub))
+    _register_serve(sub)
+    if "bench" in groups:
+        _register_bench(groups["bench"])
+
+
+def _faults_group(sub):
+    """The subcommands of ``ftops faults``, the group :mod:`ft_core.cli.fault_tolerance` creates."""
+    group = sub.choices["faults"]
+    # argparse offers no public accessor for an existing parser's subcommands
+    return next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def _register_inject(fsub) -> None:
+    inj = fsub.add_parser(
+        "inject", help="apply a fault profile to a running Spark application (executor pauses, crashes, domain failures)",
+        description="Apply the faults of a profile (ftops faults schedule) to a running application on this host: "
+                    "slowdowns pause an executor's JVM (SIGSTOP/SIGCONT), crashes SIGKILL it, domain faults kill a "
+                    "failure domain's workers. Targets NAME[i] hit the i-th executor.")
+    inj.add_argument("profile", help="fault profile (.yaml, .json)")
+    app = inj.add_mutually_exclusive_group(required=True)
+    app.add_argument("--output", type=Path, help="a run's output folder (follows the run across resubmissions)")
+    app.add_argument("--app-id", help="a Spark application id")
+    inj.add_argument("--duration", type=float, required=True, help="seconds of faults from now")
+    inj.add_argument("--seed", type=int, required=True, help="random seed (same seed, same schedule)")
+    inj.add_argument("--state-dir", type=Path, help="the cluster's state folder (needed by domain faults)")
+    inj.add_argument("--json", action="store_true", help="print the injection report as JSON")
+    inj.set_defaults(func=_inject)
+
+
+def _register_serve(sub) -> None:
+    from spark_jobs import serving_view
+
+    srv = sub.add_parser("serve", help="the serving view: one table of a job's accurate and tentative outputs (paper 001)",
+                         description=serving_view.__doc__.split("\n\n")[1])
+    serving_view.add_arguments(srv)
+    srv.set_defaults(func=serving_view.run_from_args)
+
+
+def _register_bench(bench) -> None:
+    b = bench.add_parser("redundancy", help="speculative execution vs slowdowns on Spark: missed deadlines, p90/p99, CPU (thesis 002)")
+    b.add_argument("--batches", type=int, default=40, help="measured micro-batches per scenario (default 40)")
+    b.add_argument("--warmup-batches", type=int, default=5)
+    b.add_argument("--levels", default="0.25,0.5,1", help="static redundancy levels (default 0.25,0.5,1)")
+    b.add_argument("--executors", type=int, default=3, help="one-core workers (default 3)")
+    b.add_argument("--magnitude-ms", type=float, help="mean pause (default: the fault-free run's median batch; sd 1/4, "
+                                                   "truncated to [1/2, 2]x)")
+    b.add_argument("--mean-gap-s", type=float, help="mean time between pauses per executor (default: executors paused 13 %% "
+                                                 "of the time, as in the thesis)")
+    b.add_argument("--deadline-ms", type=float, help="per-batch deadline (default: mu + 2 sigma of the fault-free run)")
+    b.add_argument("--period-batches", type=int, default=8, help="controller period in batches (default 8)")
+    b.add_argument("--step-pct", type=float, default=25.0, help="controller minimum step in points (default 25)")
+    b.add_argument("--controller-modes", default="resubmit,live",
+                   help="how the controller applies a level change, one scenario each: resubmit (restart from the "
+                        "checkpoint), live (the running job; spark_jobs.redundancy.live). Default both")
+    b.add_argument("--no-controller", action="store_true")
+    b.add_argument("--no-drill", action="store_true", help="skip the serving-view drill")
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="override a topk parameter")
+    b.add_argument("--conf", action="append", metavar="KEY=VALUE",
+                   help="Spark conf for every scenario (default: spark.sql.files.openCostInBytes=0 spark.locality.wait=0s)")
+    b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
+    b.add_argument("--port-base", type=int, default=7600)
+    b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
+    b.set_defaults(func=_bench)
+
+
+def _inject(args: argparse.Namespace) -> int:
+    from ft_core.redundancy.fault_profile import load_fault_profile
+    from spark_jobs.fault_injection import app_of_run, find_executors, inject
+
+    profile = load_fault_profile(args.profile)
+    if not (args.duration > 0):
+        raise InputError(f"--duration: must be a positive number of seconds, got {args.duration:g}")
+    app = args.app_id or app_of_run(args.output)
+    if app is None:
+        raise InputError(f"--output: {str(args.output)!r} has no _run.json with an application id (a running `ftops workload run`)")
+    if not find_executors(app):
+        raise ExternalError(f"application {app} has no executor on this host (is it running, and not in local mode?)")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())  # every paused executor is resumed before exiting
+    report = inject(profile, duration_s=args.duration, seed=args.seed, app_id=args.app_id, output=args.output,
+                    state_dir=args.state_dir, stop=stop, log=lambda m: print(f"[inject {time.strftime('%H:%M:%S')}] {m}",
+                                                                                file=sys.stderr, flush=True))
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"{report.profile}: {sum(report.applied.values())} faults applied, {report.skipped} skipped in "
+          f"{report.elapsed_s:.1f} s (seed {report.seed})")
+    print_table(["executor", "paused s"], sorted(report.paused_s.items()))
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from spark_jobs.redundancy import bench as rb
+    from spark_jobs.redundancy.report import render
+
+    levels = _levels(args.levels)
+    work = args.work_dir or Path(tempfile.gettempdir()) / f"ftops-bench-redundancy-{time.strftime('%Y%m%d-%H%M%S')}"
+    if work.exists() and any(work.iterdir()):
+        raise InputError(f"--work-dir: {work} is not empty")
+    try:
+        config = rb.BenchRedundancyConfig(
+            work_dir=work, params=[*rb.DEFAULT_PARAMS, *args.param], executors=args.executors, batches=args.batches,
+            warmup_batches=args.warmup_batches, levels=levels, deadline_ms=args.deadline_ms, seed=args.seed,
+            faults=_faults(args),
+            controller=None if args.no_controller else rb.ControllerSetup(
+                period_batches=args.period_batches, step_pct=args.step_pct,
+                modes=_controller_modes(args.controller_modes)),
+            extra_conf=args.conf if args.conf is not None else list(rb.EXTRA_CONF),
+            port_base=args.port_base, drill=not args.no_drill)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}") from None
+    from spark_jobs.workloads.spec import make_spec
+
+    make_spec(config.workload, config.params)  # a bad --param is refused before anything starts
+    work.mkdir(parents=True, exist_ok=True)
+    result = rb.run_bench(config, _progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
+    rb.save(result, work / "result.json")
+    report = render(result)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(report)
+    print(report)
+    _progress(f"wrote {args.out} (raw result: {work / 'result.json'})")
+    return 0
+
+
+def _faults(args: argparse.Namespace):
+    """The fault model from --magnitude-ms / --mean-gap-s (None: scaled after the fault-free run)."""
+    from spark_jobs.redundancy.bench import FaultModel
+
+    if args.magnitude_ms is None:
+        if args.mean_gap_s is not None:
+            raise InputError("--mean-gap-s: give --magnitude-ms too (without it both are scaled to the machine)")
+        return None
+    if args.magnitude_ms <= 0 or (args.mean_gap_s is not None and args.mean_gap_s <= 0):
+        raise InputError("--magnitude-ms and --mean-gap-s: must be positive")
+    model = FaultModel.scaled(args.magnitude_ms)
+    return model if args.mean_gap_s is None else model.model_copy(update={"mean_gap_s": args.mean_gap_s})
+
+
+def _controller_modes(text: str) -> list[str]:
+    from typing import get_args
+
+    from spark_jobs.redundancy.bench import ControllerMode
+
+    known = get_args(ControllerMode)
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes or any(m not in known for m in modes):
+        raise InputError(f"--controller-modes: expected a comma-separated list of {', '.join(known)}; got {text!r}")
+    return modes
+
+
+def _levels(text: str) -> list[float]:
+    try:
+        levels = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InputError(f"--levels: expected comma-separated numbers in (0, 1], got {text!r}") from None
+    if not levels or any(not 0 < x <= 1 for x in levels):
+        raise InputError(f"--levels: expected comma-separated numbers in (0, 1], got {text!r}")
+    return levels
+
+
+def _progress(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m spark_jobs.cli.faults ...`` is ``ftops ...`` (this module is registered as an entry point)."""
+    from ft_core.cli.main import main as ftops_main
+
+    return ftops_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

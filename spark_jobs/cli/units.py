@@ -1,0 +1,232 @@
+"""``ftops units ...`` and ``ftops recover``: recovery units of the smart-city pipeline (issue 5, paper 003).
+
+Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.units"``; the logic lives in
+:mod:`spark_jobs.recovery_units` (Airflow operators call the same functions).
+
+- ``units deploy --placement P.json``: units grouped into applications (one per "node"), the live feed;
+- ``units status``: which units run where, their last batch, watermark, lag and measured cost;
+- ``units start --units u1,u2 --app NAME``: restart units from their own checkpoints in a new application;
+- ``units stop (--app A | --all)``; ``units kill (--domain D | --app A)``: a correlated failure, recorded;
+- ``units topology`` / ``units problem``: the topology document (units as tasks) and the recovery problem of
+  the last failure, for ``ftops plan stages``;
+- ``units verify``: committed tables against the failure-free reference (lost / duplicated rows);
+- ``recover --schedule STAGES.json``: execute a staged schedule, waiting on the Spark master for capacity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+
+DEFAULT_DIR = Path(".state/units/smartcity")
+
+
+def _progress(msg: str) -> None:
+    print(f"[units {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def register(sub, groups) -> None:
+    units = sub.add_parser("units", help="recovery units: a pipeline deployed as restartable streaming queries (paper 003)")
+    usub = units.add_subparsers(dest="units_command", required=True, parser_class=type(units))
+
+    dep = usub.add_parser("deploy", help="start the feed and one application per placement entry; wait until every unit runs")
+    _dir(dep)
+    dep.add_argument("--workload", default="smartcity", help="the units workload (smartcity)")
+    dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
+    dep.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    where = dep.add_mutually_exclusive_group()
+    where.add_argument("--state-dir", type=Path, default=Path(".state/spark"),
+                       help="cluster state of `ftops cluster up` (default .state/spark): its primary master")
+    where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
+    dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
+    dep.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    dep.add_argument("--backlog-s", type=float, default=10.0, help="event seconds of input written before the start")
+    dep.add_argument("--no-feed", action="store_true", help="no live input generator")
+    dep.add_argument("--timeout-s", type=float, default=300.0)
+    dep.add_argument("--json", action="store_true")
+    dep.set_defaults(func=_deploy)
+
+    st = usub.add_parser("status", help="units, applications, failures")
+    _dir(st)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_status)
+
+    start = usub.add_parser("start", help="restart units from their own checkpoints in a new application")
+    _dir(start)
+    start.add_argument("--units", required=True, help="comma-separated unit ids, e.g. 'O1[0],O3[0]'")
+    start.add_argument("--app", required=True, help="a new application name")
+    start.add_argument("--no-wait", action="store_true", help="return once submitted")
+    start.add_argument("--timeout-s", type=float, default=300.0)
+    start.set_defaults(func=_start)
+
+    stop = usub.add_parser("stop", help="stop applications gracefully (between micro-batches)")
+    _dir(stop)
+    which = stop.add_mutually_exclusive_group(required=True)
+    which.add_argument("--app", help="comma-separated application names")
+    which.add_argument("--all", action="store_true", help="every application and the feed")
+    stop.set_defaults(func=_stop)
+
+    kill = usub.add_parser("kill", help="a correlated failure: SIGKILL a failure domain (workers + drivers) or applications")
+    _dir(kill)
+    target = kill.add_mutually_exclusive_group(required=True)
+    target.add_argument("--domain", help="failure domain of the primary pool")
+    target.add_argument("--app", help="comma-separated application names (a node failure each)")
+    kill.add_argument("--json", action="store_true")
+    kill.set_defaults(func=_kill)
+
+    topo = usub.add_parser("topology", help="the topology document (units as tasks, queries as outputs)")
+    topo.add_argument("--workload", default="smartcity")
+    topo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    topo.set_defaults(func=_topology)
+
+    prob = usub.add_parser("problem", help="the recovery problem of the last failure (input of `ftops plan stages`)")
+    _dir(prob)
+    prob.add_argument("--cost", default="measured",
+                      help="'measured' (CPU share from Spark's task metrics, default) or 'declared:X' (every unit X of a node)")
+    prob.set_defaults(func=_problem)
+
+    ver = usub.add_parser("verify", help="committed tables against the failure-free reference")
+    _dir(ver)
+    ver.add_argument("--json", action="store_true")
+    ver.set_defaults(func=_verify)
+
+    rec = sub.add_parser("recover", help="execute a staged recovery schedule (ftops plan stages --json) on a units deployment")
+    rec.add_argument("--workload", default="smartcity")
+    rec.add_argument("--schedule", type=Path, required=True, help="`ftops plan stages ... --json` output")
+    _dir(rec)
+    rec.add_argument("--prefix", default="recovery", help="application names: PREFIX-s<stage>-<node>")
+    rec.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each capacity wait (default 600)")
+    rec.add_argument("--wait-recovered-s", type=float, default=300.0,
+                     help="after the last stage, wait up to this long for every query to be available again")
+    rec.add_argument("--json", action="store_true")
+    rec.set_defaults(func=_recover)
+
+    from spark_jobs.recovery_units.bench import register_bench
+
+    register_bench(groups["bench"])
+
+
+def _dir(parser) -> None:
+    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the deployment folder (default {DEFAULT_DIR})")
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.runtime import DeployConfig, deploy
+
+    config = DeployConfig(root=args.dir, workload=args.workload, params=args.param, placement=args.placement,
+                          input=args.input, master=args.master, cluster_state=None if args.master else args.state_dir,
+                          trigger_s=args.trigger_s, backlog_s=args.backlog_s, feed=not args.no_feed,
+                          timeout_s=args.timeout_s)
+    dep = deploy(config)
+    if args.json:
+        print_json(dep)
+    else:
+        print(f"deployed {len(dep.spec.unit_ids())} units in {len(dep.apps)} applications under {dep.root}")
+        print_table(["application", "units"], [[a.name, " ".join(a.units)] for a in dep.apps.values()])
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.runtime import units_status
+
+    doc = units_status(args.dir)
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{doc['root']}: feed {'running' if doc['feed_running'] else 'stopped'}, {doc['input_files']} input files")
+    print_table(["unit", "app", "domain", "running", "batch", "watermark", "last progress (s ago)", "cost"],
+                [[u["unit"], u["app"] or "-", u["domain"] or "-", "yes" if u["running"] else "NO", u["batch_id"],
+                  u["watermark_ms"], u["last_progress_age_s"], u["cost"]] for u in doc["units"]])
+    for f in doc["failures"]:
+        print(f"failure at {time.strftime('%H:%M:%S', time.localtime(f['time']))}: domain {f['domain'] or '-'}, "
+              f"apps {', '.join(f['apps']) or '-'}, units {', '.join(f['units'])}")
+    return 0
+
+
+def _split(text: str, what: str) -> list[str]:
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    if not items:
+        raise InputError(f"--{what}: name at least one")
+    return items
+
+
+def _start(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.runtime import start_units
+
+    record = start_units(args.dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
+    print(f"{record.name}: {' '.join(record.units)} ({'submitted' if args.no_wait else 'running'}, pid {record.pid})")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.runtime import stop_apps
+
+    stopped = stop_apps(args.dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
+    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.runtime import kill_apps, kill_domain
+
+    failure = kill_domain(args.dir, args.domain) if args.domain else kill_apps(args.dir, _split(args.app, "app"))
+    if args.json:
+        print_json(failure)
+    else:
+        print(f"killed {', '.join(failure.workers + failure.apps) or 'nothing'}; failed units: {', '.join(failure.units) or 'none'}")
+    return 0
+
+
+def _topology(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.spec import check_workload, make_units_spec, topology_document
+
+    check_workload(args.workload)
+    print_json(topology_document(make_units_spec(args.param)))
+    return 0
+
+
+def _problem(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.deployment import load
+    from spark_jobs.recovery_units.recovery import last_failure, unit_costs
+    from spark_jobs.recovery_units.spec import problem_document
+
+    dep = load(args.dir)
+    failure = last_failure(args.dir)
+    print_json(problem_document(dep.spec, failure.units, unit_costs(args.dir, args.cost)))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.recovery import verify
+
+    check = verify(args.dir)
+    if args.json:
+        print_json(check)
+    else:
+        print_table(["unit", "closed until", "rows", "expected", "lost", "duplicated"],
+                    [[u["unit"], u["closed_until_ms"], u["rows"], u["expected_rows"], u["lost_rows"], u["duplicated_rows"]]
+                     for u in check.units])
+    return 1 if check.lost_rows or check.duplicated_rows else 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
+    from spark_jobs.recovery_units.spec import check_workload
+
+    check_workload(args.workload)
+    schedule = load_schedule(args.schedule, args.dir)
+    report = execute_schedule(args.dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
+                              wait_recovered_s=args.wait_recovered_s, progress=_progress)
+    if args.json:
+        print_json(report)
+    else:
+        print_table(["stage", "event", "units", "capacity ready (s)", "running (s)"],
+                    [[s.stage, s.event, " ".join(s.units) or "-", s.capacity_ready_s, s.running_s] for s in report.stages])
+        print_table(["query", "available again after (s)"], [[q, v] for q, v in report.query_recovered_s.items()])
+        print(f"lost rows {report.lost_rows}, duplicated rows {report.duplicated_rows}")
+    return 0

@@ -1,0 +1,196 @@
+"""``ftops workload topology|generate|run|stop``: the streaming workloads from the command line.
+
+Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.cli.workload"``);
+``python -m spark_jobs.cli.workload ...`` runs the same commands without it.
+
+- ``topology WORKLOAD [--param k=v ...] [--rates-from METRICS.jsonl] [--json]``: the workload's
+  topology document, built from the same spec as its Spark plan (expected rates by default, or
+  rates measured from a run's metrics file).
+- ``generate WORKLOAD --input DIR (--seconds N | --realtime [--duration-s S])``: the seeded input.
+- ``run WORKLOAD --role primary|replica|reference --input DIR --output DIR ...``: spark-submit of
+  ``spark_jobs.runtime.run_workload`` against ``--master`` (default ``local[2]``), in its own session (process
+  group), so that the whole tree (JVM and Python driver) can be stopped; ``--detach`` returns at once.
+- ``stop --output DIR``: SIGTERM to a detached run's Python driver (a graceful stop between
+  micro-batches), then to its process group.
+- ``run ... --redundancy-level L``: computation redundancy against slowdowns as Spark speculative
+  execution, the ``spark.speculation*`` settings of :func:`ft_core.redundancy.allocation.speculation_settings`.
+- ``retune --state FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
+  (:mod:`spark_jobs.redundancy.runtime`); the first call (no state yet) submits ``RUN ARGS`` under
+  the controller, later calls step it and resubmit the run from its checkpoint when the level changes,
+  or, with ``--live`` on the first call, change the running job's level (:mod:`spark_jobs.redundancy.live`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+from spark_jobs.runtime.launch import WORKLOADS, add_run_arguments, launch_run, stop_run
+
+
+def register(sub, groups) -> None:
+    wl = sub.add_parser("workload", help="the streaming workloads: topology documents, input, Spark runs")
+    wsub = wl.add_subparsers(dest="workload_command", required=True, parser_class=type(wl))
+
+    topo = wsub.add_parser("topology", help="print the workload's topology document")
+    topo.add_argument("workload", choices=WORKLOADS)
+    _params(topo)
+    topo.add_argument("--rates-from", type=Path, help="a run's metrics.jsonl: measured task rates instead of expected ones")
+    topo.add_argument("--name", help="document name (default <workload>-p<p1>)")
+    topo.add_argument("--json", action="store_true")
+    topo.set_defaults(func=_topology)
+
+    gen = wsub.add_parser("generate", help="write the seeded input: N seconds at once, or appended in real time")
+    gen.add_argument("workload", choices=WORKLOADS)
+    gen.add_argument("--input", type=Path, required=True)
+    _params(gen)
+    mode = gen.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--seconds", type=float, help="event-time seconds to write at once")
+    mode.add_argument("--realtime", action="store_true", help="append one file per source every file_s seconds")
+    gen.add_argument("--duration-s", type=float, help="realtime: stop after this many seconds")
+    gen.add_argument("--speedup", type=float, default=1.0, help="realtime: event seconds per wall second")
+    gen.set_defaults(func=_generate)
+
+    run = wsub.add_parser("run", help="spark-submit a primary, replica or reference job")
+    add_run_arguments(run)
+    run.set_defaults(func=_run)
+
+    retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
+    retune.add_argument("--state", type=Path, required=True, help="the controller's state file (created by the first call)")
+    retune.add_argument("--bound-ms", type=float, help="first call: the per-batch latency bound (p90 of a period's batches)")
+    retune.add_argument("--step-pct", type=float, default=25.0, help="first call: minimum step in percentage points (default 25)")
+    retune.add_argument("--perf-margin", type=float, default=0.1, help="first call: safety band as a fraction of the bound")
+    retune.add_argument("--min-batches", type=int, default=5, help="batches a period needs (default 5)")
+    retune.add_argument("--warmup-batches", type=int, default=2, help="first batches of each (re)submission left out (default 2)")
+    retune.add_argument("--live", action="store_true",
+                        help="first call: apply level changes to the running job, without resubmitting it")
+    retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
+    retune.set_defaults(func=_retune)
+
+    stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
+    stop.add_argument("--output", type=Path, required=True)
+    stop.add_argument("--timeout-s", type=float, default=30.0)
+    stop.set_defaults(func=_stop)
+
+
+def _params(parser) -> None:
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+
+
+def _topology(args: argparse.Namespace) -> int:
+    from spark_jobs.workloads.spec import make_spec
+
+    spec = make_spec(args.workload, args.param)
+    rates = None
+    if args.rates_from is not None:
+        from spark_jobs.workloads.metrics import measured_rates, read_metrics
+
+        if not args.rates_from.exists():
+            raise InputError(f"--rates-from: file {str(args.rates_from)!r} does not exist")
+        rates = measured_rates(read_metrics(args.rates_from), spec)
+    topo = spec.topology(rates, name=args.name)
+    if args.json:
+        print_json(topo.to_document())
+        return 0
+    print(f"{topo.name}: " + ", ".join(f"{op.name}x{op.parallelism}" for op in topo.operators) + "; streams "
+          + ", ".join(f"{s.source}->{s.target} {s.partitioning}" for s in topo.streams))
+    print_table(["task", "operator role", "rate"],
+                [[t, spec.operator(t.split("[")[0]).role, topo.task_rate(t)] for t in topo.task_ids()])
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from spark_jobs.workloads import generator
+    from spark_jobs.workloads.spec import make_spec
+
+    spec = make_spec(args.workload, args.param)
+    if args.seconds is not None:
+        if args.seconds <= 0:
+            raise InputError("--seconds: must be positive")
+        n = generator.write_seconds(spec, args.input, args.seconds)
+        print(f"wrote {n} files per source ({', '.join(generator.source_names(spec))}) to {args.input}")
+        return 0
+    try:
+        end = generator.run_generator(spec, args.input, args.duration_s, args.speedup)
+    except KeyboardInterrupt:
+        end = generator.existing_files(spec, args.input)
+    print(f"{end} files per source in {args.input}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    proc, log = launch_run(args)
+    if args.detach:
+        print_json({"pgid": proc.pid, "log": str(log), "output": str(args.output)})
+        return 0
+    try:
+        code = proc.wait()
+    except KeyboardInterrupt:
+        stop_run(args.output)
+        code = 130
+    if code != 0:
+        tail = log.read_text().strip().splitlines()[-5:]
+        print("\n".join(tail), file=sys.stderr)
+    return code
+
+
+def _retune(args: argparse.Namespace) -> int:
+    from spark_jobs.redundancy import runtime as redundancy_runtime
+
+    run_argv = args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
+    if args.state.exists():
+        if run_argv or args.bound_ms is not None or args.live:
+            raise InputError("--state: the run is already under the controller; give only --state (and period options)")
+        if args.min_batches < 1 or args.warmup_batches < 0:
+            raise InputError("--min-batches must be >= 1 and --warmup-batches >= 0")
+        record, _proc = redundancy_runtime.step(args.state, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
+        print_json(record)
+        return 0
+    if not run_argv or args.bound_ms is None:
+        raise InputError(f"--state: {str(args.state)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
+    params = _controller_params(args)
+    _proc, state = redundancy_runtime.start(run_argv, params, args.state, live=args.live)
+    print_json(state.history[-1])
+    return 0
+
+
+def _controller_params(args: argparse.Namespace):
+    from pydantic import ValidationError
+
+    from ft_core.redundancy.controller import ControllerParams
+
+    try:
+        return ControllerParams(latency_bound_ms=args.bound_ms, step_min_pct=args.step_pct, perf_margin=args.perf_margin)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = {"latency_bound_ms": "--bound-ms", "step_min_pct": "--step-pct"}.get(str(err["loc"][0]), "--perf-margin")
+        raise InputError(f"{flag}: {err['msg']}") from None
+
+
+def _stop(args: argparse.Namespace) -> int:
+    was = stop_run(args.output, args.timeout_s)
+    print("stopped" if was else "not running")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m spark_jobs.cli.workload ...``: the ``ftops workload`` commands alone."""
+    from ft_core.cli.main import _Parser
+    from ft_core.errors import FtopsError
+
+    parser = _Parser(prog="ftops")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    register(sub, {})
+    args = parser.parse_args(["workload", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return int(args.func(args) or 0)
+    except FtopsError as exc:
+        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

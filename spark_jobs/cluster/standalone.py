@@ -1,0 +1,386 @@
+"""A local Spark standalone cluster that ftops starts, inspects, breaks and stops.
+
+Two pools on 127.0.0.1, both started from the pip-installed pyspark (which ships ``bin/spark-class``
+but no ``start-master.sh``): a *primary* cluster whose workers carry a failure-domain label
+(``rack-a``, ``rack-b``, ...) and a *standby* cluster with its own master, where replicas run.
+Spark has no notion of failure domains, so the label lives in the project's state file and is joined
+to the master's view by worker port.
+
+Everything the cluster starts is recorded in ``<state_dir>/cluster.json`` (pids, ports, logs, work
+dirs), each process in its own session so that a whole process tree can be signalled. ``down``
+stops every recorded process by pid, drivers included; ``up`` after a crash removes stale state.
+Master web UIs default to 8090/8091: 8080 belongs to Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ft_core.errors import ExternalError, InputError
+from spark_jobs.runtime.processes import pid_alive
+
+HOST = "127.0.0.1"
+
+
+class ClusterError(ExternalError):
+    """The cluster did not reach the expected state (a daemon died, a master does not answer)."""
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    state_dir: Path = Path(".state/spark")
+    primary_domains: tuple[tuple[str, int], ...] = (("rack-a", 1), ("rack-b", 1))
+    standby_workers: int = 1
+    worker_cores: int = 1
+    worker_memory: str = "1g"
+    primary_port: int = 7077
+    primary_ui: int = 8090
+    standby_port: int = 7078
+    standby_ui: int = 8091
+    worker_port_base: int = 7100
+    worker_ui_base: int = 8100
+    # The master declares a worker dead after this many seconds without a heartbeat (Spark: 60).
+    worker_timeout_s: int = 10
+    start_timeout_s: float = 90.0
+
+
+@dataclass
+class Process:
+    name: str
+    role: str  # master | worker | driver
+    pool: str  # primary | standby
+    pid: int
+    port: int
+    ui_port: int
+    log: str
+    domain: str | None = None
+    work_dir: str | None = None
+
+
+@dataclass
+class ClusterState:
+    state_dir: str
+    worker_timeout_s: int
+    processes: list[Process] = field(default_factory=list)
+
+    def master(self, pool: str) -> Process:
+        return next(p for p in self.processes if p.role == "master" and p.pool == pool)
+
+    def master_url(self, pool: str) -> str:
+        return f"spark://{HOST}:{self.master(pool).port}"
+
+    def workers(self, pool: str | None = None, domain: str | None = None) -> list[Process]:
+        return [p for p in self.processes if p.role == "worker" and (pool is None or p.pool == pool)
+                and (domain is None or p.domain == domain)]
+
+    def save(self) -> None:
+        path = Path(self.state_dir) / "cluster.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> ClusterState | None:
+        path = Path(state_dir) / "cluster.json"
+        if not path.exists():
+            return None
+        doc = json.loads(path.read_text())
+        return cls(doc["state_dir"], doc["worker_timeout_s"], [Process(**p) for p in doc["processes"]])
+
+
+def spark_home() -> Path:
+    """The pyspark package directory, which is a Spark distribution without the sbin start scripts."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("pyspark is not installed in this environment (run ./scripts/bootstrap.sh)")
+    home = Path(list(spec.submodule_search_locations)[0])
+    # Inside a spark-submitted driver pyspark is imported from pyspark.zip; spark-class sets SPARK_HOME.
+    launched_from = Path(os.environ.get("SPARK_HOME", "/nonexistent"))
+    if not (home / "bin" / "spark-class").exists() and (launched_from / "bin" / "spark-class").exists():
+        home = launched_from
+    if not (home / "bin" / "spark-class").exists():
+        raise InputError(f"{home} has no bin/spark-class: the pyspark installation is incomplete")
+    return home
+
+
+def spark_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": HOST, "SPARK_NO_DAEMONIZE": "1"})
+    env.update(extra or {})
+    return env
+
+
+def cluster_up(config: ClusterConfig) -> ClusterState:
+    """Start both masters and all workers; wait until every worker is registered and alive."""
+    state_dir = config.state_dir.resolve()
+    existing = ClusterState.load(state_dir)
+    if existing is not None:
+        if any(pid_alive(p.pid) for p in existing.processes):
+            raise InputError(f"a cluster from {state_dir} is already running; run `ftops cluster down` first")
+        (state_dir / "cluster.json").unlink()  # stale state from a crash: every recorded pid is gone
+    _check_config(config)
+    check_ports_free(config)
+    state = ClusterState(str(state_dir), config.worker_timeout_s)
+    (state_dir / "logs").mkdir(parents=True, exist_ok=True)
+    try:
+        for pool, port, ui in (("primary", config.primary_port, config.primary_ui), ("standby", config.standby_port, config.standby_ui)):
+            _start_master(state, pool, port, ui)
+        slot = 0
+        for domain, count in config.primary_domains:
+            for _ in range(count):
+                _start_worker(state, config, "primary", domain, slot)
+                slot += 1
+        for _ in range(config.standby_workers):
+            _start_worker(state, config, "standby", "standby", slot)
+            slot += 1
+        wait_for_workers(state, state.workers(), timeout_s=config.start_timeout_s)
+    except BaseException:
+        stop_processes(state.processes)
+        (state_dir / "cluster.json").unlink(missing_ok=True)
+        raise
+    return state
+
+
+def _check_config(config: ClusterConfig) -> None:
+    if not config.primary_domains:
+        raise InputError("primary workers: at least one failure domain with one worker is needed")
+    for domain, count in config.primary_domains:
+        if not domain or count < 1:
+            raise InputError(f"primary workers: domain {domain!r} needs a name and at least one worker")
+    if config.worker_cores < 1:
+        raise InputError(f"worker cores: must be >= 1, got {config.worker_cores}")
+
+
+def check_ports_free(config: ClusterConfig) -> None:
+    """Every port the configuration needs can be bound on 127.0.0.1, else InputError naming it."""
+    workers = sum(c for _, c in config.primary_domains) + config.standby_workers
+    ports = [config.primary_port, config.primary_ui, config.standby_port, config.standby_ui]
+    ports += [config.worker_port_base + i for i in range(workers)] + [config.worker_ui_base + i for i in range(workers)]
+    if len(set(ports)) != len(ports):
+        raise InputError(f"ports: the configured ports overlap: {sorted(ports)}")
+    for port in ports:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                raise InputError(f"port {port} on {HOST} is in use; choose other ports or stop what holds it") from None
+
+
+def _spawn(state: ClusterState, name: str, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    log = Path(state.state_dir) / "logs" / f"{name}.log"
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+    return proc.pid, str(log)
+
+
+def _start_master(state: ClusterState, pool: str, port: int, ui: int) -> None:
+    cls = "org.apache.spark.deploy.master.Master"
+    env = spark_env({"SPARK_MASTER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
+    args = [str(spark_home() / "bin" / "spark-class"), cls, "--host", HOST, "--port", str(port), "--webui-port", str(ui)]
+    pid, log = _spawn(state, f"master-{pool}", args, env)
+    state.processes.append(Process(f"master-{pool}", "master", pool, pid, port, ui, log))
+    state.save()
+
+
+def _start_worker(state: ClusterState, config: ClusterConfig, pool: str, domain: str, slot: int) -> Process:
+    port, ui = config.worker_port_base + slot, config.worker_ui_base + slot
+    return start_worker(state, pool, domain, port, ui, config.worker_cores, config.worker_memory)
+
+
+def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int, cores: int, memory: str,
+                 host: str = HOST) -> Process:
+    """Start one worker process registered with ``pool``'s master, labelled with ``domain``, bound to
+    ``host`` (another loopback address is another host to Spark: :mod:`spark_jobs.cluster.worker_hosts`)."""
+    name = f"worker-{pool}-{domain}-{port}" if host == HOST else f"worker-{pool}-{domain}-{host}-{port}"
+    work_dir = Path(state.state_dir) / "work" / name
+    work_dir.mkdir(parents=True, exist_ok=True)
+    args = [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", "--host", host,
+            "--port", str(port), "--webui-port", str(ui), "--cores", str(cores), "--memory", memory,
+            "--work-dir", str(work_dir), state.master_url(pool)]
+    # The worker heartbeats every timeout / 4 of *its own* spark.worker.timeout: without this it would
+    # use Spark's 60 s (a heartbeat every 15 s) and the master would drop it as dead every few seconds.
+    env = spark_env({"SPARK_WORKER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
+    if host != HOST:  # the executors it launches inherit SPARK_LOCAL_IP: they bind to (and report) ``host`` too
+        env["SPARK_LOCAL_IP"] = host
+    pid, log = _spawn(state, name, args, env)
+    proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir))
+    state.processes.append(proc)
+    state.save()
+    return proc
+
+
+def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int = 1, memory: str = "1g",
+               timeout_s: float = 60.0, port_base: int = 7100, ui_base: int = 8100, host: str = HOST) -> Process:
+    """Replacement capacity: one new worker in ``domain`` bound to ``host``, waited for until the master
+    lists it alive. Its ports are the first free ones on ``host`` from ``port_base`` and ``ui_base``
+    (200 candidates each)."""
+    state = require_state(state_dir)
+    used = {p.port for p in state.processes} | {p.ui_port for p in state.processes}
+    port = _free_port(range(port_base, port_base + 200), used, host)
+    ui = _free_port(range(ui_base, ui_base + 200), used | {port}, host)
+    proc = start_worker(state, pool, domain, port, ui, cores, memory, host)
+    wait_for_workers(state, [proc], timeout_s=timeout_s)
+    return proc
+
+
+def kill_domain(state_dir: Path, domain: str) -> list[Process]:
+    """A correlated failure: SIGKILL every worker of ``domain`` with its executors (its process group)."""
+    state = require_state(state_dir)
+    victims = [p for p in state.workers(domain=domain) if pid_alive(p.pid)]
+    if not victims:
+        known = sorted({p.domain for p in state.workers() if p.domain})
+        raise InputError(f"failure domain {domain!r} has no running worker (domains: {', '.join(known)})")
+    for p in victims:
+        _signal_group(p.pid, signal.SIGKILL)
+    return victims
+
+
+def register_driver(state_dir: Path, name: str, pid: int, pool: str, log: str) -> None:
+    """Record a driver process so that ``down`` stops it even if its JVM parent is gone."""
+    state = require_state(state_dir)
+    state.processes.append(Process(name, "driver", pool, pid, 0, 0, log))
+    state.save()
+
+
+def require_state(state_dir: Path) -> ClusterState:
+    state = ClusterState.load(Path(state_dir).resolve())
+    if state is None:
+        raise InputError(f"no cluster state in {Path(state_dir).resolve()}; run `ftops cluster up` first")
+    return state
+
+
+def cluster_down(state_dir: Path) -> list[str]:
+    """Stop everything recorded in the state (drivers first, then workers, then masters)."""
+    state = ClusterState.load(Path(state_dir).resolve())
+    if state is None:
+        return []
+    order = {"driver": 0, "worker": 1, "master": 2}
+    stopped = stop_processes(sorted(state.processes, key=lambda p: order[p.role]))
+    (Path(state.state_dir) / "cluster.json").unlink(missing_ok=True)
+    return stopped
+
+
+def stop_processes(processes: list[Process], grace_s: float = 10.0) -> list[str]:
+    alive = [p for p in processes if pid_alive(p.pid)]
+    for p in alive:
+        _signal_group(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(pid_alive(p.pid) for p in alive):
+        time.sleep(0.2)
+    for p in alive:
+        if pid_alive(p.pid):
+            _signal_group(p.pid, signal.SIGKILL)
+    for p in alive:
+        _reap(p.pid)
+    return [p.name for p in alive]
+
+
+def master_json(ui_port: int, timeout_s: float = 5.0) -> dict:
+    """The master's state (``/json/``): workers, cores, active applications."""
+    url = f"http://{HOST}:{ui_port}/json/"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return json.loads(resp.read())
+    except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
+        raise ClusterError(f"the Spark master at {url} does not answer: {exc}") from None
+
+
+def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: float) -> None:
+    """Poll the masters' real state until each of ``workers`` is registered and ALIVE."""
+    deadline = time.monotonic() + timeout_s
+    pending = "masters not up"
+    watched = [p for p in state.processes if p.role == "master"] + workers
+    while time.monotonic() < deadline:
+        for p in watched:
+            if not pid_alive(p.pid):
+                raise ClusterError(f"{p.name} (pid {p.pid}) exited during start-up; see {p.log}")
+        try:
+            pending = _pending_workers(state, workers)
+        except ClusterError as exc:
+            pending = str(exc)
+        if not pending:
+            return
+        time.sleep(0.5)
+    raise ClusterError(f"cluster not ready after {timeout_s:.0f} s: {pending}")
+
+
+def _pending_workers(state: ClusterState, workers: list[Process]) -> str:
+    missing = []
+    for pool in {p.pool for p in workers}:
+        alive_ports = {w["port"] for w in master_json(state.master(pool).ui_port)["workers"] if w["state"] == "ALIVE"}
+        missing += [p.name for p in workers if p.pool == pool and p.port not in alive_ports]
+    return ", ".join(f"{m} not registered" for m in missing)
+
+
+def cluster_status(state_dir: Path) -> dict:
+    """Workers (with domains), cores, applications and executors, as the masters see them."""
+    state = require_state(state_dir)
+    report = {"pools": {}}
+    for pool in ("primary", "standby"):
+        master = state.master(pool)
+        doc = master_json(master.ui_port)
+        domains = {p.port: p.domain for p in state.workers(pool)}
+        report["pools"][pool] = {
+            "master": state.master_url(pool),
+            "ui": f"http://{HOST}:{master.ui_port}",
+            "status": doc.get("status"),
+            "workers": [
+                {"id": w["id"], "domain": domains.get(w["port"], "unknown"), "state": w["state"], "cores": w["cores"],
+                 "cores_used": w["coresused"], "memory_mb": w["memory"], "port": w["port"]}
+                for w in doc["workers"]
+            ],
+            "apps": [
+                {"id": a["id"], "name": a["name"], "cores": a["cores"], "state": a["state"]} for a in doc.get("activeapps", [])
+            ],
+        }
+    return report
+
+
+
+
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _free_port(candidates: range, used: set[int], host: str = HOST) -> int:
+    port = next((p for p in candidates if p not in used and _port_free(p, host)), None)
+    if port is None:
+        raise ClusterError(f"no free port in {candidates.start}-{candidates.stop - 1} on {host} for a new worker")
+    return port
+
+
+def _port_free(port: int, host: str = HOST) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+            return True
+        except OSError:
+            return False

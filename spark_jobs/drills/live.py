@@ -1,0 +1,244 @@
+"""The steps of a chaos drill on a job that is already running, as separate functions (the Airflow drill DAG).
+
+Problem: ``ftops drill run`` (:mod:`.drill`) builds a private cluster and drives one process from start to
+end; a scheduled drill instead hits a registered job where it runs (its deployment, :mod:`.job_streams`)
+and each step is an Airflow task, the waits deferred to the triggerer in between. The steps:
+
+1. :func:`preflight`: the primary and the current replica run on their masters, the failure domain has
+   live workers, the plan is known; nothing is touched when a check fails;
+2. :func:`inject`: what the primary had delivered, then SIGKILL of every worker of the domain with its
+   executors (and optionally the primary driver); recorded with the wall time;
+3. (deferred) tentative outputs arrive in the replica's sink; :func:`add_replacement` after the chosen
+   delay (a new worker, as a cloud replaces a lost node); (deferred) the primary has executors again, or
+   :func:`restart_primary` when its driver was killed; (deferred) the primary has caught up;
+4. :func:`measure`: the primary's output against the failure-free reference over the input so far (the
+   workloads' pure-Python reference, tested equal to the Spark batch reference in
+   ``tests/spark/test_workloads.py``), the replica's tentative accuracy per failure window, the times.
+
+Times are seconds from the kill, taken from file modification times and the jobs' own progress records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ft_core.errors import ExternalError, InputError
+from spark_jobs.runtime.job_streams import JobDeployment, primary_app_name, replica_app_name
+
+
+class DrillContext(BaseModel):
+    """What the steps pass on (an XCom between Airflow tasks)."""
+
+    job: str
+    plan_id: int | None
+    plan_tasks: list[str]
+    predicted_output_fidelity: float
+    domain: str
+    kill_driver: bool
+    replica_output: str | None
+    t_fail: float | None = None
+    failure_end_ms: int | None = None
+    killed: list[str] = []
+    t_capacity: float | None = None
+    backlog_ms: int | None = None
+
+
+def master_apps(ui: str) -> list[dict]:
+    """The active applications a Spark master lists (its ``/json/``); ExternalError when it does not answer."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(ui.rstrip("/") + "/json/", timeout=5) as resp:
+            return json.loads(resp.read()).get("activeapps", [])
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ExternalError(f"the Spark master UI {ui} does not answer: {exc}") from None
+
+
+def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill_driver: bool) -> DrillContext:
+    """Check that the drill can run and say what it predicts; raises InputError/ExternalError otherwise.
+    ``domain`` ``auto`` picks the failure domain hosting most of the primary's executors."""
+    from spark_jobs.cluster.standalone import require_state
+
+    if not dep.cluster_state:
+        raise InputError(f"job {job!r}: its deployment has no local cluster state; drills inject failures there")
+    state = require_state(Path(dep.cluster_state))
+    domains = sorted({w.domain for w in state.workers("primary") if w.domain})
+    if domain != "auto" and domain not in domains:
+        raise InputError(f"failure domain {domain!r}: the primary pool has {', '.join(domains) or 'no domains'}")
+    apps = {a["name"]: a["id"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
+    if primary_app_name(job) not in apps:
+        raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
+    hosting = executor_domains(state, apps[primary_app_name(job)])
+    if domain == "auto":
+        if not hosting:
+            raise ExternalError(f"job {job!r}: its primary has no executor on a live worker right now")
+        domain = max(sorted(hosting), key=hosting.get)
+    elif domain not in hosting:
+        raise InputError(f"failure domain {domain!r} hosts no executor of {job!r}'s primary (it runs in "
+                         f"{', '.join(sorted(hosting)) or 'no domain'}): nothing would fail; choose one of those or 'auto'")
+    tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
+    replica = None
+    if plan and tasks:
+        standby = {a["name"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
+        if replica_app_name(job, plan["plan_id"]) not in standby:
+            raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
+        replica = str(dep.replica_output(plan["plan_id"]))
+    return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
+                        predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
+                        kill_driver=kill_driver, replica_output=replica)
+
+
+def executor_domains(state, app_id: str) -> dict[str, int]:
+    """Failure domain -> number of the application's executors on the primary pool's live workers (each
+    worker's own JSON lists its executors)."""
+    import urllib.error
+    import urllib.request
+
+    from spark_jobs.runtime.processes import pid_alive
+
+    out: dict[str, int] = {}
+    for w in state.workers("primary"):
+        if not pid_alive(w.pid):
+            continue
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{w.ui_port}/json/", timeout=5) as resp:
+                executors = json.loads(resp.read()).get("executors", [])
+        except (urllib.error.URLError, OSError, ValueError):
+            continue
+        n = sum(1 for e in executors if e.get("appid") == app_id)
+        if n:
+            out[w.domain] = out.get(w.domain, 0) + n
+    return out
+
+
+def delivered_until(output: Path) -> int:
+    """The latest window end the run has written (0: none)."""
+    from spark_jobs.drills.progress import watermark_of, window_files
+
+    written = max((int(r["window_end"]) for _, rows in window_files(output) for r in rows), default=0)
+    return max(written, watermark_of(output) or 0)
+
+
+def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
+    """The correlated failure: SIGKILL the domain's workers (with their executors) and, if asked, the driver."""
+    from spark_jobs.cluster.standalone import kill_domain
+
+    ctx = ctx.model_copy()
+    ctx.failure_end_ms = delivered_until(dep.primary_output)
+    ctx.t_fail = time.time()
+    ctx.killed = [p.name for p in kill_domain(Path(dep.cluster_state), ctx.domain)]
+    if ctx.kill_driver:
+        submit = dep.primary_output / "_submit.json"
+        pgid = json.loads(submit.read_text())["pgid"] if submit.exists() else None
+        if pgid:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            ctx.killed.append("primary driver")
+    return ctx
+
+
+def input_watermark(dep: JobDeployment) -> int | None:
+    """The input's event-time watermark now (every source's latest file, minus the watermark delay)."""
+    from spark_jobs.workloads.generator import InputWatermark, existing_files
+
+    mark = InputWatermark(dep.spec)
+    for i in range(existing_files(dep.spec, dep.input)):
+        mark.add(i)
+    return mark.value_ms
+
+
+def add_replacement(dep: JobDeployment, ctx: DrillContext, domain: str = "rack-c", timeout_s: float = 120.0) -> DrillContext:
+    """Replacement capacity: a new one-core worker in ``domain``, waited for until the master lists it."""
+    from spark_jobs.cluster.standalone import add_worker
+
+    ctx = ctx.model_copy()
+    add_worker(Path(dep.cluster_state), domain, "primary", 1, "1g", timeout_s=timeout_s)
+    ctx.t_capacity = time.time()
+    ctx.backlog_ms = input_watermark(dep)
+    return ctx
+
+
+def primary_driver_alive(dep: JobDeployment) -> bool:
+    from spark_jobs.runtime.processes import pid_alive
+
+    submit = dep.primary_output / "_submit.json"
+    return submit.exists() and pid_alive(json.loads(submit.read_text())["pgid"])
+
+
+def measure(dep: JobDeployment, ctx: DrillContext) -> dict:
+    """The drill report (the fields of ``ftops drill run --json`` that a live job can measure)."""
+    from spark_jobs.drills.progress import first_batch_reaching, watermark_of
+    from spark_jobs.workloads.accuracy import window_accuracy, window_of
+    from spark_jobs.workloads.sink import closed_rows, compare_output
+
+    until = watermark_of(dep.primary_output) or 0
+    expected = closed_rows(reference_rows(dep), until)
+    comparison = compare_output(dep.primary_output, expected, until_ms=until)
+    windows = sorted({window_of(r) for r in expected if ctx.failure_end_ms < r["window_end"] <= (ctx.backlog_ms or 0)})
+    tentative = _rows(Path(ctx.replica_output)) if ctx.replica_output else []
+    per_window = window_accuracy(dep.workload, tentative, expected, windows)
+    values = [per_window[w] for w in sorted(per_window)]
+    caught = first_batch_reaching(dep.primary_output, ctx.backlog_ms, ctx.t_fail) if ctx.backlog_ms else None
+    return {
+        "workload": dep.workload, "plan_tasks": ctx.plan_tasks, "predicted_output_fidelity": ctx.predicted_output_fidelity,
+        "tentative_accuracy": sum(values) / len(values) if values else None,
+        "tentative_accuracy_per_window": values, "failure_window_starts_ms": [w[0] for w in sorted(per_window)],
+        "time_to_first_tentative_s": _first_tentative_s(ctx), "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
+        "lost_windows": len(comparison.lost_windows), "duplicated_windows": len(comparison.duplicated_windows),
+        "output_equals_reference": comparison.equal, "windows_compared": comparison.expected_windows,
+        "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,
+        "capacity_alive_s": None if ctx.t_capacity is None else ctx.t_capacity - ctx.t_fail,
+    }
+
+
+def reference_rows(dep: JobDeployment) -> list[dict]:
+    """The failure-free output over the input so far (pure Python, every window)."""
+    from spark_jobs.workloads.generator import read_records
+
+    spec = dep.spec
+    if dep.workload == "topk":
+        from spark_jobs.workloads.topk import python_reference
+
+        return python_reference(spec, read_records(spec, dep.input, "requests"))
+    from spark_jobs.workloads.incidents import python_reference
+
+    return python_reference(spec, read_records(spec, dep.input, "locations"), read_records(spec, dep.input, "incidents"))
+
+
+def _rows(folder: Path) -> list[dict]:
+    from spark_jobs.drills.progress import window_files
+
+    return [r for _, rows in window_files(folder) for r in rows]
+
+
+def _first_tentative_s(ctx: DrillContext) -> float | None:
+    from spark_jobs.drills.progress import window_files
+
+    if not ctx.replica_output:
+        return None
+    times = [mtime for mtime, rows in window_files(Path(ctx.replica_output))
+             if mtime >= ctx.t_fail and any(r["window_end"] > ctx.failure_end_ms for r in rows)]
+    return min(times) - ctx.t_fail if times else None
+
+
+def verdict(report: dict, max_recovery_s: float | None) -> list[str]:
+    """Why the drill fails (empty: it passed): output lost or duplicated, the recovery-time bound missed."""
+    problems = []
+    if report["lost_windows"] or report["duplicated_windows"] or not report["output_equals_reference"]:
+        problems.append(f"output differs from the reference: {report['lost_windows']} windows lost, "
+                        f"{report['duplicated_windows']} duplicated")
+    caught = report["time_to_caught_up_s"]
+    if caught is None:
+        problems.append("the primary did not catch up")
+    elif max_recovery_s is not None and caught > max_recovery_s:
+        problems.append(f"recovery took {caught:.1f} s, over the job's bound of {max_recovery_s:.0f} s")
+    return problems

@@ -1,0 +1,556 @@
+"""Chaos drills: a correlated failure under a running streaming job, measured as its users see it.
+
+Problem (issue 4, paper 000 Section VI): show on a real Spark standalone cluster that partial active
+replication keeps *tentative outputs* flowing while the primary is down, that their measured accuracy
+matches the planner's predicted output fidelity (Fig. 12), and that the primary recovers from its
+checkpoint without losing or duplicating a window.
+
+One drill (:func:`run_drill`), every step polling real state with generous deadlines:
+
+1. validate (workload parameters, the plan's tasks, ports) before anything starts; the plan is
+   ``--plan`` or computed by the planner for ``budget``; its OF (and IC) are recomputed from the
+   workload's own topology document;
+2. start a private cluster (``spark_jobs.cluster.standalone``): the primary pool's workers all in the failure
+   domain ``fail_domain``, the standby pool for the replica;
+3. feed the seeded generator in real time; submit the primary (whole pipeline, checkpointing) to the
+   primary pool and the replica (``--plan``: only the replicated MC-trees) to the standby pool; an
+   empty plan starts no replica (R = 0: no tentative output);
+4. wait until both jobs are steady: each has closed ``steady_windows`` windows and its watermark is
+   within ``steady_lag_s`` plus three of its recent micro-batch durations of the input's (a job's
+   watermark trails the input by up to three batches: the one that read the data, the one that
+   reports it, and the wait for the next; on a loaded machine a batch takes seconds);
+5. **the failure**: SIGKILL every worker of ``fail_domain`` with its executors (``kill-domain``), and
+   with ``kill_driver`` the primary driver too. Because the primary's whole executor pool is in that
+   domain, the primary is *down*, not silently rescheduled onto survivors: the PPA scenario. The
+   driver runs outside the rack (client mode) and survives unless ``kill_driver``;
+6. **recovery**: after ``new_capacity_after_s`` a replacement worker (``replacement_domain``) joins the
+   primary pool; Spark reschedules the surviving driver's work onto it, restoring state from the
+   checkpoint; a killed (or crashed) driver is restarted from its checkpoint instead;
+7. the primary has *caught up* once it has completed a micro-batch whose watermark passes the input's
+   watermark at the moment capacity returned (every window the outage held back is out, the backlog
+   is drained);
+8. stop the input; while the primary closes every window, the batch reference runs over the same
+   (now final) input; compare.
+
+Measures (times in seconds from the kill, from file modification times and the jobs' own progress
+records, not from the polling loop):
+
+- *failure windows*: reference windows that end after the primary's last output before the failure
+  and no later than the input watermark when capacity returned: what users missed from the primary;
+- ``tentative_accuracy_per_window``: the replica's rows for each failure window against the
+  reference (:mod:`spark_jobs.workloads.accuracy`; a window the replica lacks scores 0);
+- ``time_to_first_tentative_s``: the first replica output file written after the kill that holds a
+  window the primary had not delivered;
+- ``time_to_caught_up_s``, ``detection_s`` (the master lists the killed workers DEAD);
+- ``lost_windows``, ``duplicated_windows``, ``output_equals_reference``: the primary's final sink
+  against the reference's windows closed by the whole input (:func:`sink.compare_output`).
+
+Whatever happens (an exception, Ctrl-C), everything the drill started is stopped
+(:meth:`_Drill.teardown`); a failure raises :class:`DrillError` naming the step.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ft_core.errors import ExternalError, FtopsError, InputError
+from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files
+from spark_jobs.runtime.launch import kill_group
+from spark_jobs.workloads.feed import LiveFeed
+from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
+
+Progress = Callable[[str], None]
+
+
+class DrillError(ExternalError):
+    """A drill could not complete a step; the message names the step and where to look."""
+
+
+class DrillConfig(BaseModel):
+    """What to drill and how (ports: see :class:`DrillPorts`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workload: Literal["topk", "incidents"]
+    work_dir: Path
+    params: list[str] = Field(default_factory=list, description="workload parameters key=value")
+    plan: Path | None = Field(default=None, description="a replication plan (ftops plan replication --json)")
+    budget: int | None = Field(default=None, ge=0, description="without --plan: plan R replicas with `algorithm`")
+    algorithm: Literal["exact", "structure-aware", "greedy"] = "structure-aware"
+    fail_domain: str = "rack-a"
+    primary_workers: int = Field(default=2, ge=1, description="workers (one core each) in the failure domain")
+    standby_workers: int = Field(default=1, ge=1)
+    replacement_domain: str = "rack-c"
+    kill_driver: bool = False
+    new_capacity_after_s: float = Field(default=30.0, ge=0)
+    trigger_s: float = Field(default=1.0, gt=0)
+    speedup: float = Field(default=1.0, gt=0, description="event seconds generated per wall second")
+    steady_windows: int = Field(default=1, ge=1, description="windows both jobs must have closed before the failure")
+    steady_lag_s: float = Field(default=8.0, gt=0, description="steady: watermarks within this many wall seconds "
+                                "(plus three recent batch durations) of the input's")
+    worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
+    port_base: int = Field(default=7000, ge=1024, le=65000)
+    timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
+    serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
+                        "and replica sinks and report what its consumers saw")
+
+
+class DrillPorts(BaseModel):
+    """Every port a drill uses, as offsets from one base (so parallel drills can coexist)."""
+
+    primary_port: int
+    standby_port: int
+    primary_ui: int
+    standby_ui: int
+    worker_port_base: int
+    worker_ui_base: int
+    replacement_port_base: int
+    replacement_ui_base: int
+    primary_driver_ui: int
+    replica_driver_ui: int
+
+    @classmethod
+    def from_base(cls, base: int) -> DrillPorts:
+        return cls(primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90, standby_ui=base + 91,
+                   worker_port_base=base + 100, worker_ui_base=base + 200, replacement_port_base=base + 150,
+                   replacement_ui_base=base + 250, primary_driver_ui=base + 40, replica_driver_ui=base + 41)
+
+
+class DrillReport(BaseModel):
+    """The result of one drill (the first ten fields are the issue's CLI contract)."""
+
+    workload: str
+    plan_tasks: list[str]
+    predicted_output_fidelity: float
+    tentative_accuracy: float | None = Field(description="mean over the failure windows (None: no failure window)")
+    tentative_accuracy_per_window: list[float]
+    time_to_first_tentative_s: float | None
+    time_to_caught_up_s: float | None
+    lost_windows: int
+    duplicated_windows: int
+    output_equals_reference: bool
+    predicted_internal_completeness: float
+    failure_window_starts_ms: list[int]
+    lost_window_starts_ms: list[int]
+    duplicated_window_starts_ms: list[int]
+    windows_expected: int
+    fail_domain: str
+    killed: list[str]
+    kill_driver: bool
+    recovery: str
+    primary_driver_restarts: int
+    detection_s: float | None
+    new_capacity_after_s: float
+    capacity_alive_s: float | None
+    params: dict
+    budget: int | None
+    algorithm: str | None
+    work_dir: str
+    elapsed_s: float
+    serve: bool = False
+    serve_windows_per_s: float | None = Field(default=None, description="failure windows the view first served per "
+                                              "second, from the kill to the primary's catch-up")
+    serve_expected_windows_per_s: float | None = Field(default=None, description="the input's window rate (speedup / slide)")
+    serve_gap_windows: int | None = Field(default=None, description="failure windows missing from the view while the "
+                                          "primary was down (not served before the primary delivered them)")
+    serve_gap_window_starts_ms: list[int] = Field(default_factory=list)
+    serve_max_staleness_s: float | None = None
+    serve_tentative_windows: int | None = None
+    serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
+
+
+class DrillSetup(BaseModel):
+    """The validated inputs of a drill (everything checked before a process starts)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: WorkloadSpec
+    plan_tasks: list[str]
+    predicted_output_fidelity: float
+    predicted_internal_completeness: float
+    ports: DrillPorts
+
+
+def prepare_drill(config: DrillConfig) -> DrillSetup:
+    """Validate the workload, the plan (given or computed) and the ports; raises InputError."""
+    from ft_core.replication.fidelity import internal_completeness, replicated_fidelity
+    from ft_core.topology.task_graph import build_task_graph
+
+    spec = make_spec(config.workload, config.params)
+    graph = build_task_graph(spec.topology())
+    if config.plan is not None:
+        tasks = sorted(load_plan_tasks(config.plan, spec))
+    elif config.budget is not None:
+        from ft_core.replication.planners import plan_replication
+
+        tasks = plan_replication(graph, config.budget, config.algorithm).tasks
+    else:
+        raise InputError("--plan or --budget: a drill needs a replication plan or a budget to plan one")
+    work = config.work_dir.resolve()
+    if work.exists() and (not work.is_dir() or any(work.iterdir())):
+        raise InputError(f"--work-dir: {work} is not an empty folder; a drill needs a fresh one")
+    if config.fail_domain == config.replacement_domain:
+        raise InputError(f"--replacement-domain: must differ from the failed domain {config.fail_domain!r}")
+    chosen = graph.indices(tasks, "plan task")
+    failed = [i for i in range(graph.n) if i not in chosen]
+    return DrillSetup(spec=spec, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
+                      predicted_internal_completeness=internal_completeness(graph, failed),
+                      ports=DrillPorts.from_base(config.port_base))
+
+
+def cluster_config(config: DrillConfig, state_dir: Path):
+    """The private cluster of a drill: the primary pool all in the failure domain, the standby pool."""
+    from spark_jobs.cluster.standalone import ClusterConfig
+
+    p = DrillPorts.from_base(config.port_base)
+    return ClusterConfig(state_dir=state_dir, primary_domains=((config.fail_domain, config.primary_workers),),
+                         standby_workers=config.standby_workers, worker_timeout_s=config.worker_timeout_s,
+                         primary_port=p.primary_port, primary_ui=p.primary_ui, standby_port=p.standby_port,
+                         standby_ui=p.standby_ui, worker_port_base=p.worker_port_base, worker_ui_base=p.worker_ui_base,
+                         start_timeout_s=config.timeout_s)
+
+
+def wait_for_ports(config: DrillConfig, timeout_s: float = 180.0) -> None:
+    """Wait until a drill's cluster ports can be bound. Right after a drill, connections of its killed
+    daemons linger in the kernel for up to a minute and still hold the ports; back-to-back drills
+    (the benchmark) wait for them, while a single drill refuses a port in use at once (exit 2)."""
+    from spark_jobs.cluster.standalone import check_ports_free
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return check_ports_free(cluster_config(config, config.work_dir / "spark"))
+        except InputError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2.0)
+
+
+def run_drill(config: DrillConfig, progress: Progress | None = None) -> DrillReport:
+    """Run one drill end to end (see the module docstring); always stops what it started."""
+    setup = prepare_drill(config)
+    drill = _Drill(config, setup, progress or (lambda _msg: None))
+    try:
+        return drill.run()
+    finally:
+        drill.teardown()
+
+
+class _Drill:
+    """The steps of one drill and what they started (see :func:`run_drill`)."""
+
+    def __init__(self, config: DrillConfig, setup: DrillSetup, progress: Progress):
+        self.config, self.setup, self.spec, self.say = config, setup, setup.spec, progress
+        work = config.work_dir.resolve()
+        self.dirs = {name: work / name for name in ("input", "primary", "primary-ckpt", "replica", "replica-ckpt",
+                                                    "reference", "spark")}
+        self.plan_file = work / "plan.json"
+        self.feed: LiveFeed | None = None
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs: dict[str, Path] = {}
+        self.stage = "validating"
+        self.cluster_started = False
+        self.t0 = time.time()
+        self.t_fail: float | None = None
+        self.failure_end_ms: int | None = None
+        self.killed: list[str] = []
+        self.killed_ports: set[int] = set()
+        self.detection_s: float | None = None
+        self.t_capacity: float | None = None
+        self.backlog_ms: int | None = None
+        self.t_caught_up: float | None = None
+        self.driver_restarts = 0
+        self.recovery = "rescheduled onto the replacement worker"
+        self.final_ms: int | None = None
+        self.reference_rows: list[dict] = []
+        self.serving: subprocess.Popen | None = None  # the serving view (opt-in), not one of the jobs
+        self.serving_stopped = False
+        if config.serve:
+            self.dirs["view"] = work / "view"
+
+    # steps
+    def run(self) -> DrillReport:
+        self._prepare_dirs()
+        for stage, step in (("starting the clusters", self._start_cluster), ("starting the jobs", self._start_jobs),
+                            ("waiting for steady state", self._wait_steady), ("injecting the failure", self._inject),
+                            ("recovering the primary", self._recover), ("draining the input", self._drain),
+                            ("running the batch reference", self._reference)):
+            self.stage = stage
+            self.say(f"{stage}...")
+            try:
+                step()
+            except (FtopsError, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # an unexpected failure still says where it happened
+                raise DrillError(f"drill failed while {stage}: {type(exc).__name__}: {exc}") from exc
+        self.stage = "reporting"
+        return self._report()
+
+    def _prepare_dirs(self) -> None:
+        for path in self.dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        self.plan_file.write_text(json.dumps({"tasks": self.setup.plan_tasks}))
+
+    def _start_cluster(self) -> None:
+        from spark_jobs.cluster.standalone import cluster_up
+
+        self.cluster_started = True  # even a failed start may have left a state file to clean
+        self.state = cluster_up(cluster_config(self.config, self.dirs["spark"]))
+
+    def _start_jobs(self) -> None:
+        self.feed = LiveFeed(self.spec, self.dirs["input"], self.config.speedup, name="drill-feed")
+        self.feed.start()
+        self._submit("primary")
+        if self.setup.plan_tasks:
+            self._submit("replica")
+        else:
+            self.say("the plan is empty: no replica (no tentative output)")
+        if self.config.serve:
+            from spark_jobs.serving_view import start_serving
+
+            self.serving = start_serving(self.dirs["primary"], self.dirs["replica"] if "replica" in self.procs else None,
+                                         self.dirs["view"], self.config.workload, self.setup.predicted_output_fidelity)
+
+    def _submit(self, role: str) -> None:
+        from spark_jobs.runtime.launch import launch_run, run_args
+
+        pool = "primary" if role == "primary" else "standby"
+        p = self.setup.ports
+        cores = self.config.primary_workers if role == "primary" else self.config.standby_workers
+        argv = [self.config.workload, "--role", role, "--input", self.dirs["input"], "--output", self.dirs[role],
+                "--checkpoint", self.dirs[f"{role}-ckpt"], "--master", self.state.master_url(pool),
+                "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
+                "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
+        argv += ["--plan", self.plan_file] if role == "replica" else []
+        for item in self.config.params:
+            argv += ["--param", item]
+        self.procs[role], self.logs[role] = launch_run(run_args(argv))
+
+    def _wait_steady(self) -> None:
+        n = self.config.steady_windows
+        need = self.spec.start_ms + self.spec.window_ms + (n - 1) * self.spec.slide * 1000
+        roles = list(self.procs)
+
+        def near_input(role: str) -> bool:
+            mark = watermark_of(self.dirs[role])
+            lag_s = self.config.steady_lag_s + 3 * recent_batch_s(self.dirs[role])
+            live = self.feed.watermark_at(time.time() - lag_s)
+            return mark is not None and live is not None and mark >= max(need, live)
+
+        def steady() -> bool:
+            return all(near_input(r) for r in roles)
+
+        self._wait(steady, "both jobs steady (watermarks near the input's)", roles)
+        self.say(f"steady: primary watermark {watermark_of(self.dirs['primary'])}")
+
+    def _inject(self) -> None:
+        from spark_jobs.cluster.standalone import kill_domain
+
+        end_ms = max((int(r["window_end"]) for _, rows in window_files(self.dirs["primary"]) for r in rows), default=0)
+        self.t_fail = time.time()
+        victims = kill_domain(self.dirs["spark"], self.config.fail_domain)
+        self.killed = [v.name for v in victims]
+        self.killed_ports = {v.port for v in victims}
+        if self.config.kill_driver:
+            self._kill_primary_driver()
+            self.killed.append("primary driver")
+            self.recovery = "driver restarted from its checkpoint"
+        self.failure_end_ms = max(end_ms, watermark_of(self.dirs["primary"]) or 0)
+        self.say(f"killed {', '.join(self.killed)}; primary had delivered windows ending <= {self.failure_end_ms}")
+
+    def _kill_primary_driver(self) -> None:
+        kill_group(self.procs["primary"])
+
+    def _recover(self) -> None:
+        due = self.t_fail + self.config.new_capacity_after_s
+
+        def step() -> bool:
+            self._check_alive(["replica"] if "replica" in self.procs else [])
+            self._detect()
+            if self.t_capacity is None:
+                if time.time() >= due:
+                    self._add_capacity()
+                return False
+            if self.procs["primary"].poll() is not None:
+                self._restart_primary()
+                return False
+            self.t_caught_up = first_batch_reaching(self.dirs["primary"], self.backlog_ms, self.t_fail)
+            return self.t_caught_up is not None
+
+        self._wait(step, "the primary to catch up", [], deadline_s=self.config.timeout_s + self.config.new_capacity_after_s)
+        self.say(f"primary caught up {self.t_caught_up - self.t_fail:.1f} s after the failure")
+
+    def _detect(self) -> None:
+        from spark_jobs.cluster.standalone import ClusterError, master_json
+
+        if self.detection_s is not None:
+            return
+        try:
+            workers = master_json(self.setup.ports.primary_ui)["workers"]
+        except ClusterError:
+            return
+        dead = {w["port"] for w in workers if w["state"] == "DEAD"}
+        if self.killed_ports <= dead:
+            self.detection_s = time.time() - self.t_fail
+            self.say(f"the master declared {self.config.fail_domain} dead after {self.detection_s:.1f} s")
+
+    def _add_capacity(self) -> None:
+        from spark_jobs.cluster.standalone import add_worker
+
+        p = self.setup.ports
+        self.say(f"replacement capacity: a worker in {self.config.replacement_domain}")
+        add_worker(self.dirs["spark"], self.config.replacement_domain, "primary", 1, "1g", timeout_s=self.config.timeout_s,
+                   port_base=p.replacement_port_base, ui_base=p.replacement_ui_base)
+        self.t_capacity = time.time()
+        self.backlog_ms = self.feed.watermark_at(self.t_capacity)
+        if self.procs["primary"].poll() is not None:
+            self._restart_primary()
+
+    def _restart_primary(self) -> None:
+        if self.driver_restarts >= 3:
+            raise DrillError(f"the primary driver exited {self.driver_restarts + 1} times; see {self.logs['primary']}")
+        if not self.config.kill_driver:
+            self.recovery = "driver exited; restarted from its checkpoint"
+        self.driver_restarts += 1
+        self.say(f"restarting the primary driver from its checkpoint (restart {self.driver_restarts})")
+        self._submit("primary")
+
+    def _drain(self) -> None:
+        from spark_jobs.runtime.launch import stop_run
+
+        if "replica" in self.procs:
+            self._wait(lambda: (watermark_of(self.dirs["replica"]) or 0) >= self.backlog_ms,
+                       "the replica to pass the failure windows", ["replica"])
+            stop_run(self.dirs["replica"])
+        self.final_ms = self.feed.stop()
+        self._start_reference()  # the input is final: the batch reference runs while the primary drains
+        self.say(f"input stopped (watermark {self.final_ms}); waiting for the primary to close every window")
+        self._wait(lambda: (watermark_of(self.dirs["primary"]) or 0) >= self.final_ms,
+                   "the primary to close every window", ["primary"])
+        stop_run(self.dirs["primary"])
+        if self.serving is not None:
+            from spark_jobs.serving_view import stop_serving
+
+            self.serving_stopped = True
+            if stop_serving(self.serving) != 0:
+                raise DrillError(f"the serving view exited {self.serving.returncode}; see {self.dirs['view'] / '_serve.log'}")
+
+    def _start_reference(self) -> None:
+        """Submit the batch reference over the (final) input folder, locally, without a UI."""
+        from spark_jobs.runtime.launch import launch_run, run_args
+
+        argv = [self.config.workload, "--role", "reference", "--input", self.dirs["input"], "--output",
+                self.dirs["reference"], "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                "--state-dir", self.dirs["spark"]]
+        for item in self.config.params:
+            argv += ["--param", item]
+        self.procs["reference"], self.logs["reference"] = launch_run(run_args(argv))
+
+    def _reference(self) -> None:
+        from spark_jobs.workloads.sink import read_output
+
+        self._wait(lambda: self.procs["reference"].poll() is not None, "the batch reference", [])
+        if self.procs["reference"].returncode != 0:
+            raise DrillError(f"the batch reference failed (exit {self.procs['reference'].returncode}); see {self.logs['reference']}")
+        meta = json.loads((self.dirs["reference"] / "reference.meta.json").read_text())
+        if meta["closed_until_ms"] != self.final_ms:
+            raise DrillError(f"input watermark mismatch: reference {meta['closed_until_ms']}, feed {self.final_ms}")
+        self.reference_rows = read_output(self.dirs["reference"])
+
+    # measures
+    def _report(self) -> DrillReport:
+        from spark_jobs.workloads.accuracy import window_accuracy, window_of
+        from spark_jobs.workloads.sink import closed_rows, compare_output
+
+        expected = closed_rows(self.reference_rows, self.final_ms)
+        comparison = compare_output(self.dirs["primary"], expected)
+        windows = sorted({window_of(r) for r in expected if self.failure_end_ms < r["window_end"] <= self.backlog_ms})
+        tentative = [r for _, rows in window_files(self.dirs["replica"]) for r in rows]
+        per_window = window_accuracy(self.config.workload, tentative, expected, windows)
+        values = [per_window[w] for w in sorted(per_window)]
+        return self._serve_measures(expected, windows, DrillReport(
+            workload=self.config.workload, plan_tasks=self.setup.plan_tasks,
+            predicted_output_fidelity=self.setup.predicted_output_fidelity,
+            tentative_accuracy=sum(values) / len(values) if values else None,
+            tentative_accuracy_per_window=values, time_to_first_tentative_s=self._first_tentative_s(),
+            time_to_caught_up_s=self.t_caught_up - self.t_fail, lost_windows=len(comparison.lost_windows),
+            duplicated_windows=len(comparison.duplicated_windows), output_equals_reference=comparison.equal,
+            predicted_internal_completeness=self.setup.predicted_internal_completeness,
+            failure_window_starts_ms=[w[0] for w in sorted(per_window)], lost_window_starts_ms=comparison.lost_windows,
+            duplicated_window_starts_ms=comparison.duplicated_windows, windows_expected=comparison.expected_windows,
+            fail_domain=self.config.fail_domain, killed=self.killed, kill_driver=self.config.kill_driver,
+            recovery=self.recovery, primary_driver_restarts=self.driver_restarts, detection_s=self.detection_s,
+            new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
+            params=self.spec.params(), budget=self.config.budget if self.config.plan is None else None,
+            algorithm=self.config.algorithm if self.config.plan is None else None,
+            work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
+
+    def _serve_measures(self, expected: list[dict], windows: list, report: DrillReport) -> DrillReport:
+        """The serving view's part of the report (unchanged report without ``serve``)."""
+        if not self.config.serve:
+            return report
+        from spark_jobs.serving_view import measure_view
+
+        def closed_at(window_end: int) -> float | None:  # when the input's watermark passed the window's end
+            return next((m.wall for m in self.feed.marks() if m.watermark_ms is not None and m.watermark_ms >= window_end), None)
+
+        view = measure_view(self.dirs["view"], expected, windows, self.t_fail, self.t_caught_up, closed_at,
+                            self.config.speedup / self.spec.slide)
+        return report.model_copy(update=dict(
+            serve=True, serve_windows_per_s=view.windows_per_s, serve_expected_windows_per_s=view.expected_windows_per_s,
+            serve_gap_windows=len(view.gap_windows), serve_gap_window_starts_ms=view.gap_windows,
+            serve_max_staleness_s=view.max_staleness_s, serve_tentative_windows=view.tentative_windows,
+            serve_equals_reference=view.equals_reference))
+
+    def _first_tentative_s(self) -> float | None:
+        times = [mtime for mtime, rows in window_files(self.dirs["replica"])
+                 if mtime >= self.t_fail and any(r["window_end"] > self.failure_end_ms for r in rows)]
+        return min(times) - self.t_fail if times else None
+
+    # waiting and stopping
+    def _wait(self, done: Callable[[], bool], what: str, watch: list[str], deadline_s: float | None = None) -> None:
+        """Poll ``done`` every half second until it holds; the watched jobs must stay alive."""
+        deadline = time.monotonic() + (deadline_s or self.config.timeout_s)
+        while not done():
+            self._check_alive(watch)
+            if time.monotonic() > deadline:
+                raise DrillError(f"drill failed while {self.stage}: timed out waiting for {what} "
+                                 f"after {deadline_s or self.config.timeout_s:.0f} s; logs in {self.config.work_dir}")
+            time.sleep(0.5)
+
+    def _check_alive(self, roles: list[str]) -> None:
+        if self.feed is not None and self.feed.error is not None:
+            raise DrillError(f"drill failed while {self.stage}: the input generator failed: {self.feed.error}")
+        if self.serving is not None and not self.serving_stopped and self.serving.poll() is not None:
+            raise DrillError(f"drill failed while {self.stage}: the serving view exited ({self.serving.returncode}); "
+                             f"see {self.dirs['view'] / '_serve.log'}")
+        for role in roles:
+            code = self.procs[role].poll()
+            if code is not None:
+                tail = " | ".join(self.logs[role].read_text(errors="replace").strip().splitlines()[-3:])
+                raise DrillError(f"drill failed while {self.stage}: the {role} driver exited ({code}); "
+                                 f"see {self.logs[role]}: {tail}")
+
+    def teardown(self) -> None:
+        """Stop the input, the jobs and the cluster (by the pids the drill recorded)."""
+        from spark_jobs.cluster.standalone import cluster_down
+
+        if self.feed is not None:
+            self.feed.stop()
+        if self.serving is not None and self.serving.poll() is None:
+            kill_group(self.serving)
+        if self.cluster_started:
+            stopped = cluster_down(self.dirs["spark"])
+            self.say(f"stopped {len(stopped)} processes")
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                kill_group(proc)
+
+

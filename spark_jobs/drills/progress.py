@@ -1,0 +1,57 @@
+"""A running job's progress as drills read it: its micro-batches (end time, watermark) from the
+metrics its listener writes, and its output files with their modification times."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+
+def _epoch(iso: str | None) -> float | None:
+    if not iso:
+        return None
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def batch_progress(output: Path) -> list[tuple[float, int]]:
+    """Per completed micro-batch of a run: (wall time it ended, watermark ms it used)."""
+    from spark_jobs.workloads.metrics import read_metrics
+
+    out = []
+    for rec in read_metrics(Path(output) / "_metrics" / "metrics.jsonl"):
+        start, mark = _epoch(rec.get("timestamp")), _epoch(rec.get("watermark"))
+        if start is not None and mark is not None:
+            out.append((start + (rec.get("batch_duration_ms") or 0) / 1000, round(mark * 1000)))
+    return out
+
+
+def watermark_of(output: Path) -> int | None:
+    marks = [m for _, m in batch_progress(output)]
+    return max(marks) if marks else None
+
+
+def recent_batch_s(output: Path, last: int = 3) -> float:
+    """Median duration (s) of the run's last ``last`` micro-batches after its first (JVM warm-up) one."""
+    from statistics import median
+
+    from spark_jobs.workloads.metrics import read_metrics
+
+    records = read_metrics(Path(output) / "_metrics" / "metrics.jsonl")[1:]
+    durations = [(rec.get("batch_duration_ms") or 0) / 1000 for rec in records[-last:]]
+    return median(durations) if durations else 0.0
+
+
+def first_batch_reaching(output: Path, watermark_ms: int, after: float) -> float | None:
+    """The end time of the first micro-batch ending after ``after`` whose watermark >= ``watermark_ms``."""
+    ends = [end for end, mark in batch_progress(output) if end > after and mark >= watermark_ms]
+    return min(ends) if ends else None
+
+
+def window_files(output: Path) -> list[tuple[float, list[dict]]]:
+    """Per output file of a run (``batch-*.jsonl``, in order): its modification time and its rows."""
+    files = []
+    for path in sorted(Path(output).glob("batch-*.jsonl")):
+        with path.open() as fh:
+            files.append((path.stat().st_mtime, [json.loads(line) for line in fh if line.strip()]))
+    return files

@@ -1,0 +1,153 @@
+"""The table of ``ftops bench redundancy``: setup, per-scenario latencies and misses, the targets
+and the serving-view drill, as Markdown for ``docs/benchmarks/redundancy.md``."""
+
+from __future__ import annotations
+
+from spark_jobs.redundancy.bench import THESIS_PAUSED, BenchResult, ScenarioResult
+
+
+def render(result: BenchResult) -> str:
+    """The markdown report: setup, the table, the targets, the serving-view drill."""
+    lines = ["# Adaptive redundancy against slowdowns: speculative execution on Spark (thesis 002)", "",
+             f"Produced by `{result.command}` ({result.elapsed_s / 60:.0f} minutes on the project's 2-core machine).",
+             "", *_setup(result), "", *_table(result), "", "## Targets", "", *_targets(result), ""]
+    if result.drill is not None:
+        lines += ["## Serving view during a drill", "", *_drill_lines(result.drill), ""]
+    return "\n".join(lines)
+
+
+def _setup(result: BenchResult) -> list[str]:
+    c, f = result.config, result.faults
+    free = _scenario(result, "fault-free")
+    p50 = f"{free.latency.p50_ms:.0f} ms" if free and free.latency else "-"
+    ctl = c.controller
+    return [
+        f"Workload `{c.workload}` (`{' '.join(c.params)}`) on a local standalone cluster of {c.executors} one-core "
+        f"workers on {c.executors} loopback addresses (127.0.0.1-{c.executors}: Spark never runs a speculative copy on "
+        f"the host of the original), one executor each, {c.shuffle_partitions} shuffle partitions, one input file per micro-batch "
+        f"(trigger {c.trigger_s:g} s), so batch b does the same work in every scenario. Each scenario is a fresh run; "
+        f"{c.warmup_batches} warm-up batches, then {c.batches} measured batches.",
+        "",
+        f"Faults (`spark_jobs.fault_injection`): one slowdown process per executor, exponential time between "
+        f"faults (mean {f.mean_gap_s:.1f} s), Gaussian magnitude {f.magnitude_ms:.0f} +- {f.stddev_ms:.0f} ms truncated to "
+        f"[{f.min_ms:.0f}, {f.max_ms:.0f}] ms, applied as a SIGSTOP pause of the executor's JVM (a stop-the-world pause: "
+        f"executor-local, a speculative copy elsewhere is not slowed); seed {c.seed}, the same schedule in every "
+        f"scenario. Scaling: the thesis injects 150 ms pauses 1 s apart on average (an instance is paused "
+        f"{THESIS_PAUSED:.0%} of the time), pauses of several times a tuple's latency (21-72 ms, Table 3.5). Here the "
+        f"unit of work is a micro-batch (fault-free median {p50}), so both time constants are scaled "
+        f"{f.magnitude_ms / 150:.0f}x: a mean pause of {f.magnitude_ms / 1000 / (free.latency.p50_ms / 1000) if free and free.latency else 0:.1f} "
+        f"micro-batches, an executor paused {f.magnitude_ms / 1000 / (f.mean_gap_s + f.magnitude_ms / 1000):.0%} "
+        f"of the time" + (" (derived from the fault-free run)." if c.faults is None else " (given)."),
+        "",
+        f"Deadline: {result.deadline_ms:.0f} ms per batch"
+        + (" (given)." if c.deadline_ms else " = mu + 2 sigma of the fault-free batches (the thesis's P7 rule)."),
+        "Redundancy level L -> `spark.speculation*` (`ft_core.redundancy.allocation.speculation_settings`: quantile "
+        "1 - L, multiplier 3 - 2L, minTaskRuntime 100 ms x (1 - L)); extra confs for every scenario: "
+        f"`{' '.join(c.extra_conf) or '-'}`."
+        + (f" Controller: Algorithm 2 (corrected rule), bound = the deadline on the p90 of each period of "
+           f"{ctl.period_batches} batches (the first {ctl.warmup_batches} batches after each (re)submission left out), "
+           f"step {ctl.step_pct:g} points, gains 5, margin {ctl.perf_margin:g}. `controller`: a level change stops the job "
+           "between micro-batches and resubmits it from its checkpoint; `controller live`: the running driver applies it "
+           "to the task sets of its next micro-batches (`spark_jobs.redundancy.live`; speculation is on from the start, "
+           "minTaskRuntime 100 ms, level 0 = quantile 1, so no copy)." if ctl else ""),
+        "CPU: executor CPU time of every task attempt of the measured batches, from the event log (speculative "
+        "copies included, winners and killed ones; a paused attempt accrues no CPU). Redundancy cost = CPU of the "
+        "speculative attempts.",
+    ]
+
+
+def _table(result: BenchResult) -> list[str]:
+    none = _scenario(result, "none")
+    rows = ["| scenario | level | missed / batches | fewer missed than none | p50 ms | p90 ms | p99 ms | task CPU s | "
+            "CPU vs none | speculative attempts (won) | speculative CPU s | restarts | output = reference |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in result.scenarios:
+        if s.error or s.latency is None or s.costs is None:
+            rows.append(f"| {s.name} | failed: {s.error} |" + " |" * 11)
+            continue
+        level = ", ".join(f"{k}: {v}" for k, v in s.levels_used.items()) if s.levels_used else f"{s.level:g}"
+        fewer = _reduction(none, s) if s.faults and s.name != "none" else None
+        cpu_vs = (s.costs.cpu_s / none.costs.cpu_s - 1) if none and none.costs and s.name != "none" else None
+        rows.append(f"| {s.name} | {level} | {s.latency.missed} / {s.latency.batches} | {_pct(fewer)} | "
+                    f"{s.latency.p50_ms:.0f} | {s.latency.p90_ms:.0f} | {s.latency.p99_ms:.0f} | {s.costs.cpu_s:.1f} | "
+                    f"{_pct(cpu_vs, signed=True)} | {s.costs.speculative_attempts} ({s.costs.speculative_won}) | "
+                    f"{s.costs.speculative_cpu_s:.2f} | {s.restarts} | {_yes(s.output_ok)} |")
+    return rows
+
+
+def _targets(result: BenchResult) -> list[str]:
+    none = _scenario(result, "none")
+    statics = [s for s in result.scenarios if s.name.startswith("static") and s.latency and s.costs]
+    controllers = [s for s in result.scenarios if s.name.startswith("controller") and s.error is None and s.latency]
+    out = []
+    if none and none.latency:
+        best = max(statics, key=lambda s: _reduction(none, s) or -1, default=None)
+        reductions = ", ".join(f"{s.name}: {_pct(_reduction(none, s))}" for s in [*statics, *controllers])
+        met = best is not None and (_reduction(none, best) or 0) >= 0.5
+        out.append(f"- At least 50 % fewer missed deadlines than without redundancy ({none.latency.missed} missed): "
+                   f"{reductions}. **{'Met' if met else 'Not met'}**" + (f" (best: {best.name})." if best else "."))
+    meeting = [s for s in statics if s.latency.p90_ms <= result.deadline_ms]
+    smallest = min(meeting, key=lambda s: s.level, default=None)
+    for ctl in controllers:
+        if ctl.costs is not None:
+            out.append(_controller_target(result, ctl, smallest))
+    return out
+
+
+def _controller_target(result: BenchResult, ctl: ScenarioResult, smallest: ScenarioResult | None) -> str:
+    """The controller meets the bound with less redundancy cost than the smallest static level that does."""
+    meets = ctl.latency.p90_ms <= result.deadline_ms
+    line = (f"- {ctl.name.capitalize()} meets the bound (p90 {ctl.latency.p90_ms:.0f} ms vs {result.deadline_ms:.0f} ms): "
+            f"{'yes' if meets else 'no'}; smallest static level meeting it: {smallest.name if smallest else 'none'}")
+    met = False
+    if smallest is not None:
+        line += (f" (speculative CPU {smallest.costs.speculative_cpu_s:.2f} s vs the controller's "
+                 f"{ctl.costs.speculative_cpu_s:.2f} s; total task CPU {smallest.costs.cpu_s:.1f} s vs {ctl.costs.cpu_s:.1f} s)")
+        met = meets and ctl.costs.speculative_cpu_s < smallest.costs.speculative_cpu_s
+    return line + f". **{'Met' if met else 'Not met'}**."
+
+
+def _drill_lines(drill: dict) -> list[str]:
+    if "error" in drill:
+        return [f"The drill failed: {drill['error']}"]
+    rate = drill.get("serve_windows_per_s")
+    return [
+        f"`ftops drill run --workload topk --budget {drill.get('budget')} --serve` (parameters `{' '.join(f'{k}={v}' for k, v in drill['params'].items() if k in ('rate', 'window_s', 'slide_s', 'watermark_s', 'p1'))}`): "
+        f"rack-a killed, replacement after {drill['new_capacity_after_s']:.0f} s, plan {' '.join(drill['plan_tasks'])} "
+        f"(predicted OF {drill['predicted_output_fidelity']:.3f}).",
+        "",
+        "| failure windows | served tentatively | gaps | windows/s served during the failure (input rate) | "
+        "worst staleness s | tentative accuracy | primary caught up s | final view = reference |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {len(drill['tentative_accuracy_per_window'])} | {drill['serve_tentative_windows']} | {drill['serve_gap_windows']} | "
+        f"{'-' if rate is None else f'{rate:.2f}'} ({drill['serve_expected_windows_per_s']:.2f}) | "
+        f"{_num(drill['serve_max_staleness_s'])} | {_num(drill['tentative_accuracy'], 3)} | "
+        f"{_num(drill['time_to_caught_up_s'])} | {_yes(drill['serve_equals_reference'])} |",
+        "",
+        f"Targets: no gap in windows during the failure: **{'met' if drill['serve_gap_windows'] == 0 else 'not met'}**; "
+        f"final content equal to the reference: **{'met' if drill['serve_equals_reference'] else 'not met'}**.",
+    ]
+
+
+def _scenario(result: BenchResult, name: str) -> ScenarioResult | None:
+    return next((s for s in result.scenarios if s.name == name and s.error is None), None)
+
+
+def _reduction(none: ScenarioResult | None, s: ScenarioResult) -> float | None:
+    if none is None or none.latency is None or s.latency is None or none.latency.missed == 0:
+        return None
+    return 1 - s.latency.missed / none.latency.missed
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.0%}" if signed else f"{value:.0%}"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")

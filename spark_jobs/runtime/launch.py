@@ -1,0 +1,192 @@
+"""Launching a workload run as its own process group, and stopping it: what ``ftops workload run``
+does, for every Python caller (drills, profiling, the redundancy controller, Airflow operators).
+
+A run is ``spark-submit`` of :mod:`spark_jobs.runtime.run_workload` in a session of its own, so the
+whole tree (the JVM and the Python driver) can be signalled at once; ``<output>/_submit.json``
+records its process group, and :func:`stop_run` stops it gracefully between micro-batches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ft_core.errors import InputError
+from spark_jobs.runtime.processes import group_alive
+
+WORKLOADS = ("topk", "incidents")
+
+
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """The options of ``ftops workload run`` (and of every Python caller that submits a run as the CLI does)."""
+    run.add_argument("workload", choices=WORKLOADS)
+    run.add_argument("--role", required=True, choices=("primary", "replica", "reference"))
+    run.add_argument("--input", type=Path, required=True)
+    run.add_argument("--output", type=Path, required=True)
+    run.add_argument("--checkpoint", type=Path)
+    run.add_argument("--plan", type=Path)
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    run.add_argument("--trigger-s", type=float, default=2.0)
+    run.add_argument("--available-now", action="store_true")
+    run.add_argument("--duration-s", type=float)
+    run.add_argument("--shuffle-partitions", type=int, default=2)
+    run.add_argument("--min-deltas-for-snapshot", type=int)
+    run.add_argument("--max-files-per-trigger", type=int)
+    run.add_argument("--metrics", type=Path)
+    run.add_argument("--query-name")
+    run.add_argument("--driver-memory", default="512m")
+    run.add_argument("--executor-memory", default="512m")
+    run.add_argument("--executor-cores", type=int, default=1)
+    run.add_argument("--total-executor-cores", type=int, help="standalone: cap on the application's cores")
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf (repeatable)")
+    run.add_argument("--detach", action="store_true", help="start in the background, print pid and log, return")
+    run.add_argument("--state-dir", type=Path, help="record the driver in this cluster state (ftops cluster down stops it)")
+    run.add_argument("--pool", choices=("primary", "standby"), default="primary")
+    run.add_argument("--redundancy-level", type=float, metavar="L",
+                     help="speculative execution for a redundancy level in [0, 1] (thesis 002; ftops plan redundancy)")
+    run.add_argument("--live-redundancy", action="store_true",
+                     help="with --redundancy-level: the level can change while the run runs, without a restart "
+                          "(ftops workload retune --live)")
+
+
+def submit_command(args: argparse.Namespace) -> list[str]:
+    """The spark-submit command line of a run (the entry point is run_workload.py's file path)."""
+    from spark_jobs.cluster.standalone import spark_home
+    from spark_jobs.runtime import run_workload
+
+    cmd = [str(spark_home() / "bin" / "spark-submit"), "--master", args.master, "--name", args.query_name or
+           f"ftops-{args.workload}-{args.role}", "--driver-memory", args.driver_memory,
+           "--conf", f"spark.sql.shuffle.partitions={args.shuffle_partitions}"]
+    if not args.master.startswith("local"):
+        cmd += ["--executor-memory", args.executor_memory, "--executor-cores", str(args.executor_cores)]
+        if args.total_executor_cores:
+            cmd += ["--total-executor-cores", str(args.total_executor_cores)]
+    for item in [*redundancy_confs(args), *args.conf]:
+        cmd += ["--conf", item]
+    cmd.append(run_workload.__file__)
+    job = ["--workload", args.workload, "--role", args.role, "--input", args.input.resolve(),
+           "--output", args.output.resolve(), "--trigger-s", args.trigger_s,
+           "--shuffle-partitions", args.shuffle_partitions]
+    for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics)):
+        if value is not None:
+            job += [flag, Path(value).resolve()]
+    for flag, value in (("--duration-s", args.duration_s), ("--min-deltas-for-snapshot", args.min_deltas_for_snapshot),
+                        ("--max-files-per-trigger", args.max_files_per_trigger), ("--query-name", args.query_name)):
+        if value is not None:
+            job += [flag, value]
+    if args.available_now:
+        job.append("--available-now")
+    if args.live_redundancy:
+        job.append("--live-redundancy")
+    for item in args.param:
+        job += ["--param", item]
+    return cmd + [str(x) for x in job]
+
+
+def redundancy_confs(args: argparse.Namespace) -> list[str]:
+    """``key=value`` Spark confs of the run's redundancy level (none without a level); a level next
+    to an explicit ``--conf spark.speculation...`` would be ambiguous: InputError."""
+    level, live = args.redundancy_level, args.live_redundancy
+    if level is None:
+        if live:
+            raise InputError("--live-redundancy: give the starting level with --redundancy-level")
+        return []
+    if not 0 <= level <= 1:
+        raise InputError(f"--redundancy-level: must be a replication fraction in [0, 1], got {level:g}")
+    from ft_core.redundancy.allocation import speculation_settings
+
+    settings = speculation_settings(level, live=live)
+    clash = [item for item in args.conf if item.partition("=")[0].strip() in settings]
+    if clash:
+        raise InputError(f"--conf {clash[0]}: --redundancy-level sets the speculation settings; give one or the other")
+    return [f"{key}={value}" for key, value in settings.items()]
+
+
+def run_args(argv: list[str]) -> argparse.Namespace:
+    """Parse ``ftops workload run ...`` arguments (without the leading ``run``) into the namespace
+    :func:`launch_run` takes, so that Python callers (drills, operators) submit runs exactly as
+    the CLI does."""
+    from ft_core.cli.main import _Parser
+
+    parser = _Parser(prog="ftops workload run")
+    add_run_arguments(parser)
+    return parser.parse_args([str(a) for a in argv])
+
+
+def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
+    """Validate (bad parameters and plans raise InputError before a JVM starts), then spark-submit
+    the run in its own session; returns the process (leader of its process group) and its log."""
+    from spark_jobs.cluster.standalone import spark_env
+    from spark_jobs.runtime.run_workload import config_from_args, prepare
+
+    job_args = argparse.Namespace(**{**vars(args), "param": args.param})
+    prepare(config_from_args(job_args))
+    redundancy_confs(args)  # a bad level is refused before anything is written
+    args.output.mkdir(parents=True, exist_ok=True)
+    if args.live_redundancy:
+        from spark_jobs.redundancy.live import write_level
+
+        write_level(args.output, args.redundancy_level)  # the driver applies it at start, then follows the file
+    log_dir = args.output / "_logs"
+    log_dir.mkdir(exist_ok=True)
+    log = log_dir / f"driver-{time.time():.3f}.log"
+    env = spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
+    env.pop("SPARK_NO_DAEMONIZE", None)
+    cmd = submit_command(args)
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, start_new_session=True)
+    (args.output / "_submit.json").write_text(json.dumps({"pgid": proc.pid, "log": str(log), "command": cmd}, indent=2))
+    if args.state_dir is not None:
+        from spark_jobs.cluster.standalone import register_driver
+
+        register_driver(args.state_dir, f"driver-{args.workload}-{args.role}", proc.pid, args.pool, str(log))
+    return proc, log
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a launched run's process group (spark-submit leads it: JVM and Python driver) and reap it."""
+    with contextlib.suppress(ProcessLookupError):  # the whole group already exited: only the reaping is left
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
+    """Stop a run started by ``workload run``: SIGTERM to its Python driver (it stops the query
+    between micro-batches and exits), then SIGTERM and finally SIGKILL to the process group.
+    Returns whether anything was running."""
+    submit = Path(output) / "_submit.json"
+    if not submit.exists():
+        raise InputError(f"--output: {str(output)!r} has no _submit.json (not started by `ftops workload run`)")
+    pgid = json.loads(submit.read_text())["pgid"]
+    if not group_alive(pgid):
+        return False
+    run_doc = Path(output) / "_run.json"
+    if run_doc.exists():
+        driver = json.loads(run_doc.read_text()).get("pid")
+        if driver:
+            try:
+                os.kill(driver, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for sig, wait in ((None, timeout_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        if sig is not None:
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and group_alive(pgid):
+            time.sleep(0.2)
+        if not group_alive(pgid):
+            return True
+    return True
+

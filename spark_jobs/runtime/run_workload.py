@@ -1,0 +1,302 @@
+"""The spark-submit entry point of the workloads: primary, replica and batch reference.
+
+    python -m spark_jobs.runtime.run_workload --workload topk --role primary|replica|reference \\
+        --input DIR --output DIR --checkpoint DIR [--plan PLAN.json] [--trigger-s N | --available-now] \\
+        [--param k=v ...] [--duration-s S] [--master URL] [--metrics FILE]
+
+- ``primary``: the streaming job over ``--input`` (file sources, one sub-folder per source), event-time
+  windows with watermarks in append mode, one output file per micro-batch in ``--output``
+  (:mod:`spark_jobs.workloads.sink`), per-task counts per micro-batch in ``--metrics`` (default
+  ``<output>/_metrics/metrics.jsonl``). The checkpoint interval is ``--trigger-s`` (processingTime)
+  plus ``--min-deltas-for-snapshot`` (state-store snapshots).
+- ``replica``: the same job restricted to ``--plan``'s tasks (``ftops plan replication --json``),
+  writing tentative outputs to its own ``--output``.
+- ``reference``: the batch job over the same input: ``<output>/reference.jsonl`` with every window,
+  and ``<output>/reference.meta.json`` with the watermark a streaming run reaches after reading all
+  of the input (``closed_until_ms``: windows ending by then are final in a streaming run).
+
+Every run writes ``<output>/_run.json`` (workload, role, parameters, topology, plan tasks, pid,
+application id), so a drill can find what ran where. Invalid arguments (an unknown parameter, a plan
+task the topology does not have) print one line and exit 2 before Spark starts. SIGTERM or SIGINT stop
+the query between micro-batches and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ft_core.errors import FtopsError, InputError
+from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
+
+ROLES = ("primary", "replica", "reference")
+
+
+@dataclass
+class JobConfig:
+    workload: str
+    role: str
+    input: Path
+    output: Path
+    checkpoint: Path | None = None
+    plan: Path | None = None
+    params: list[str] = field(default_factory=list)
+    trigger_s: float = 2.0
+    available_now: bool = False
+    duration_s: float | None = None
+    master: str | None = None
+    metrics: Path | None = None
+    shuffle_partitions: int = 2
+    min_deltas_for_snapshot: int | None = None
+    max_files_per_trigger: int | None = None
+    query_name: str | None = None
+    live_redundancy: bool = False
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.metrics or self.output / "_metrics" / "metrics.jsonl"
+
+    @property
+    def name(self) -> str:
+        return self.query_name or f"ftops-{self.workload}-{self.role}"
+
+
+def prepare(config: JobConfig) -> tuple[WorkloadSpec, frozenset[str] | None]:
+    """Validate everything that can be checked without Spark."""
+    if config.role not in ROLES:
+        raise InputError(f"--role: expected one of {', '.join(ROLES)}, got {config.role!r}")
+    spec = make_spec(config.workload, config.params)
+    tasks = None
+    if config.role == "replica":
+        if config.plan is None:
+            raise InputError("--plan: the replica role needs a replication plan (ftops plan replication --json)")
+        tasks = load_plan_tasks(config.plan, spec)
+    elif config.plan is not None:
+        raise InputError(f"--plan: only the replica role takes a plan (role is {config.role!r})")
+    if config.role != "reference" and config.checkpoint is None:
+        raise InputError("--checkpoint: a streaming role needs a checkpoint folder")
+    if config.trigger_s <= 0 and not config.available_now:
+        raise InputError("--trigger-s: must be positive (or use --available-now)")
+    return spec, tasks
+
+
+def build_plan(spec: WorkloadSpec, sources: dict, tasks: frozenset[str] | None, observe: bool):
+    if spec.workload == "topk":
+        from spark_jobs.workloads import topk
+
+        return topk.build(spec, sources, tasks, observe)
+    from spark_jobs.workloads import incidents
+
+    return incidents.build(spec, sources, tasks, observe)
+
+
+def read_sources(spark, spec: WorkloadSpec, input_dir: Path, streaming: bool,
+                 max_files_per_trigger: int | None = None) -> dict:
+    from pyspark.sql import functions as F
+
+    out = {}
+    for source in spec.sources():
+        folder = Path(input_dir) / source.name
+        folder.mkdir(parents=True, exist_ok=True)
+        if streaming:
+            reader = spark.readStream.schema(source.schema_ddl())
+            if max_files_per_trigger:
+                reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
+        else:
+            reader = spark.read.schema(source.schema_ddl())
+        df = reader.json(str(folder)).withColumn("ts", F.timestamp_millis("ts"))
+        if streaming:
+            df = df.withWatermark("ts", f"{int(round(spec.watermark_s * 1000))} milliseconds")
+        out[source.name] = df
+    return out
+
+
+def make_session(config: JobConfig):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(config.name)
+    master = config.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[2]")
+    if master:
+        builder = builder.master(master)
+    return builder.getOrCreate()
+
+
+def configure(spark, config: JobConfig) -> None:
+    spark.conf.set("spark.sql.shuffle.partitions", str(config.shuffle_partitions))
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    if config.min_deltas_for_snapshot is not None:
+        spark.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", str(config.min_deltas_for_snapshot))
+
+
+def write_descriptor(config: JobConfig, spec: WorkloadSpec, tasks: frozenset[str] | None, spark) -> None:
+    config.output.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "workload": spec.workload, "role": config.role, "params": spec.params(),
+        "topology": spec.topology().to_document(), "plan_tasks": sorted(tasks) if tasks is not None else None,
+        "input": str(config.input), "output": str(config.output),
+        "checkpoint": str(config.checkpoint) if config.checkpoint else None,
+        "metrics": str(config.metrics_path), "query_name": config.name,
+        "trigger_s": None if config.available_now else config.trigger_s,
+        "pid": os.getpid(), "app_id": spark.sparkContext.applicationId,
+        "master": spark.sparkContext.master, "started_at": time.time(),
+    }
+    tmp = config.output / "._run.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(config.output / "_run.json")
+
+
+def run_reference(spark, spec: WorkloadSpec, config: JobConfig) -> dict[str, Any]:
+    """Batch over the whole input folder; writes reference.jsonl and reference.meta.json."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.workloads.sink import REFERENCE_FILE, write_rows
+
+    sources = read_sources(spark, spec, config.input, streaming=False)
+    rows = [r.asDict(recursive=True) for r in build_plan(spec, sources, None, observe=False).collect()]
+    write_rows(config.output, REFERENCE_FILE, rows)
+    maxima = {name: df.agg(F.max(F.unix_millis("ts")).alias("m")).collect()[0]["m"] for name, df in sources.items()}
+    delay_ms = int(round(spec.watermark_s * 1000))
+    closed = None if any(m is None for m in maxima.values()) else min(maxima.values()) - delay_ms
+    meta = {"rows": len(rows), "max_event_ms": maxima, "closed_until_ms": closed}
+    (config.output / "reference.meta.json").write_text(json.dumps(meta, indent=2))
+    return meta
+
+
+def run_stream(spark, spec: WorkloadSpec, tasks: frozenset[str] | None, config: JobConfig,
+               stop_event: threading.Event | None = None) -> dict[str, Any]:
+    """Run the streaming query until it finishes (available-now), ``duration_s`` passes or
+    ``stop_event`` is set; returns a summary."""
+    from spark_jobs.workloads.metrics import TaskMetricsListener
+    from spark_jobs.workloads.sink import batch_writer
+
+    stop_event = stop_event or threading.Event()
+    sources = read_sources(spark, spec, config.input, streaming=True,
+                           max_files_per_trigger=config.max_files_per_trigger)
+    plan = build_plan(spec, sources, tasks, observe=True)
+    listener = TaskMetricsListener(config.metrics_path, spec, config.name, {"role": config.role, "workload": spec.workload})
+    spark.streams.addListener(listener)
+    live = _live_redundancy(spark, config)
+    writer = (plan.writeStream.outputMode("append").queryName(config.name)
+              .foreachBatch(batch_writer(config.output))
+              .option("checkpointLocation", str(config.checkpoint)))
+    writer = writer.trigger(availableNow=True) if config.available_now else \
+        writer.trigger(processingTime=f"{int(round(config.trigger_s * 1000))} milliseconds")
+    query = writer.start()
+    deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
+    try:
+        while query.isActive:
+            if stop_event.is_set() or (deadline is not None and time.monotonic() >= deadline):
+                _stop_between_batches(query)
+                break
+            query.awaitTermination(0.25)
+        if query.exception() is not None:
+            raise RuntimeError(f"streaming query {config.name} failed: {query.exception()}")
+        progress = query.lastProgress
+    finally:
+        if query.isActive:
+            query.stop()
+        # The listener's callback may still be delivering the last progress event.
+        time.sleep(0.5)
+        spark.streams.removeListener(listener)
+        if live is not None:
+            spark.streams.removeListener(live)
+    return {"query": config.name, "last_batch": progress.batchId if progress else None,
+            "watermark": (progress.eventTime or {}).get("watermark") if progress else None}
+
+
+def _live_redundancy(spark, config: JobConfig):
+    """With ``--live-redundancy``: the listener that applies the level file after every micro-batch."""
+    if not config.live_redundancy:
+        return None
+    from spark_jobs.redundancy.live import LiveRedundancyListener
+
+    live = LiveRedundancyListener(spark, config.output, config.name)
+    live.apply(after_batch=-1)
+    spark.streams.addListener(live)
+    return live
+
+
+def _stop_between_batches(query, wait_s: float = 15.0) -> None:
+    """Stop when no trigger is running (a stop inside a foreachBatch logs harmless noise)."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and query.status.get("isTriggerActive"):
+        time.sleep(0.05)
+    query.stop()
+
+
+def run(config: JobConfig, spark=None, stop_event: threading.Event | None = None) -> dict[str, Any]:
+    """Validate, start (or reuse) a Spark session, run the role; returns a summary."""
+    spec, tasks = prepare(config)
+    own = spark is None
+    spark = spark or make_session(config)
+    try:
+        configure(spark, config)
+        write_descriptor(config, spec, tasks, spark)
+        if config.role == "reference":
+            return run_reference(spark, spec, config)
+        return run_stream(spark, spec, tasks, config, stop_event)
+    finally:
+        if own:
+            spark.stop()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="run_workload", description=__doc__.split("\n\n")[0])
+    p.add_argument("--workload", required=True, choices=("topk", "incidents"))
+    p.add_argument("--role", required=True, choices=ROLES)
+    p.add_argument("--input", required=True, type=Path)
+    p.add_argument("--output", required=True, type=Path)
+    p.add_argument("--checkpoint", type=Path)
+    p.add_argument("--plan", type=Path, help="replica role: the replication plan JSON")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    p.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch (and checkpoint) interval (default 2)")
+    p.add_argument("--available-now", action="store_true", help="process the input present, then stop")
+    p.add_argument("--duration-s", type=float, help="stop after this many seconds")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[2])")
+    p.add_argument("--metrics", type=Path, help="per-batch task metrics (default <output>/_metrics/metrics.jsonl)")
+    p.add_argument("--shuffle-partitions", type=int, default=2)
+    p.add_argument("--min-deltas-for-snapshot", type=int, help="spark.sql.streaming.stateStore.minDeltasForSnapshot")
+    p.add_argument("--max-files-per-trigger", type=int)
+    p.add_argument("--query-name")
+    p.add_argument("--live-redundancy", action="store_true",
+                   help="apply <output>/_redundancy/level.json after every micro-batch (spark_jobs.redundancy.live)")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> JobConfig:
+    return JobConfig(workload=args.workload, role=args.role, input=args.input, output=args.output,
+                     checkpoint=args.checkpoint, plan=args.plan, params=list(args.param), trigger_s=args.trigger_s,
+                     available_now=args.available_now, duration_s=args.duration_s, master=args.master,
+                     metrics=args.metrics, shuffle_partitions=args.shuffle_partitions,
+                     min_deltas_for_snapshot=args.min_deltas_for_snapshot,
+                     max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name,
+                     live_redundancy=args.live_redundancy)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config = config_from_args(args)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        summary = run(config, stop_event=stop)
+    except FtopsError as exc:
+        print(f"run_workload: {exc.label}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(json.dumps({"role": config.role, **summary}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
