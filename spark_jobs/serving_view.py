@@ -53,8 +53,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 from ft_core.errors import InputError
+from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 
 Window = tuple[int, int]
 WINDOW_FIELDS = ("window_start", "window_end")
@@ -245,8 +245,8 @@ def make_view(primary: Path, replica: Path | None, out: Path, *, predicted_of: f
 def predicted_fidelity(replica: Path) -> float | None:
     """The replica plan's predicted OF, from the replica run's descriptor (None if it has none yet)."""
     from ft_core.replication.fidelity import replicated_fidelity
-    from ft_core.topology.task_graph import build_task_graph
     from ft_core.topology.document import parse_topology
+    from ft_core.topology.task_graph import build_task_graph
 
     doc = _descriptor(replica)
     if not doc.get("topology") or doc.get("plan_tasks") is None:

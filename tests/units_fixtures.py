@@ -10,8 +10,15 @@ from pathlib import Path
 
 from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up
 from spark_jobs.recovery_units.deployment import load
-from spark_jobs.recovery_units.runtime import (DeployConfig, create_deployment, start_app, stop_apps, wait_app_placed,
-                                               wait_app_running)
+from spark_jobs.recovery_units.runtime import (
+    DeployConfig,
+    create_deployment,
+    start_app,
+    stop_apps,
+    wait_app_placed,
+    wait_app_running,
+)
+from spark_jobs.runtime.waiting import wait_for
 
 PARAMS = ["p1=1", "p2=1", "rate=30", "window_s=4", "slide_s=2", "watermark_s=1", "n_users=60", "n_segments=8",
           "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"]
@@ -19,10 +26,7 @@ PLACEMENT = {"A": ["O1[0]", "O2[0]"], "B": ["O3[0]"]}
 
 
 def wait(cond, what: str, timeout_s: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1.0)
+    wait_for(cond, timeout_s=timeout_s, interval_s=1.0, what=what)
 
 
 def cluster_config(state: Path, base: int) -> ClusterConfig:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 
 from ft_core.checkpoint.profiles import load_profiles
+from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
 from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
 from ft_core.cli.output import print_json, print_table
-from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
 
 
 def register(sub, groups) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from ft_core.cli.output import print_table, progress
+from ft_core.cli.output import print_table
+from ft_core.cli.progress import Progress
 from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
 from ft_core.samples import load_sample
@@ -26,12 +27,15 @@ def register(sub, groups) -> None:
 def _demo(args: argparse.Namespace) -> int:
     rows = []
     jobs = [(name, ratio) for name in DEMO_SAMPLES for ratio in RATIOS]
-    for name, ratio in progress(jobs, "planning"):
+    progress = Progress("demo", total=len(jobs))
+    for name, ratio in jobs:
+        progress.step(f"planning {name} at {ratio:.0%}")
         graph = load_sample(name)
         budget = round(ratio * graph.n)
         plans = {alg: plan_replication(graph, budget, alg, time_limit=30) for alg in ALGORITHMS}
         rows.append([f"{name} ({graph.n} tasks, {count_mc_trees(graph)} MC-trees)", f"{ratio:.0%} (R={budget})",
                      *(plans[a].output_fidelity for a in ALGORITHMS), "yes" if plans["exact"].optimal else "no"])
+    progress.close()
     print("Output fidelity of tentative outputs under a worst-case correlated failure (paper 000, Eq. 4):\n")
     print_table(["topology", "replicas", *ALGORITHMS, "exact proven"], rows)
     print("\nNext: `ftops plan replication TOPOLOGY --budget R --algorithm structure-aware` for your own topology;"

@@ -47,13 +47,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.cli.output import print_json, print_table
-from ft_core.transparency.duplicate_filter import Item, Punctuation, RowIdentity, TransparencyReport, check_transparency
 from ft_core.errors import InputError
-from ft_core.redundancy.fault_profile import FaultProfile, fault_schedule, load_fault_profile
 from ft_core.redundancy.allocation import load_redundancy_model, plan_allocation, speculation_settings
 from ft_core.redundancy.controller import ControllerState, RedundancyController, load_trace, run_trace
-from ft_core.transparency.placement import PlacementPlan, load_placement_problem, place_replicas
+from ft_core.redundancy.fault_profile import FaultProfile, fault_schedule, load_fault_profile
 from ft_core.topology.document import load_document
+from ft_core.transparency.duplicate_filter import Item, Punctuation, RowIdentity, TransparencyReport, check_transparency
+from ft_core.transparency.placement import PlacementPlan, load_placement_problem, place_replicas
 
 EXIT_NOT_TRANSPARENT = 3
 

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from ft_core.store.connection import connect
-from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 from ft_core.topology.document import load_topology
 
 

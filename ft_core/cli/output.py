@@ -1,16 +1,17 @@
-"""Printing for the CLI: JSON documents, plain tables, and a progress bar on stderr."""
+"""Printing for the CLI: JSON documents on stdout and tables (rich); progress is :mod:`ft_core.cli.progress`."""
 
 from __future__ import annotations
 
 import json
 import sys
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
-
-T = TypeVar("T")
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 
 def print_json(doc: BaseModel | dict | list) -> None:
@@ -22,15 +23,21 @@ def print_json(doc: BaseModel | dict | list) -> None:
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A left-aligned text table; floats are shown with 4 decimals."""
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    rule = "  ".join("-" * w for w in widths)
-    body = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join([line, rule, *body])
+    """A left-aligned text table with a rule under the header; floats are shown with 4 decimals.
+
+    >>> print(format_table(["task", "rate"], [["O1[0]", 2.0], ["O1[rack-a]", 0.5]]))
+    task        rate
+    ──────────────────
+    O1[0]       2.0000
+    O1[rack-a]  0.5000
+    """
+    table = Table(*headers, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="", padding=(0, 1, 0, 0))
+    for row in rows:
+        table.add_row(*(Text(_cell(v)) for v in row))  # Text: no rich markup in task ids like O1[rack-a]
+    console = Console(width=100_000, file=None, color_system=None, force_terminal=False, legacy_windows=False)
+    with console.capture() as capture:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in capture.get().splitlines() if line.strip())
 
 
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
@@ -43,26 +50,3 @@ def _cell(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(map(str, value))
     return str(value)
-
-
-def progress(items: Sequence[T], label: str, *, enabled: bool | None = None) -> Iterator[T]:
-    """Yield ``items`` while drawing a progress bar on stderr (only when stderr is a terminal,
-    unless ``enabled`` forces it)."""
-    show = sys.stderr.isatty() if enabled is None else enabled
-    total = len(items)
-    start = time.monotonic()
-    for done, item in enumerate(items):
-        if show:
-            _draw(label, done, total, start)
-        yield item
-    if show:
-        _draw(label, total, total, start)
-        sys.stderr.write("\n")
-
-
-def _draw(label: str, done: int, total: int, start: float) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    elapsed = time.monotonic() - start
-    sys.stderr.write(f"\r{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {elapsed:5.1f}s")
-    sys.stderr.flush()

@@ -13,8 +13,8 @@ from ft_core.cli.output import print_json, print_table
 from ft_core.cli.topology import load_graph
 from ft_core.errors import InputError
 from ft_core.simulation.failure_timeline import Arrival, Timeline, TimelineParams, simulate
-from ft_core.topology.task_graph import TaskGraph
 from ft_core.topology.document import load_document
+from ft_core.topology.task_graph import TaskGraph
 
 _FLAGS = {  # flag attribute -> TimelineParams field
     "detection_s": "detection_s", "restore_s": "restore_s", "checkpoint_interval_s": "checkpoint_interval_s",

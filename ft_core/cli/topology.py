@@ -9,8 +9,8 @@ from ft_core.errors import InputError
 from ft_core.replication.fidelity import fidelity_report
 from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
-from ft_core.topology.task_graph import TaskGraph, build_task_graph
 from ft_core.topology.document import load_topology
+from ft_core.topology.task_graph import TaskGraph, build_task_graph
 
 
 def register(sub, groups) -> None:

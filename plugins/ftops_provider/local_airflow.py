@@ -18,14 +18,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from ft_core.errors import ExternalError, InputError
-from spark_jobs.runtime.processes import pid_alive
+from spark_jobs.runtime.processes import pid_alive, signal_group
+from spark_jobs.runtime.waiting import wait_for, wait_while
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # Pools the ftops DAGs use: profiling copies compete for the machine's cores, so one runs at a time.
@@ -82,9 +82,8 @@ class LocalAirflow:
     def health(self) -> dict[str, str]:
         """Component statuses from ``/api/v2/monitor/health`` ({} when the api-server does not answer)."""
         try:
-            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as resp:
-                doc = json.load(resp)
-        except (urllib.error.URLError, OSError, ValueError):
+            doc = httpx.get(f"{self.url}/api/v2/monitor/health", timeout=5).json()
+        except (httpx.HTTPError, ValueError):
             return {}
         return {name: (info or {}).get("status", "unknown") for name, info in doc.items() if isinstance(info, dict)}
 
@@ -97,12 +96,12 @@ class LocalAirflow:
 
     def token(self) -> str:
         """A JWT for the admin user (``POST /auth/token``), for API calls and the plugin's pages."""
-        body = json.dumps({"username": "admin", "password": self.admin_password()}).encode()
-        req = urllib.request.Request(f"{self.url}/auth/token", data=body, headers={"Content-Type": "application/json"})
+        body = {"username": "admin", "password": self.admin_password()}
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return json.load(resp)["access_token"]
-        except (urllib.error.URLError, OSError, KeyError, ValueError) as exc:
+            resp = httpx.post(f"{self.url}/auth/token", json=body, timeout=10)
+            resp.raise_for_status()
+            return resp.json()["access_token"]
+        except (httpx.HTTPError, KeyError, ValueError) as exc:
             raise ExternalError(f"could not get an Airflow token from {self.url}/auth/token: {exc}") from None
 
     # -- actions ---------------------------------------------------------------------------
@@ -133,10 +132,8 @@ class LocalAirflow:
         if unknown:
             raise InputError(f"no running {', '.join(sorted(unknown))} in {self.home}")
         for name in names:
-            _signal_group(pids[name], signal.SIGKILL)
-        deadline = time.monotonic() + 30
-        while any(pid_alive(pids[n]) for n in names) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            signal_group(pids[name], signal.SIGKILL)
+        wait_while(lambda: any(pid_alive(pids[n]) for n in names), timeout_s=30)
 
     def restart(self, names: tuple[str, ...], extra_env: dict[str, str] | None = None, timeout_s: float = 240) -> None:
         """Start the named components again (after :meth:`crash` or a stop) and wait until all are healthy."""
@@ -161,33 +158,29 @@ class LocalAirflow:
     # -- REST ------------------------------------------------------------------------------
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> dict:
         """One call of Airflow's REST API as the admin user; an error names the call and the status."""
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
-                                     headers={"Authorization": f"Bearer {token or self.token()}",
-                                              "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
-                return json.load(resp)
-        except urllib.error.HTTPError as exc:
-            raise ExternalError(f"Airflow API {method} {path}: HTTP {exc.code} {exc.read()[:300]!r}") from None
-        except (urllib.error.URLError, OSError) as exc:
+            resp = httpx.request(method, f"{self.url}{path}", json=body, timeout=30,
+                                 headers={"Authorization": f"Bearer {token or self.token()}"})
+        except httpx.HTTPError as exc:
             raise ExternalError(f"Airflow API {method} {path}: {exc}") from None
+        if resp.is_error:
+            raise ExternalError(f"Airflow API {method} {path}: HTTP {resp.status_code} {resp.text[:300]!r}")
+        return resp.json()
 
     def trigger(self, dag_id: str, conf: dict | None = None, parse_timeout_s: float = 180) -> str:
         """Wait until the dag-processor has parsed ``dag_id``, unpause it, trigger a run; returns its run id."""
         token = self.token()
-        deadline = time.monotonic() + parse_timeout_s
-        while True:
-            try:
-                self.api("GET", f"/api/v2/dags/{dag_id}", token=token)
-                break
-            except ExternalError:
-                if time.monotonic() > deadline:
-                    raise ExternalError(f"DAG {dag_id} did not appear within {parse_timeout_s:.0f} s; "
-                                        "check /api/v2/importErrors") from None
-                time.sleep(3)
+        wait_for(lambda: self._dag_parsed(dag_id, token), timeout_s=parse_timeout_s, interval_s=3,
+                 what=f"DAG {dag_id} to be parsed (check /api/v2/importErrors)")
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token)
         return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}}, token)["dag_run_id"]
+
+    def _dag_parsed(self, dag_id: str, token: str) -> bool:
+        try:
+            self.api("GET", f"/api/v2/dags/{dag_id}", token=token)
+        except ExternalError:
+            return False
+        return True
 
     def dag_run(self, dag_id: str, run_id: str) -> dict:
         return self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
@@ -201,40 +194,35 @@ class LocalAirflow:
         """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""
         pids = self.pids()
         for pid in pids.values():
-            _signal_group(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout_s
-        while any(pid_alive(p) for p in pids.values()) and time.monotonic() < deadline:
-            time.sleep(0.5)
+            signal_group(pid, signal.SIGTERM)
+        wait_while(lambda: any(pid_alive(p) for p in pids.values()), timeout_s=timeout_s, interval_s=0.5)
         for pid in pids.values():
-            _signal_group(pid, signal.SIGKILL)
+            signal_group(pid, signal.SIGKILL)
         self._state_file.unlink(missing_ok=True)
         return sorted(pids)
 
     def _wait_healthy(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
         wanted = {"metadatabase", "scheduler", "triggerer", "dag_processor"}
         health: dict[str, str] = {}
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
+            nonlocal health
             dead = [n for n, ok in self.alive().items() if not ok]
             if dead:
-                self.down()
                 raise ExternalError(f"Airflow {', '.join(dead)} exited during start-up (see {self.home / 'logs'})")
             health = self.health()
-            if wanted <= {k for k, v in health.items() if v == "healthy"}:
-                return
-            time.sleep(2)
-        self.down()
-        raise ExternalError(f"Airflow did not become healthy within {timeout_s:.0f} s (last health: {health or 'no answer'}; "
-                            f"logs in {self.home / 'logs'})")
+            return wanted <= {k for k, v in health.items() if v == "healthy"}
+
+        try:
+            wait_for(healthy, timeout_s=timeout_s, interval_s=2,
+                     what=lambda: f"Airflow to become healthy (last health: {health or 'no answer'}; "
+                                  f"logs in {self.home / 'logs'})")
+        except ExternalError:
+            self.down()
+            raise
 
 
 
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _port_free(port: int) -> None:

@@ -14,16 +14,15 @@ and waits for its end, as a user clicking "Trigger" would. Everything lives unde
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ft_core.errors import ExternalError
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import ROOT, LocalAirflow
+from spark_jobs.runtime.waiting import wait_for
 
 SAMPLE_JOBS = (
     JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=180,
@@ -173,14 +172,14 @@ class LocalStack:
         """Unpause ``dag_id``, trigger a run with ``conf`` and wait for it to finish; returns the run."""
         run_id = self.airflow.trigger(dag_id, conf)
         self.progress(f"{dag_id}: run {run_id} triggered")
-        deadline = time.monotonic() + timeout_s
         state = None
-        while time.monotonic() < deadline:
+
+        def finished() -> dict | None:
+            nonlocal state
             run = self.airflow.dag_run(dag_id, run_id)
             if run["state"] != state:
                 state = run["state"]
                 self.progress(f"{dag_id}: {state}")
-            if state in ("success", "failed"):
-                return run
-            time.sleep(3)
-        raise ExternalError(f"{dag_id} run {run_id} did not finish within {timeout_s:.0f} s (state {state})")
+            return run if state in ("success", "failed") else None
+
+        return wait_for(finished, timeout_s=timeout_s, interval_s=3, what=lambda: f"{dag_id} run {run_id} to finish (state {state})")

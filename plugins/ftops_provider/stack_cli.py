@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ft_core.cli.output import print_table
+from ft_core.cli.progress import Progress
 
 DEMO_RUNS = (  # (DAG, conf): what the README's main command runs, in order
     ("ftops_profile_and_plan", {}),
@@ -28,7 +28,7 @@ def register(sub, groups) -> None:
 def _stack(args: argparse.Namespace):
     from ftops_provider.local_stack import LocalStack
 
-    return LocalStack(airflow_port=args.airflow_port, progress=lambda msg: print(f"[stack] {msg}", file=sys.stderr, flush=True))
+    return LocalStack(airflow_port=args.airflow_port, progress=Progress("stack"))
 
 
 def _up(args: argparse.Namespace) -> int:

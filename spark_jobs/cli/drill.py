@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from ft_core.cli.output import print_json
+from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 
 WORKLOADS = ("topk", "incidents")
@@ -59,9 +60,6 @@ def _common(parser) -> None:
     parser.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
 
 
-def _progress(msg: str) -> None:
-    print(f"[drill {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
 
 def _interrupt_on_sigterm() -> None:
     """SIGTERM behaves like Ctrl-C, so the drill's teardown runs."""
@@ -88,7 +86,7 @@ def _run(args: argparse.Namespace) -> int:
                          port_base=args.port_base, timeout_s=_positive(args.timeout_s, "--timeout-s"),
                          work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve)
     _interrupt_on_sigterm()
-    report = run_drill(config, progress=_progress)
+    report = run_drill(config, progress=Progress("drill"))
     if args.json:
         print_json(report)
     else:
@@ -131,7 +129,8 @@ def _bench(args: argparse.Namespace) -> int:
                                kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),
                                port_base=args.port_base, timeout_s=args.timeout_s)
     _interrupt_on_sigterm()
-    rows = run_bench(config, _progress)
+    progress = Progress("bench drills")
+    rows = run_bench(config, progress)
     result = BenchResult(command=command_line(sys.argv[1:] or ["bench", "drills"]), config=config, rows=rows)
     (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
     report = render(result, section=args.append)
@@ -141,7 +140,7 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         args.out.write_text(report)
     print(report)
-    _progress(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
+    progress.close(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
     return 0
 
 

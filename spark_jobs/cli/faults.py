@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.progress import Progress
 from ft_core.errors import ExternalError, InputError
 
 
@@ -148,13 +149,14 @@ def _bench(args: argparse.Namespace) -> int:
 
     make_spec(config.workload, config.params)  # a bad --param is refused before anything starts
     work.mkdir(parents=True, exist_ok=True)
-    result = rb.run_bench(config, _progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
+    progress = Progress("bench redundancy")
+    result = rb.run_bench(config, progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
     rb.save(result, work / "result.json")
     report = render(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(report)
     print(report)
-    _progress(f"wrote {args.out} (raw result: {work / 'result.json'})")
+    progress.close(f"wrote {args.out} (raw result: {work / 'result.json'})")
     return 0
 
 
@@ -193,9 +195,6 @@ def _levels(text: str) -> list[float]:
         raise InputError(f"--levels: expected comma-separated numbers in (0, 1], got {text!r}")
     return levels
 
-
-def _progress(msg: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

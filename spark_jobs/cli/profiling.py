@@ -28,9 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_core.cli.output import print_json, print_table
-from ft_core.errors import InputError
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
+from ft_core.cli.output import print_json, print_table
+from ft_core.cli.progress import Progress
+from ft_core.errors import InputError
 
 DEFAULT_BENCH_INTERVALS = "2,3,4,6,8"
 DEFAULT_BENCH_PARAMS = ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=2", "n_pages=60"]
@@ -105,9 +106,6 @@ def _plan_options(parser, bound_required: bool) -> None:
     parser.add_argument("--variant", default="paper_eq4", help=f"{'|'.join(VARIANTS)} (default paper_eq4)")
 
 
-def _progress(msg: str) -> None:
-    print(f"[profile {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
 
 def _interrupt_on_sigterm() -> None:
     """SIGTERM behaves like Ctrl-C, so everything started is stopped."""
@@ -167,7 +165,7 @@ def _profile(args: argparse.Namespace) -> int:
     config = _validated(ProfileConfig, **_run_values(args, "ftops-profile-"), intervals_s=_intervals(args.intervals),
                         out=args.out)
     _interrupt_on_sigterm()
-    report = run_profiling(config, _progress)
+    report = run_profiling(config, Progress("profile checkpoint"))
     if args.json:
         print_json(report)
         return 0
@@ -188,7 +186,7 @@ def _validate(args: argparse.Namespace) -> int:
                         profiles=args.profiles, max_recovery_s=args.max_recovery_s,
                         against_checkpoint=args.against_checkpoint)
     _interrupt_on_sigterm()
-    report = validate_profiles(config, _progress)
+    report = validate_profiles(config, Progress("profile validate"))
     if args.json:
         print_json(report)
         return 0
@@ -213,7 +211,8 @@ def _bench(args: argparse.Namespace) -> int:
                         max_recovery_s=args.max_recovery_s)
     _interrupt_on_sigterm()
     command = "ftops " + " ".join(shlex.quote(a) for a in (sys.argv[1:] or ["bench", "checkpoint"]))
-    result = run_bench(config, command, _progress)
+    progress = Progress("bench checkpoint")
+    result = run_bench(config, command, progress)
     (config.work_dir / "bench.json").write_text(result.model_dump_json(indent=2))
     report = render_bench(result)
     args.out.write_text(report)
@@ -221,5 +220,5 @@ def _bench(args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(report)
-    _progress(f"wrote {args.out} (whole result: {config.work_dir / 'bench.json'})")
+    progress.close(f"wrote {args.out} (whole result: {config.work_dir / 'bench.json'})")
     return 0

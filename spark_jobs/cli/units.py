@@ -16,18 +16,15 @@ Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 
 DEFAULT_DIR = Path(".state/units/smartcity")
 
-
-def _progress(msg: str) -> None:
-    print(f"[units {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
 def register(sub, groups) -> None:
@@ -221,7 +218,7 @@ def _recover(args: argparse.Namespace) -> int:
     check_workload(args.workload)
     schedule = load_schedule(args.schedule, args.dir)
     report = execute_schedule(args.dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
-                              wait_recovered_s=args.wait_recovered_s, progress=_progress)
+                              wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))
     if args.json:
         print_json(report)
     else:

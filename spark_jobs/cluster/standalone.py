@@ -19,14 +19,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
-from spark_jobs.runtime.processes import pid_alive
+from spark_jobs.cluster.web_ui import master_state
+from spark_jobs.runtime.processes import pid_alive, signal_group
+from spark_jobs.runtime.waiting import wait_for, wait_while
 
 HOST = "127.0.0.1"
 
@@ -244,7 +243,7 @@ def kill_domain(state_dir: Path, domain: str) -> list[Process]:
         known = sorted({p.domain for p in state.workers() if p.domain})
         raise InputError(f"failure domain {domain!r} has no running worker (domains: {', '.join(known)})")
     for p in victims:
-        _signal_group(p.pid, signal.SIGKILL)
+        signal_group(p.pid, signal.SIGKILL)
     return victims
 
 
@@ -274,36 +273,32 @@ def cluster_down(state_dir: Path) -> list[str]:
 
 
 def stop_processes(processes: list[Process], grace_s: float = 10.0) -> list[str]:
+    """SIGTERM each process group, SIGKILL what is left after ``grace_s``; returns the names stopped."""
     alive = [p for p in processes if pid_alive(p.pid)]
     for p in alive:
-        _signal_group(p.pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(pid_alive(p.pid) for p in alive):
-        time.sleep(0.2)
+        signal_group(p.pid, signal.SIGTERM)
+    wait_while(lambda: any(pid_alive(p.pid) for p in alive), timeout_s=grace_s)
     for p in alive:
-        if pid_alive(p.pid):
-            _signal_group(p.pid, signal.SIGKILL)
-    for p in alive:
-        _reap(p.pid)
+        if pid_alive(p.pid):  # also reaps the ones that exited
+            signal_group(p.pid, signal.SIGKILL)
     return [p.name for p in alive]
 
 
 def master_json(ui_port: int, timeout_s: float = 5.0) -> dict:
     """The master's state (``/json/``): workers, cores, active applications."""
-    url = f"http://{HOST}:{ui_port}/json/"
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
-            return json.loads(resp.read())
-    except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
-        raise ClusterError(f"the Spark master at {url} does not answer: {exc}") from None
+        return master_state(f"http://{HOST}:{ui_port}", timeout_s=timeout_s)
+    except ExternalError as exc:
+        raise ClusterError(str(exc)) from None
 
 
 def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: float) -> None:
     """Poll the masters' real state until each of ``workers`` is registered and ALIVE."""
-    deadline = time.monotonic() + timeout_s
     pending = "masters not up"
     watched = [p for p in state.processes if p.role == "master"] + workers
-    while time.monotonic() < deadline:
+
+    def ready() -> bool:
+        nonlocal pending
         for p in watched:
             if not pid_alive(p.pid):
                 raise ClusterError(f"{p.name} (pid {p.pid}) exited during start-up; see {p.log}")
@@ -311,10 +306,9 @@ def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: flo
             pending = _pending_workers(state, workers)
         except ClusterError as exc:
             pending = str(exc)
-        if not pending:
-            return
-        time.sleep(0.5)
-    raise ClusterError(f"cluster not ready after {timeout_s:.0f} s: {pending}")
+        return not pending
+
+    wait_for(ready, timeout_s=timeout_s, what=lambda: f"the cluster to be ready ({pending})", error=ClusterError)
 
 
 def _pending_workers(state: ClusterState, workers: list[Process]) -> str:
@@ -347,27 +341,6 @@ def cluster_status(state_dir: Path) -> dict:
             ],
         }
     return report
-
-
-
-
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _free_port(candidates: range, used: set[int], host: str = HOST) -> int:

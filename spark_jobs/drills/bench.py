@@ -14,11 +14,11 @@ its error, the others still run. Runtime: about 3 minutes per drill on a 2-core 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
 from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill, wait_for_ports
 from spark_jobs.workloads.spec import make_spec
@@ -57,12 +57,13 @@ def budgets(workload: str, params: list[str], ratios: list[float]) -> list[tuple
     return [(r, int(round(r * n)), n) for r in ratios]
 
 
-def run_bench(config: BenchDrillsConfig, progress: Callable[[str], None]) -> list[BenchRow]:
+def run_bench(config: BenchDrillsConfig, progress: Progress) -> list[BenchRow]:
     rows = []
+    progress.set_total(len(config.workloads) * len(config.ratios))
     for workload in config.workloads:
         params = config.params.get(workload, DEFAULT_PARAMS[workload])
         for ratio, budget, n in budgets(workload, params, config.ratios):
-            progress(f"{workload} ratio {ratio:.0%} (R={budget} of {n} tasks)")
+            progress.step(f"{workload} ratio {ratio:.0%} (R={budget} of {n} tasks)")
             drill = DrillConfig(workload=workload, params=params, budget=budget, algorithm="structure-aware",
                                 work_dir=config.work_dir / f"{workload}-{int(ratio * 100)}", kill_driver=config.kill_driver,
                                 new_capacity_after_s=config.new_capacity_after_s, trigger_s=config.trigger_s,

@@ -51,14 +51,9 @@ class DrillContext(BaseModel):
 
 def master_apps(ui: str) -> list[dict]:
     """The active applications a Spark master lists (its ``/json/``); ExternalError when it does not answer."""
-    import urllib.error
-    import urllib.request
+    from spark_jobs.cluster.web_ui import master_state
 
-    try:
-        with urllib.request.urlopen(ui.rstrip("/") + "/json/", timeout=5) as resp:
-            return json.loads(resp.read()).get("activeapps", [])
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ExternalError(f"the Spark master UI {ui} does not answer: {exc}") from None
+    return master_state(ui).get("activeapps", [])
 
 
 def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill_driver: bool) -> DrillContext:
@@ -98,20 +93,17 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
 def executor_domains(state, app_id: str) -> dict[str, int]:
     """Failure domain -> number of the application's executors on the primary pool's live workers (each
     worker's own JSON lists its executors)."""
-    import urllib.error
-    import urllib.request
-
+    from spark_jobs.cluster.web_ui import try_json
     from spark_jobs.runtime.processes import pid_alive
 
     out: dict[str, int] = {}
     for w in state.workers("primary"):
         if not pid_alive(w.pid):
             continue
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{w.ui_port}/json/", timeout=5) as resp:
-                executors = json.loads(resp.read()).get("executors", [])
-        except (urllib.error.URLError, OSError, ValueError):
+        doc = try_json(f"http://127.0.0.1:{w.ui_port}/json/")
+        if doc is None:  # the worker died since the check
             continue
+        executors = doc.get("executors", [])
         n = sum(1 for e in executors if e.get("appid") == app_id)
         if n:
             out[w.domain] = out.get(w.domain, 0) + n

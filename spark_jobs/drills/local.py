@@ -63,6 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ft_core.errors import ExternalError, FtopsError, InputError
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files
 from spark_jobs.runtime.launch import kill_group
+from spark_jobs.runtime.waiting import wait_for
 from spark_jobs.workloads.feed import LiveFeed
 from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
 
@@ -222,15 +223,17 @@ def wait_for_ports(config: DrillConfig, timeout_s: float = 180.0) -> None:
     daemons linger in the kernel for up to a minute and still hold the ports; back-to-back drills
     (the benchmark) wait for them, while a single drill refuses a port in use at once (exit 2)."""
     from spark_jobs.cluster.standalone import check_ports_free
+    from spark_jobs.runtime.waiting import wait_while
 
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def in_use() -> bool:
         try:
-            return check_ports_free(cluster_config(config, config.work_dir / "spark"))
+            check_ports_free(cluster_config(config, config.work_dir / "spark"))
         except InputError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(2.0)
+            return True
+        return False
+
+    if not wait_while(in_use, timeout_s=timeout_s, interval_s=2.0):
+        check_ports_free(cluster_config(config, config.work_dir / "spark"))  # still in use: names the port
 
 
 def run_drill(config: DrillConfig, progress: Progress | None = None) -> DrillReport:
@@ -517,13 +520,14 @@ class _Drill:
     # waiting and stopping
     def _wait(self, done: Callable[[], bool], what: str, watch: list[str], deadline_s: float | None = None) -> None:
         """Poll ``done`` every half second until it holds; the watched jobs must stay alive."""
-        deadline = time.monotonic() + (deadline_s or self.config.timeout_s)
-        while not done():
+        def holds() -> bool:
+            if done():
+                return True
             self._check_alive(watch)
-            if time.monotonic() > deadline:
-                raise DrillError(f"drill failed while {self.stage}: timed out waiting for {what} "
-                                 f"after {deadline_s or self.config.timeout_s:.0f} s; logs in {self.config.work_dir}")
-            time.sleep(0.5)
+            return False
+
+        wait_for(holds, timeout_s=deadline_s or self.config.timeout_s, error=DrillError,
+                 what=f"{what} (drill failed while {self.stage}; logs in {self.config.work_dir})")
 
     def _check_alive(self, roles: list[str]) -> None:
         if self.feed is not None and self.feed.error is not None:

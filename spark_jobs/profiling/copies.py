@@ -33,6 +33,7 @@ from spark_jobs.profiling.reports import BatchSample, CopyResult, FailureSample,
 from spark_jobs.profiling.settings import ProfilingError, Progress, RunSettings
 from spark_jobs.profiling.vector import CheckpointVector, pinned_settings
 from spark_jobs.runtime.launch import kill_group
+from spark_jobs.runtime.waiting import wait_for
 from spark_jobs.workloads.feed import FeedMark, LiveFeed
 from spark_jobs.workloads.spec import WorkloadSpec
 
@@ -254,17 +255,16 @@ class _Copy:
 
     def _wait(self, done: Callable[[], object], what: str, extra_s: float = 0.0):
         """Poll ``done`` until it returns something other than None; the driver must stay alive."""
-        deadline = time.monotonic() + self.settings.timeout_s + extra_s
-        while True:
+        def probe():
             self._check_alive()
-            value = done()
-            if value is not None:
-                return value
-            if time.monotonic() > deadline:
-                raise ProfilingError(f"copy {self.copy_id} failed while {self.stage}: timed out waiting for {what} "
-                                     f"after {self.settings.timeout_s + extra_s:.0f} s; logs in {self.dir}")
-            if self.shared.abort.wait(POLL_S):
+            return done()
+
+        def sleep(seconds: float) -> None:
+            if self.shared.abort.wait(seconds):
                 raise _Aborted
+
+        return wait_for(probe, timeout_s=self.settings.timeout_s + extra_s, interval_s=POLL_S, sleep=sleep,
+                        error=ProfilingError, what=f"{what} (copy {self.copy_id} failed while {self.stage}; logs in {self.dir})")
 
     def _sleep_until(self, wall: float, unless: Callable[[], bool] | None = None) -> bool:
         """Sleep until ``wall``; False as soon as ``unless()`` holds (checked every poll)."""

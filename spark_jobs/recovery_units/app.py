@@ -29,12 +29,13 @@ import signal
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
+from spark_jobs.cluster.web_ui import try_json
 from spark_jobs.recovery_units.deployment import app_dir, load, unit_dir
-from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.recovery_units.queries import last_planned_batch, query_name, start_unit
+from spark_jobs.runtime.atomic_json import write_json
+from spark_jobs.runtime.waiting import wait_while
 
 
 def _listener(units_by_query: dict[str, str], root: Path, app: str):
@@ -75,10 +76,8 @@ def unit_cpu_seconds(ui_url: str | None, app_id: str, run_ids: dict[str, str]) -
     if not ui_url:
         return {}
     base = f"{ui_url}/api/v1/applications/{app_id}"
-    try:
-        jobs = _get(f"{base}/jobs")
-        stages = _get(f"{base}/stages?status=complete")
-    except (OSError, ValueError):
+    jobs, stages = try_json(f"{base}/jobs"), try_json(f"{base}/stages?status=complete")
+    if jobs is None or stages is None:  # the driver is busy or gone: no measurement this time
         return {}
     cpu_of_stage = {}
     for s in stages:
@@ -90,11 +89,6 @@ def unit_cpu_seconds(ui_url: str | None, app_id: str, run_ids: dict[str, str]) -
         if unit is not None:
             out[unit] += sum(cpu_of_stage.get(sid, 0) for sid in job.get("stageIds", [])) / 1e9
     return out
-
-
-def _get(url: str):
-    with urllib.request.urlopen(url, timeout=5) as resp:
-        return json.loads(resp.read())
 
 
 def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Event) -> None:
@@ -142,10 +136,8 @@ def _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, st
 
 
 def _stop_between_batches(query, wait_s: float = 15.0) -> None:
-    deadline = time.monotonic() + wait_s
     try:
-        while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
-            time.sleep(0.05)
+        wait_while(lambda: query.isActive and query.status.get("isTriggerActive"), timeout_s=wait_s, interval_s=0.05)
         query.stop()
     except Exception:  # noqa: BLE001 - a query that failed already is stopped
         pass

@@ -41,7 +41,9 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ft_core.cli.output import print_json
+from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError, InputError
+from spark_jobs.runtime.waiting import wait_for
 
 STRATEGIES = ("incremental", "blocking", "operator-centric")
 PLACEMENT = {"A": ["O1[0]", "O2[0]", "O3[0]"], "B": ["O1[1]", "O3[1]"], "C": ["O2[1]"]}
@@ -148,7 +150,13 @@ def _teardown(root: Path, state_dir: Path) -> None:
 def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> None:
     """Start A and B while only the rack-a workers exist, then the rack-b worker, then C."""
     from spark_jobs.cluster.standalone import add_worker
-    from spark_jobs.recovery_units.runtime import DeployConfig, create_deployment, start_app, wait_app_placed, wait_app_running
+    from spark_jobs.recovery_units.runtime import (
+        DeployConfig,
+        create_deployment,
+        start_app,
+        wait_app_placed,
+        wait_app_running,
+    )
 
     placement = root.parent / "placement.json"
     placement.write_text(json.dumps({"apps": PLACEMENT}))
@@ -178,8 +186,8 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
     from spark_jobs.recovery_units.latency import InputArrivals, unit_marks
 
     spec = load(root).spec
-    deadline = time.monotonic() + config.timeout_s
-    while time.monotonic() < deadline:
+
+    def steady() -> bool:
         arrivals = InputArrivals(spec, Path(load(root).input))
         now = time.time()
         # the lag at the end of each recent batch: how stale the query's output is when it is refreshed
@@ -187,9 +195,10 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
                   for q in spec.query_ids()}
         if all(len(v) >= 5 and v[-1] <= 1.5 * statistics.median(v) and max(v) <= 3 * min(v) for v in recent.values()):
             progress("  steady: " + ", ".join(f"{q} {statistics.median(v):.1f}s" for q, v in recent.items()))
-            return
-        time.sleep(2.0)
-    raise FtopsError(f"the deployment did not reach a steady latency within {config.timeout_s:.0f} s")
+            return True
+        return False
+
+    wait_for(steady, timeout_s=config.timeout_s, interval_s=2.0, what="a steady latency of the deployment", error=FtopsError)
 
 
 def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float, errors: list, progress) -> threading.Thread:
@@ -246,11 +255,12 @@ def _weighted(recovered: dict[str, float | None], problem: dict) -> float | None
     return round(sum(prio[q] * t for q, t in recovered.items()) / sum(prio.values()), 2)
 
 
-def run_bench(config: RecoveryBenchConfig, progress) -> RecoveryBenchResult:
+def run_bench(config: RecoveryBenchConfig, progress: Progress) -> RecoveryBenchResult:
     runs = []
+    progress.set_total(config.repetitions * len(config.strategies))
     for repetition in range(1, config.repetitions + 1):
         for strategy in config.strategies:
-            progress(f"{strategy} (repetition {repetition})")
+            progress.step(f"{strategy} (repetition {repetition})")
             try:
                 runs.append(run_strategy(config, strategy, repetition, progress))
             except FtopsError as exc:
@@ -346,9 +356,7 @@ def _bench(args) -> int:
     config = RecoveryBenchConfig(work_dir=work.resolve(), strategies=strategies, repetitions=reps, port_base=args.port_base,
                                  arrival_interval_s=20.0 if args.quick else 30.0)
 
-    def progress(msg: str) -> None:
-        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
+    progress = Progress("bench recovery-runtime")
     result = run_bench(config, progress)
     result.command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     (config.work_dir / "result.json").write_text(result.model_dump_json(indent=2))

@@ -30,10 +30,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ft_core.errors import ExternalError, InputError
+from ft_core.errors import InputError
 from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
+from spark_jobs.runtime.waiting import wait_for, wait_while
 
 Progress = Callable[[str], None]
 
@@ -200,23 +201,24 @@ def wait_for_capacity(root: Path, new_workers: int, free_cores: int, known_worke
     """Poll the master until ``new_workers`` new workers are alive and ``free_cores`` cores are free."""
     from spark_jobs.cluster.standalone import ClusterError
 
-    deadline = time.monotonic() + timeout_s
-    seen = None
-    while True:
+    seen = now = None
+
+    def arrived() -> bool:
+        nonlocal seen, now
         try:
             now = capacity(root, known_workers)
         except ClusterError as exc:
             now = None
             progress(f"waiting for the master: {exc}")
         if now is not None and now[0] >= new_workers and now[1] >= free_cores:
-            return
+            return True
         if now != seen and now is not None:
             progress(f"capacity: {now[0]}/{new_workers} new workers, {now[1]}/{free_cores} free cores")
             seen = now
-        if time.monotonic() > deadline:
-            raise ExternalError(f"capacity did not arrive within {timeout_s:.0f} s: wanted {new_workers} new workers and "
-                                f"{free_cores} free cores, have {now}")
-        time.sleep(1.0)
+        return False
+
+    wait_for(arrived, timeout_s=timeout_s, interval_s=1.0,
+             what=lambda: f"capacity: {new_workers} new workers and {free_cores} free cores (have {now})")
 
 
 # --- stages ---------------------------------------------------------------------------------------
@@ -253,11 +255,14 @@ def execute_schedule(root: Path, schedule: StagedSchedule, prefix: str = "recove
     """Every stage in order, then wait (up to ``wait_recovered_s``) until every failed query is available."""
     runs = [start_stage(root, schedule, k, prefix, timeout_s, progress=progress) for k in range(len(schedule.stages))]
     queries = failed_queries(root)
-    deadline = time.monotonic() + wait_recovered_s
     recovered = query_recovery(root, queries)
-    while any(v is None for v in recovered.values()) and time.monotonic() < deadline:
-        time.sleep(2.0)
+
+    def pending() -> bool:
+        nonlocal recovered
         recovered = query_recovery(root, queries)
+        return any(v is None for v in recovered.values())
+
+    wait_while(pending, timeout_s=wait_recovered_s, interval_s=2.0)
     progress("queries available again after (s): " + ", ".join(f"{q} {v}" for q, v in recovered.items()))
     check = verify(root)
     failure = last_failure(root)

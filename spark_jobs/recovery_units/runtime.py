@@ -23,18 +23,27 @@ import re
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
-from spark_jobs.recovery_units.deployment import (AppRecord, Deployment, Failure, app_dir, load, locked, now,
-                                                  read_progress, read_status)
+from spark_jobs.cluster.web_ui import try_json
+from spark_jobs.recovery_units.deployment import (
+    AppRecord,
+    Deployment,
+    Failure,
+    app_dir,
+    load,
+    locked,
+    now,
+    read_progress,
+    read_status,
+)
 from spark_jobs.recovery_units.spec import SmartCitySpec, check_workload, make_units_spec
 from spark_jobs.runtime.processes import pid_alive, signal_group, stop_group
+from spark_jobs.runtime.waiting import wait_for, wait_while
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -242,16 +251,17 @@ def start_units(root: Path, units: list[str], app: str, wait: bool = True, timeo
 
 def wait_app_running(root: Path, app: str, timeout_s: float) -> dict:
     """Poll the application's status file until every unit's query is active (error if it exits)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def running() -> dict | None:
         record = load(root).apps[app]
         status = read_status(root, app)
         if status and not status.get("stopped") and all(u.get("active") for u in status["units"].values()):
             return status
         if not pid_alive(record.pid):
             raise UnitsError(f"application {app} exited while starting; last lines of {record.log}:\n{_tail(record.log)}")
-        time.sleep(0.5)
-    raise UnitsError(f"application {app}: its units were not running after {timeout_s:.0f} s; see {load(root).apps[app].log}")
+        return None
+
+    return wait_for(running, timeout_s=timeout_s, error=UnitsError,
+                    what=f"application {app}'s units to run; see {load(root).apps[app].log}")
 
 
 def _tail(path: str, lines: int = 8) -> str:
@@ -273,9 +283,7 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
     for a in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the driver alone: it stops its queries
             os.kill(a.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and any(pid_alive(a.pid) for a in targets):
-        time.sleep(0.3)
+    wait_while(lambda: any(pid_alive(a.pid) for a in targets), timeout_s=timeout_s, interval_s=0.3)
     for a in targets:
         stop_group(a.pid)
     if all_apps:
@@ -376,10 +384,8 @@ def app_domains(root: Path) -> dict[str, str | None]:
     for worker in require_state(Path(dep.cluster_state)).workers("primary"):
         if not pid_alive(worker.pid):
             continue
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{worker.ui_port}/json/", timeout=5) as resp:
-                doc = json.loads(resp.read())
-        except (OSError, ValueError):
+        doc = try_json(f"http://127.0.0.1:{worker.ui_port}/json/")
+        if doc is None:  # the worker died since the check
             continue
         hosted = {e.get("appid") for e in doc.get("executors", [])}
         for name, app_id in apps.items():
@@ -390,13 +396,8 @@ def app_domains(root: Path) -> dict[str, str | None]:
 
 def wait_app_placed(root: Path, app: str, timeout_s: float) -> str:
     """Poll the workers until ``app`` has an executor on one; returns that worker's domain."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        domain = app_domains(root).get(app)
-        if domain:
-            return domain
-        time.sleep(0.5)
-    raise UnitsError(f"application {app} got no executor within {timeout_s:.0f} s (no free core?)")
+    return wait_for(lambda: app_domains(root).get(app), timeout_s=timeout_s, error=UnitsError,
+                    what=f"an executor of application {app} (no free core?)")
 
 
 def epoch_ms(iso: str | None) -> int | None:

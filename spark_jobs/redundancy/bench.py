@@ -40,18 +40,17 @@ import shlex
 import statistics
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ft_core.cli.progress import Progress
 from ft_core.errors import ExternalError, FtopsError
 from ft_core.redundancy.fault_profile import FaultProfile, parse_fault_profile
-from spark_jobs.runtime.event_log import TaskCosts, event_log_conf, task_costs
 from spark_jobs.redundancy.runtime import percentile
+from spark_jobs.runtime.event_log import TaskCosts, event_log_conf, task_costs
 
-Progress = Callable[[str], None]
 DEFAULT_PARAMS = ["rate=400", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4", "n_pages=100"]
 # For every scenario: split each one-second input file into one task per core (Spark never
 # speculates a stage's only task, and a file scan of one small file is one task), and schedule
@@ -246,8 +245,9 @@ class _Bench:
         if self.config.controller:
             plan += [(controller_scenario(mode), None, True, mode) for mode in self.config.controller.modes]
         results = []
+        self.say.set_total(len(plan))
         for name, level, faults, controlled in plan:
-            self.say(f"scenario {name}")
+            self.say.step(f"scenario {name}")
             result = self._scenario(name, level, faults, controlled)
             if name == "fault-free":
                 self._calibrate(result)
@@ -379,14 +379,15 @@ class _ScenarioRun:
     def wait_for_batch(self, batch_id: int) -> None:
         """Poll the run's progress until ``batch_id`` is done; the controller steps meanwhile."""
         from spark_jobs.redundancy import runtime as redundancy_runtime
+        from spark_jobs.runtime.waiting import wait_for
         from spark_jobs.workloads.metrics import read_metrics
 
-        while max((r["batch_id"] for r in read_metrics(self.metrics)), default=-1) < batch_id:
+        def done() -> bool:
+            if max((r["batch_id"] for r in read_metrics(self.metrics)), default=-1) >= batch_id:
+                return True
             if self.procs[-1].poll() is not None:
                 raise BenchError(f"scenario {self.name}: the job exited ({self.procs[-1].returncode}); "
                                  f"see {self.out / 'output' / '_logs'}")
-            if time.monotonic() > self.deadline:
-                raise BenchError(f"scenario {self.name}: batch {batch_id} not done after {self.bench.config.timeout_s:.0f} s")
             if self.controlled:
                 setup = self.bench.config.controller
                 record, proc = redundancy_runtime.step(self.state_file, min_batches=setup.period_batches,
@@ -396,7 +397,10 @@ class _ScenarioRun:
                 if record.action in ("resubmit", "apply"):
                     self.bench.say(f"  controller: p90 {record.metric_ms:.0f} ms -> level {record.level:g} "
                                    f"({'resubmitted' if proc is not None else 'applied to the running job'})")
-            time.sleep(1.0)
+            return False
+
+        wait_for(done, timeout_s=max(0.0, self.deadline - time.monotonic()), interval_s=1.0, error=BenchError,
+                 what=f"batch {batch_id} of scenario {self.name} (the scenario's {self.bench.config.timeout_s:.0f} s)")
 
     def stop_injection(self) -> None:
         if self.injection is not None and self.injection.report is None:
@@ -447,8 +451,8 @@ class _ScenarioRun:
 
 def _serving_drill(config: BenchRedundancyConfig, progress: Progress) -> dict:
     """A drill with the serving view on (topk, half of the tasks replicated)."""
-    from spark_jobs.drills.local import DrillConfig, run_drill, wait_for_ports
     from spark_jobs.drills.bench import DEFAULT_PARAMS as DRILL_PARAMS
+    from spark_jobs.drills.local import DrillConfig, run_drill, wait_for_ports
     from spark_jobs.workloads.spec import make_spec
 
     params = DRILL_PARAMS["topk"]

@@ -33,9 +33,6 @@ import argparse
 import json
 import os
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 # Run as a script by spark-submit: make the checkout importable when ftops is not installed.
@@ -55,31 +52,32 @@ def clean_environment() -> None:
 
 def active_apps(master_ui: str, name: str) -> list[dict]:
     """Applications named ``name`` that the master lists as active (any state but finished)."""
-    try:
-        with urllib.request.urlopen(master_ui.rstrip("/") + "/json/", timeout=5) as resp:
-            doc = json.loads(resp.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ExternalError(f"the Spark master UI {master_ui} does not answer: {exc}") from None
-    return [a for a in doc.get("activeapps", []) if a.get("name") == name]
+    from spark_jobs.cluster.web_ui import master_state
+
+    return [a for a in master_state(master_ui).get("activeapps", []) if a.get("name") == name]
 
 
 def wait_running(master_ui: str, name: str, pgid: int, log: Path, timeout_s: float) -> dict:
     """Poll the master until the application runs with a core; fail early if its driver exits."""
     from spark_jobs.runtime.processes import pid_alive
+    from spark_jobs.runtime.waiting import wait_for
 
-    deadline = time.monotonic() + timeout_s
     last = "not registered yet"
-    while time.monotonic() < deadline:
-        apps = [a for a in active_apps(master_ui, name) if a.get("state") == "RUNNING" and a.get("cores", 0) > 0]
+
+    def running() -> dict | None:
+        nonlocal last
+        seen = active_apps(master_ui, name)
+        apps = [a for a in seen if a.get("state") == "RUNNING" and a.get("cores", 0) > 0]
         if apps:
             return apps[0]
         if not pid_alive(pgid):
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-8:]) if log.exists() else "(no log)"
             raise ExternalError(f"the driver of {name} exited before it ran; last lines of {log}:\n{tail}")
-        seen = active_apps(master_ui, name)
         last = f"{seen[0]['state']} with {seen[0].get('cores', 0)} cores" if seen else "not registered yet"
-        time.sleep(1.0)
-    raise ExternalError(f"{name} did not run within {timeout_s:.0f} s ({last}); it is left running, see {log}")
+        return None
+
+    return wait_for(running, timeout_s=timeout_s, interval_s=1.0,
+                    what=lambda: f"{name} to run ({last}); it is left running, see {log}")
 
 
 def submit_stream(name: str, master_ui: str, run_argv: list[str], timeout_s: float = 300.0, wait: bool = True) -> dict:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from ft_core.errors import InputError
-from spark_jobs.runtime.processes import group_alive
+from spark_jobs.runtime.processes import group_alive, signal_group
+from spark_jobs.runtime.waiting import wait_while
 
 WORKLOADS = ("topk", "incidents")
 
@@ -173,20 +174,12 @@ def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     if run_doc.exists():
         driver = json.loads(run_doc.read_text()).get("pid")
         if driver:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(driver, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
     for sig, wait in ((None, timeout_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         if sig is not None:
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                return True
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and group_alive(pgid):
-            time.sleep(0.2)
-        if not group_alive(pgid):
+            signal_group(pgid, sig)
+        if wait_while(lambda: group_alive(pgid), timeout_s=wait):
             return True
     return True
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from pathlib import Path
 
 
@@ -58,16 +57,20 @@ def group_alive(pgid: int) -> bool:
 
 
 def signal_group(pgid: int, sig: int) -> None:
-    """Send ``sig`` to group ``pgid``; a group that is gone (or not ours) is left alone."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+    """Send ``sig`` to group ``pgid`` (to the process alone when it leads no group); one that is gone
+    (or not ours) is left alone."""
+    try:
         os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pgid, sig)
 
 
 def stop_group(pgid: int, grace_s: float = 10.0) -> None:
     """SIGTERM the group, wait up to ``grace_s`` for it to exit, then SIGKILL what is left."""
+    from spark_jobs.runtime.waiting import wait_while  # tenacity, only when stopping
+
     signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and group_alive(pgid):
-        time.sleep(0.2)
+    wait_while(lambda: group_alive(pgid), timeout_s=grace_s)
     signal_group(pgid, signal.SIGKILL)
     pid_alive(pgid)  # reap the leader if it is our child

@@ -227,9 +227,9 @@ def _live_redundancy(spark, config: JobConfig):
 
 def _stop_between_batches(query, wait_s: float = 15.0) -> None:
     """Stop when no trigger is running (a stop inside a foreachBatch logs harmless noise)."""
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and query.status.get("isTriggerActive"):
-        time.sleep(0.05)
+    from spark_jobs.runtime.waiting import wait_while
+
+    wait_while(lambda: query.status.get("isTriggerActive"), timeout_s=wait_s, interval_s=0.05)
     query.stop()
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
 from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
@@ -77,10 +77,9 @@ def monkeypatch_module():
 
 
 def _all(ui: str) -> list[dict]:
-    import urllib.request
+    from spark_jobs.cluster.web_ui import master_state
 
-    with urllib.request.urlopen(ui + "/json/", timeout=5) as resp:
-        return json.loads(resp.read())["activeapps"]
+    return master_state(ui)["activeapps"]
 
 
 def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
@@ -88,11 +87,9 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
 
     dep, store = live_job
     # Let the primary report some micro-batches first (the profile measures them).
-    deadline = time.monotonic() + 300
-    while len((dep.primary_output / "_metrics" / "metrics.jsonl").read_text().splitlines()
-              if (dep.primary_output / "_metrics" / "metrics.jsonl").exists() else []) < 3:
-        assert time.monotonic() < deadline, "the primary reported no metrics"
-        time.sleep(2)
+    metrics = dep.primary_output / "_metrics" / "metrics.jsonl"
+    wait_for(lambda: metrics.exists() and len(metrics.read_text().splitlines()) >= 3, timeout_s=300, interval_s=2,
+             what="three micro-batches of the primary's metrics")
     run = _dag("ftops_profile_and_plan").test()
     assert run.state == "success"
 

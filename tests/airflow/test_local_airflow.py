@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import shutil
-import urllib.error
-import urllib.request
 
+import httpx
 import pytest
 
 from ft_core.errors import InputError
@@ -21,14 +20,11 @@ PORT = 28080  # not 8080: a developer's own Airflow may be running
 
 def _get(url: str, token: str | None = None) -> tuple[int, str]:
     """(status, body); status 0 when nothing answers."""
-    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-    except (urllib.error.URLError, OSError):
+        resp = httpx.get(url, headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=30)
+    except httpx.HTTPError:
         return 0, ""
+    return resp.status_code, resp.text
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ store stage by stage with per-query recovery times and tables equal to the failu
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-import urllib.request
 
 import pytest
 
@@ -20,6 +18,7 @@ from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.local_stack import stack_connections
 from spark_jobs.cluster.standalone import add_worker
+from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.recovery_units.runtime import kill_domain
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
@@ -58,8 +57,7 @@ def airflow(pg_server, pg_conn):
 
 
 def _master_app_names(base: int) -> list[str]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{base + 90}/json/", timeout=10) as resp:
-        doc = json.load(resp)
+    doc = master_state(f"http://127.0.0.1:{base + 90}", timeout_s=10)
     return [a["name"] for a in doc.get("activeapps", []) + doc.get("completedapps", [])]
 
 

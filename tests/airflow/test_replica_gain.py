@@ -11,8 +11,8 @@ import pytest
 from ft_core.replication.planners import plan_replication
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
-from ft_core.topology.task_graph import build_task_graph
 from ft_core.topology.document import parse_topology
+from ft_core.topology.task_graph import build_task_graph
 from ftops_provider.operators.replicas import replacement_gain
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 

@@ -1,39 +1,40 @@
-"""A real browser on the "Fault tolerance" page: Debian's chromium, driven by chromedriver through the
-W3C WebDriver HTTP protocol (plain urllib: no selenium in the lock), against a real Airflow api-server
-serving the plugin, with the history in the real PostgreSQL store.
+"""A real browser on the "Fault tolerance" page: Debian's chromium, driven by selenium through the
+system chromedriver, against a real Airflow api-server serving the plugin, with the history in the
+real PostgreSQL store.
 
 A user's path: open the job's page, be refused (401, no content, a link to Airflow's login), sign in
 with Airflow's own login form, land back on the page, and see the charts. The screenshot is decoded
-here (PNG, stdlib zlib and numpy) and checked: its size is the viewport's and the plan-history chart's
-region holds the chart's own blue, where the refused page had none.
+with Pillow and checked: its size is the viewport's and the plan-history chart's region holds the
+chart's own blue, where the refused page had none.
 """
 
 from __future__ import annotations
 
-import base64
-import json
+import io
 import os
 import shutil
 import signal
 import socket
 import sqlite3
-import struct
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-import zlib
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import httpx
 import numpy as np
 import pytest
+from PIL import Image
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
 
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.ui.svg import BLUE, GREEN
+from spark_jobs.runtime.waiting import wait_for
 from tests.airflow.test_plugin_ui import seed_history
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -42,7 +43,6 @@ VIEWPORT = (1280, 1000)  # the window; the page's viewport is its width and what
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--force-device-scale-factor=1", "--hide-scrollbars"]
-W3C_ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 
 # -- processes this test starts (and stops, by their own process group) ---------------------------------
@@ -75,18 +75,15 @@ def _process(args: list[str], log: Path, env: dict[str, str] | None = None):
 
 def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout_s: float) -> None:
     """Until ``url`` answers 200; fails early (with the log's tail) when the process exits."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    def answers() -> bool:
         if proc.poll() is not None:
             pytest.fail(f"{proc.args[:4]} exited with {proc.returncode}: {log.read_text(errors='replace')[-2000:]}")
         try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    pytest.fail(f"{url} did not answer within {timeout_s:.0f} s: {log.read_text(errors='replace')[-2000:]}")
+            return httpx.get(url, timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_for(answers, timeout_s=timeout_s, what=lambda: f"{url} to answer: {log.read_text(errors='replace')[-2000:]}")
 
 
 def _metadata_copy(home: Path) -> str:
@@ -126,127 +123,37 @@ def api_server(pg_server, pg_conn, tmp_path):
     assert password not in log.read_text(errors="replace")  # the store's credentials never reach the log
 
 
-# -- a W3C WebDriver client (chromedriver's HTTP API) ---------------------------------------------------
-
-@dataclass
-class Browser:
-    base: str  # http://127.0.0.1:<chromedriver port>/session/<id>
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                return json.load(resp)["value"]
-        except urllib.error.HTTPError as exc:
-            raise AssertionError(f"WebDriver {method} {path}: {exc.code} {exc.read()[:500]!r}") from None
-
-    def open(self, url: str) -> None:
-        self.call("POST", "/url", {"url": url})
-
-    def url(self) -> str:
-        return self.call("GET", "/url")
-
-    def source(self) -> str:
-        return self.call("GET", "/source")
-
-    def find(self, css: str) -> list[str]:
-        return [e[W3C_ELEMENT] for e in self.call("POST", "/elements", {"using": "css selector", "value": css})]
-
-    def wait_for(self, css: str, timeout_s: float = 30) -> str:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            found = self.find(css)
-            if found:
-                return found[0]
-            time.sleep(0.25)
-        raise AssertionError(f"no {css!r} on {self.url()} after {timeout_s:.0f} s: {self.source()[:1000]}")
-
-    def click(self, element: str) -> None:
-        self.call("POST", f"/element/{element}/click", {})
-
-    def type(self, element: str, text: str) -> None:
-        self.call("POST", f"/element/{element}/value", {"text": text})
-
-    def rect(self, element: str) -> dict[str, float]:
-        return self.call("GET", f"/element/{element}/rect")
-
-    def run(self, script: str) -> Any:
-        return self.call("POST", "/execute/sync", {"script": script, "args": []})
-
-    def screenshot(self) -> bytes:
-        return base64.b64decode(self.call("GET", "/screenshot"))
-
+# -- the browser ------------------------------------------------------------------------------------------
 
 @pytest.fixture
 def browser(tmp_path):
+    """Chromium driven by the system chromedriver (selenium never downloads a driver here)."""
     driver_bin, chromium_bin = shutil.which("chromedriver"), shutil.which("chromium")
     assert driver_bin and chromium_bin, "chromium and chromium-driver are installed by scripts/system-packages.sh"
-    port = _free_port()
-    log = tmp_path / "chromedriver.log"
-    with _process([driver_bin, f"--port={port}"], log) as proc:
-        root = f"http://127.0.0.1:{port}"
-        _wait_http(f"{root}/status", proc, log, timeout_s=30)
-        args = CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}"]
-        caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {"binary": chromium_bin,
-                                                                                                 "args": args}}}}
-        session = Browser(root).call("POST", "/session", caps)["sessionId"]
-        browser = Browser(f"{root}/session/{session}")
-        try:
-            yield browser
-        finally:
-            browser.call("DELETE", "")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium_bin
+    for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'chromium-profile'}",
+                                  f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}"]:
+        options.add_argument(flag)
+    service = ChromeService(executable_path=driver_bin, log_output=str(tmp_path / "chromedriver.log"))
+    driver = webdriver.Chrome(service=service, options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
 
-# -- PNG, decoded for real --------------------------------------------------------------------------------
-
-def decode_png(data: bytes) -> np.ndarray:
-    """An 8-bit RGB or RGBA, non-interlaced PNG (what chromium writes) as a (height, width, channels) array."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, header = 8, [], None
-    while pos < len(data):
-        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
-        body = data[pos + 8:pos + 8 + length]
-        assert zlib.crc32(kind + body) == struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0], kind
-        pos += 12 + length
-        if kind == b"IHDR":
-            header = struct.unpack(">IIBBBBB", body)
-        elif kind == b"IDAT":
-            idat.append(body)
-        elif kind == b"IEND":
-            break
-    width, height, depth, color_type, _, _, interlace = header
-    assert depth == 8 and color_type in (2, 6) and interlace == 0, header
-    channels = 3 if color_type == 2 else 4
-    raw = np.frombuffer(zlib.decompress(b"".join(idat)), dtype=np.uint8).reshape(height, 1 + width * channels)
-    rows = np.zeros((height, width * channels), dtype=np.uint8)
-    previous = np.zeros(width * channels, dtype=np.uint8)
-    for y in range(height):
-        rows[y] = previous = _unfilter(int(raw[y, 0]), raw[y, 1:], previous, channels)
-    return rows.reshape(height, width, channels)
+def _wait_css(driver, css: str, timeout_s: float = 30):
+    try:
+        return WebDriverWait(driver, timeout_s).until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+    except TimeoutException:
+        raise AssertionError(f"no {css!r} on {driver.current_url} after {timeout_s:.0f} s: "
+                             f"{driver.page_source[:1000]}") from None
 
 
-def _unfilter(kind: int, line: np.ndarray, up: np.ndarray, bpp: int) -> np.ndarray:
-    """Undo one scanline's filter (PNG spec 9.2); uint8 arithmetic wraps modulo 256 as the spec asks."""
-    if kind == 0:
-        return line
-    if kind == 1:
-        return np.cumsum(line.reshape(-1, bpp), axis=0, dtype=np.uint8).reshape(-1)
-    if kind == 2:
-        return line + up
-    out, filt, above = bytearray(line.tobytes()), line.tobytes(), up.tobytes()
-    for i in range(len(out)):
-        a = out[i - bpp] if i >= bpp else 0
-        b, c = above[i], above[i - bpp] if i >= bpp else 0
-        if kind == 3:
-            pred = (a + b) >> 1
-        else:  # 4: Paeth
-            p = a + b - c
-            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-            pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
-        out[i] = (filt[i] + pred) & 0xFF
-    return np.frombuffer(bytes(out), dtype=np.uint8)
+def _screenshot(driver) -> np.ndarray:
+    """The viewport as a (height, width, channels) array, decoded by Pillow from chromium's PNG."""
+    return np.asarray(Image.open(io.BytesIO(driver.get_screenshot_as_png())).convert("RGB"))
 
 
 def _colour_pixels(image: np.ndarray, box: dict[str, float], hex_colour: str, tolerance: int = 24) -> int:
@@ -270,30 +177,30 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser,
     chart_box = {"x": 0, "y": 0, "width": VIEWPORT[0], "height": VIEWPORT[1]}
 
     # Refused first: Airflow's 401 with no content of the page, only the way to its login.
-    browser.open(page)
-    refused = browser.source()
+    browser.get(page)
+    refused = browser.page_source
     assert "Sign in required" in refused and "Not authenticated" in refused
-    assert not browser.find("svg") and "Drills" not in refused and "topk" not in browser.run("return document.body.innerText")
-    assert _colour_pixels(decode_png(browser.screenshot()), chart_box, BLUE, tolerance=8) == 0
+    assert not browser.find_elements(By.CSS_SELECTOR, "svg") and "Drills" not in refused
+    assert "topk" not in browser.execute_script("return document.body.innerText")
+    assert _colour_pixels(_screenshot(browser), chart_box, BLUE, tolerance=8) == 0
 
     # Signing in as a user does: follow the link to Airflow's login form, fill it, submit; it brings us back.
-    browser.click(browser.wait_for("#login"))
-    browser.type(browser.wait_for("input[name=username]"), "admin")
-    browser.type(browser.wait_for("input[name=password]"), api_server.admin_password())
-    browser.click(browser.wait_for("button[type=submit]"))
-    chart = browser.wait_for("#history svg")
-    assert browser.url() == page
-    width, height, scale = browser.run("return [window.innerWidth, window.innerHeight, window.devicePixelRatio]")
+    _wait_css(browser, "#login").click()
+    _wait_css(browser, "input[name=username]").send_keys("admin")
+    _wait_css(browser, "input[name=password]").send_keys(api_server.admin_password())
+    _wait_css(browser, "button[type=submit]").click()
+    chart = _wait_css(browser, "#history svg")
+    assert browser.current_url == page
+    width, height, scale = browser.execute_script("return [window.innerWidth, window.innerHeight, window.devicePixelRatio]")
     assert width == VIEWPORT[0] and height > 600 and scale == 1
 
-    png = browser.screenshot()
     shot = tmp_path / "plan-history.png"
-    shot.write_bytes(png)
+    assert browser.save_screenshot(str(shot))
     print(f"screenshot of {page}: {shot}")
-    image = decode_png(png)
+    image = np.asarray(Image.open(shot).convert("RGB"))
     assert image.shape[:2] == (height, width)  # the viewport, pixel for pixel
 
-    box = browser.rect(chart)
+    box = chart.rect
     assert box["width"] == 640 and box["height"] == 220 and box["y"] + box["height"] <= height
     # The plan line and its two points are drawn in the chart's blue; the axes and labels are not blank either.
     assert _colour_pixels(image, box, BLUE) > 400
@@ -301,6 +208,6 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser,
     # Outside the chart (the left margin of the page) there is none of that blue: the check sees the chart.
     assert _colour_pixels(image, {"x": 0, "y": box["y"], "width": box["x"], "height": box["height"]}, BLUE) == 0
     # The topology below it, with the current plan's 8 replicated tasks filled green (circles of radius 8).
-    topology = browser.rect(browser.wait_for("#topology svg"))
+    topology = _wait_css(browser, "#topology svg").rect
     assert topology["y"] + topology["height"] <= height
     assert _colour_pixels(image, topology, GREEN) > 8 * 150

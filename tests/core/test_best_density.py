@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ft_core.recovery.best_density import best_density, best_density_order, profit_density
 from ft_core.errors import InputError
+from ft_core.recovery.best_density import best_density, best_density_order, profit_density
 from ft_core.recovery.exact import exact_recovery
 from ft_core.recovery.instances import InstanceSpec, random_instance
 from ft_core.recovery.problem import load_problem, make_problem

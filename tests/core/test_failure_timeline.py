@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
-from ft_core.replication.fidelity import output_fidelity
 from ft_core.recovery.problem import load_problem
-from ft_core.samples import SAMPLES_DIR, load_sample
 from ft_core.recovery.staged import plan_stages
-from ft_core.topology.task_graph import build_task_graph
+from ft_core.replication.fidelity import output_fidelity
+from ft_core.samples import SAMPLES_DIR, load_sample
+from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
 from ft_core.topology.document import parse_topology
+from ft_core.topology.task_graph import build_task_graph
 
 
 def _graph(doc: dict):

@@ -10,7 +10,13 @@ from statistics import NormalDist
 import pytest
 
 from ft_core.errors import InputError
-from ft_core.redundancy.fault_profile import Exponential, Gaussian, fault_schedule, load_fault_profile, parse_fault_profile
+from ft_core.redundancy.fault_profile import (
+    Exponential,
+    Gaussian,
+    fault_schedule,
+    load_fault_profile,
+    parse_fault_profile,
+)
 from tests.conftest import SAMPLES
 
 LISTING_31 = {"operators": {"bolt1": {"instances": [0, 1], "slowdown": {

@@ -13,10 +13,10 @@ from ft_core.replication.fidelity import (
     output_fidelity,
     replicated_fidelity,
 )
-from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.samples import load_sample
-from ft_core.topology.task_graph import build_task_graph
 from ft_core.topology.document import parse_topology
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
+from ft_core.topology.task_graph import build_task_graph
 
 
 def test_fig2_join_loses_two_fifths():

@@ -10,10 +10,10 @@ import pytest
 from ft_core.errors import InputError
 from ft_core.replication.fidelity import replicated_fidelity
 from ft_core.replication.mctree import count_mc_trees, iter_mc_trees, weighted_tree_sets
-from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.samples import load_sample, sample_path
-from ft_core.topology.task_graph import build_task_graph
 from ft_core.topology.document import parse_topology
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
+from ft_core.topology.task_graph import build_task_graph
 
 
 def test_fig1_counts_from_the_paper():

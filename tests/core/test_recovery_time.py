@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ft_core.errors import InputError
 from ft_core.checkpoint.recovery_time import (
     VARIANTS,
     daly_interval,
@@ -21,6 +20,7 @@ from ft_core.checkpoint.recovery_time import (
     utilisation,
     young_interval,
 )
+from ft_core.errors import InputError
 
 # Example A: T=10 s, R=5 s, W=5 s, U=0.5, CI=40 s; E = 0 / 20 / 40 s for the min / avg / max case.
 T, R, W, U, CI = 10.0, 5.0, 5.0, 0.5, 40.0

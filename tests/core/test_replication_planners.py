@@ -7,12 +7,12 @@ from itertools import combinations
 import pytest
 
 from ft_core.errors import InputError
+from ft_core.replication.exact import exact_plan
 from ft_core.replication.fidelity import replicated_fidelity
 from ft_core.replication.greedy import greedy_plan, single_failure_losses
-from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.replication.planners import plan_replication
-from ft_core.replication.exact import exact_plan
 from ft_core.samples import load_sample
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.topology.task_graph import build_task_graph
 
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from ft_core.errors import InputError
 from ft_core.recovery.instances import InstanceSpec, random_instance
 from ft_core.recovery.problem import load_problem, make_problem
-from ft_core.samples import SAMPLES_DIR
 from ft_core.recovery.staged import place, plan_stages
+from ft_core.samples import SAMPLES_DIR
 
 FIG2 = load_problem(SAMPLES_DIR / "recovery-fig1.json")
 FIVE_NODES = [1.0] * 5  # each node: 0.8 usable under the cap = two partitions of 0.4

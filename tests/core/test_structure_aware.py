@@ -6,13 +6,13 @@ import statistics
 
 import pytest
 
-from ft_core.replication.greedy import greedy_plan
-from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.bench.replication import _scale_topology
 from ft_core.replication.exact import exact_plan
-from ft_core.samples import load_sample
+from ft_core.replication.greedy import greedy_plan
 from ft_core.replication.structure_aware import structure_aware_plan
 from ft_core.replication.sub_topology import decompose_topology
+from ft_core.samples import load_sample
+from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.topology.task_graph import build_task_graph
 
 

@@ -7,8 +7,8 @@ import copy
 import pytest
 
 from ft_core.errors import InputError
-from ft_core.topology.task_graph import build_task_graph
 from ft_core.topology.document import parse_topology
+from ft_core.topology.task_graph import build_task_graph
 
 BASE = {
     "name": "t",

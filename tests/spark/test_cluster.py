@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 
 import pytest
 
 from ft_core.errors import InputError
 from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_down, cluster_status, cluster_up
+from spark_jobs.runtime.waiting import wait_for
 
 # Ports away from the defaults, so a developer's own cluster does not collide with the tests.
 PORTS = dict(primary_port=17077, primary_ui=18090, standby_port=17078, standby_ui=18091,
@@ -43,10 +43,8 @@ def test_up_status_correlated_failure_replacement_and_down(tmp_path, cli):
         assert _domains(state_dir) == {("rack-a", "ALIVE"), ("rack-b", "ALIVE"), ("standby", "ALIVE")}
         res = cli("cluster", "kill-domain", "rack-a", "--state-dir", state_dir)
         assert res.code == 0, res.err
-        deadline = time.monotonic() + 60
-        while ("rack-a", "DEAD") not in _domains(state_dir) and time.monotonic() < deadline:
-            time.sleep(1)
-        assert ("rack-a", "DEAD") in _domains(state_dir)  # the master noticed the lost heartbeats
+        # the master notices the lost heartbeats
+        wait_for(lambda: ("rack-a", "DEAD") in _domains(state_dir), timeout_s=60, interval_s=1, what="rack-a DEAD")
         res = cli("cluster", "add-worker", "--domain", "rack-c", "--state-dir", state_dir)
         assert res.code == 0, res.err
         assert ("rack-c", "ALIVE") in _domains(state_dir)

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.redundancy.fault_profile import parse_fault_profile
 from ft_core.redundancy.allocation import speculation_settings
-from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
+from ft_core.redundancy.fault_profile import parse_fault_profile
 from spark_jobs.fault_injection import app_of_run, find_executors, inject
 from spark_jobs.redundancy.live import applied_levels, write_level
+from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.runtime.launch import launch_run, run_args, stop_run
+from spark_jobs.runtime.waiting import wait_for
 from spark_jobs.workloads import generator
 from spark_jobs.workloads.metrics import read_metrics
 from spark_jobs.workloads.spec import make_spec
@@ -91,13 +92,11 @@ def _measured_run(tmp: Path, out: Path, master: str, extra: list[str]) -> tuple[
 
 
 def _wait_for_batches(out: Path, n: int, proc, log: Path, timeout_s: float = 420.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while max((r["batch_id"] for r in read_metrics(out / "_metrics" / "metrics.jsonl")), default=-1) < n:
+    def reached() -> bool:
         assert proc.poll() is None, log.read_text()[-2000:]
-        assert time.monotonic() < deadline, f"no batch {n} after {timeout_s} s"
-        time.sleep(0.5)
+        return max((r["batch_id"] for r in read_metrics(out / "_metrics" / "metrics.jsonl")), default=-1) >= n
+
+    wait_for(reached, timeout_s=timeout_s, what=f"batch {n}")
 
 
 def _state(pid: int) -> str:
@@ -192,13 +191,11 @@ def _pause_and_wait(profile, out: Path, proc, log: Path) -> None:
 
 def _wait_for_level(out: Path, level: float, proc, log: Path, timeout_s: float = 60.0) -> int:
     """The batch after which the running driver applied ``level``."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while not (applied_levels(out) and applied_levels(out)[-1]["level"] == level):
+    def applied() -> bool:
         assert proc.poll() is None, log.read_text()[-2000:]
-        assert time.monotonic() < deadline, f"level {level} not applied after {timeout_s} s"
-        time.sleep(0.2)
+        return bool(applied_levels(out)) and applied_levels(out)[-1]["level"] == level
+
+    wait_for(applied, timeout_s=timeout_s, interval_s=0.2, what=f"level {level} to be applied")
     return applied_levels(out)[-1]["after_batch"]
 
 

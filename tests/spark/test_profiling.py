@@ -14,7 +14,14 @@ import pytest
 
 from ft_core.checkpoint.profiles import load_profiles
 from ft_core.errors import InputError
-from spark_jobs.profiling import CheckpointVector, ProfileConfig, check_intervals, lineage_check, pinned_settings, run_profiling
+from spark_jobs.profiling import (
+    CheckpointVector,
+    ProfileConfig,
+    check_intervals,
+    lineage_check,
+    pinned_settings,
+    run_profiling,
+)
 from spark_jobs.profiling.measures import InputTimeline, kill_margin_s, kill_time, recovered_batch, window_latencies_ms
 from spark_jobs.profiling.reports import BatchSample, FeedMark, ProfileRaw
 from spark_jobs.workloads import generator, topk

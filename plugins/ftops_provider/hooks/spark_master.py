@@ -6,15 +6,11 @@ Connection (type ``ftops_spark_master``): host and port of the master's web UI (
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 from airflow.sdk import BaseHook
 
-from ft_core.errors import ExternalError
+from spark_jobs.cluster.web_ui import master_state, post_form
 
 
 class SparkMasterHook(BaseHook):
@@ -43,12 +39,7 @@ class SparkMasterHook(BaseHook):
 
     def master_state(self) -> dict[str, Any]:
         """The master's ``/json/`` document."""
-        url = self._base_url() + "/json/"
-        try:
-            with urllib.request.urlopen(url, timeout=self.timeout_s) as resp:
-                return json.loads(resp.read())
-        except (urllib.error.URLError, OSError, json.JSONDecodeError) as exc:
-            raise ExternalError(f"the Spark master at {url} does not answer: {exc}") from None
+        return master_state(self._base_url(), timeout_s=self.timeout_s)
 
     def alive_workers(self) -> list[dict[str, Any]]:
         return [w for w in self.master_state()["workers"] if w["state"] == "ALIVE"]
@@ -61,8 +52,5 @@ class SparkMasterHook(BaseHook):
 
     def kill_app(self, app_id: str) -> None:
         """Ask the master to kill an application (its UI's kill endpoint; spark.ui.killEnabled)."""
-        data = urllib.parse.urlencode({"id": app_id, "terminate": "true"}).encode()
-        try:
-            urllib.request.urlopen(self._base_url() + "/app/kill/", data=data, timeout=self.timeout_s).close()
-        except (urllib.error.URLError, OSError) as exc:
-            raise ExternalError(f"killing application {app_id} failed: {exc}") from None
+        post_form(self._base_url() + "/app/kill/", {"id": app_id, "terminate": "true"},
+                  what=f"killing application {app_id}", timeout_s=self.timeout_s)

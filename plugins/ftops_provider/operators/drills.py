@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
 
 from ftops_provider.hooks.history import HistoryStoreHook
 
@@ -40,8 +40,8 @@ class DrillPreflightOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
         from spark_jobs.drills.live import preflight
+        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
         kill = self.kill_driver if isinstance(self.kill_driver, bool) else str(self.kill_driver).lower() == "true"
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
@@ -93,8 +93,8 @@ class InjectFailureOperator(BaseOperator):
         self.preflight_task_id = preflight_task_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.runtime.job_streams import JobDeployment
         from spark_jobs.drills.live import DrillContext, inject
+        from spark_jobs.runtime.job_streams import JobDeployment
 
         pre = context["ti"].xcom_pull(task_ids=self.preflight_task_id)
         dep = JobDeployment.model_validate(pre["deployment"])
@@ -115,8 +115,8 @@ class AddCapacityOperator(BaseOperator):
         self.domain = domain
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.runtime.job_streams import JobDeployment
         from spark_jobs.drills.live import DrillContext, add_replacement
+        from spark_jobs.runtime.job_streams import JobDeployment
 
         doc = context["ti"].xcom_pull(task_ids=self.inject_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])
@@ -174,8 +174,8 @@ class VerifyDrillOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from spark_jobs.runtime.job_streams import JobDeployment
         from spark_jobs.drills.live import DrillContext, measure, verdict
+        from spark_jobs.runtime.job_streams import JobDeployment
 
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])

@@ -49,10 +49,10 @@ class PlanReplicationOperator(BaseOperator):
 
     def _plan(self, store, run_id: str) -> dict[str, Any]:
         # The planners (numpy, scipy, HiGHS) load here, not when the DAG file is parsed.
-        from ft_core.replication.planners import plan_replication
         from ft_core.replication.plan import fidelity_under
-        from ft_core.topology.task_graph import build_task_graph
+        from ft_core.replication.planners import plan_replication
         from ft_core.topology.document import parse_topology
+        from ft_core.topology.task_graph import build_task_graph
 
         job = next((j for j in store.jobs() if j["name"] == self.job_name), None)
         doc = store.latest_topology(self.job_name)

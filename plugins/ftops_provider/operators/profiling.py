@@ -100,10 +100,10 @@ class WhatIfRecoveryOperator(BaseOperator):
         return found or ["rack-a", "rack-b"]
 
     def _plan(self, store, run_id: str) -> dict[str, Any]:
-        from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
         from ft_core.input_hash import input_hash
-        from ft_core.topology.task_graph import build_task_graph
+        from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
         from ft_core.topology.document import parse_topology
+        from ft_core.topology.task_graph import build_task_graph
 
         _, dep = job_and_deployment(store, self.job_name, required=False)
         doc = store.latest_topology(self.job_name)

@@ -65,8 +65,8 @@ def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) 
     identical replica whenever the measured rates drift. With no applied plan the gain is the plan's OF.
     """
     from ft_core.replication.plan import fidelity_under
-    from ft_core.topology.task_graph import build_task_graph
     from ft_core.topology.document import parse_topology
+    from ft_core.topology.task_graph import build_task_graph
 
     graph = build_task_graph(parse_topology(store.latest_topology(name)))
     applied = store.plan(applied_plan_id)["payload"].get("tasks", []) if applied_plan_id is not None else []

@@ -17,12 +17,12 @@ from collections.abc import Iterator
 from html import escape
 from urllib.parse import quote
 
+from airflow.api_fastapi.core_api.security import requires_authenticated
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from airflow.api_fastapi.core_api.security import requires_authenticated
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section

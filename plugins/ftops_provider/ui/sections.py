@@ -12,8 +12,8 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from ft_core.topology.task_graph import build_task_graph
 from ft_core.topology.document import parse_topology
+from ft_core.topology.task_graph import build_task_graph
 from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut
 from ftops_provider.ui.svg import BLUE, ORANGE, GanttRow, Series, gantt_chart, line_chart, series_chart, topology_graph
 
