@@ -8,9 +8,9 @@ with the plan's predicted output fidelity) and, once the primary has delivered a
 window's accurate rows instead, so that the final content equals the failure-free output.
 
 Method: a small process polls both sinks' committed micro-batch files (``batch-<id>.jsonl``, each
-written atomically by :mod:`spark_jobs.workloads.sink`, so a visible file is complete; a replayed
+written atomically by :mod:`spark_jobs.pipeline.sink`, so a visible file is complete; a replayed
 batch rewrites the same rows) and the primary's per-batch progress (its watermark, from the
-metrics file of :mod:`spark_jobs.workloads.metrics`). For every window whose rows changed it runs
+metrics file of :mod:`spark_jobs.pipeline.metrics`). For every window whose rows changed it runs
 :func:`ft_core.transparency.duplicate_filter.serving_view` (first-arrival filtering per (window, key) on each
 side; per window the primary's rows once it has any, else the replica's rows flagged
 ``tentative: true`` with ``predicted_of``; a window the primary's watermark closed without rows is
@@ -28,9 +28,10 @@ What consumers read (``--out DIR``):
   Read it first for a consistent list of windows; a window file can only have moved forward
   (tentative -> accurate) since.
 
-Defaults come from the runs' descriptors (``_run.json``): the workload (hence the key fields:
-``rank`` for topk, none for incidents, whose rows are one per window) and the predicted OF, which
-is recomputed from the replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.replication.fidelity`).
+Defaults come from the runs' descriptors (``_run.json``): the pipeline (hence the key fields of a row
+within its window, its :class:`~spark_jobs.pipeline.definition.Output` ``key``: ``rank`` for topk, none
+for incidents, whose rows are one per window) and the predicted OF, which is recomputed from the
+replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.replication.fidelity`).
 
     ftops serve --primary P --replica R --out V [--predicted-of X] [--once]
 
@@ -58,7 +59,6 @@ from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 
 Window = tuple[int, int]
 WINDOW_FIELDS = ("window_start", "window_end")
-KEY_FIELDS = {"topk": ("rank",), "incidents": ()}
 MANIFEST = "_view.json"
 SERVED_FIELDS = ("tentative", "predicted_of")
 
@@ -206,11 +206,13 @@ def serve(view: ServingView, poll_s: float, stop: threading.Event, duration_s: f
 
 
 def read_view(out: str | Path) -> list[dict[str, Any]]:
-    """Every served row of a view folder, by window then key (what a consumer reads)."""
+    """Every served row of a view folder (what a consumer reads), in the sinks' canonical row order."""
+    from spark_jobs.pipeline.sink import row_key
+
     rows: list[dict[str, Any]] = []
-    for path in sorted(Path(out, "windows").glob("*.jsonl"), key=lambda p: tuple(int(x) for x in p.stem.split("-"))):
+    for path in Path(out, "windows").glob("*.jsonl"):
         rows.extend(json.loads(line) for line in path.read_text().splitlines() if line.strip())
-    return rows
+    return sorted(rows, key=row_key)
 
 
 def read_manifest(out: str | Path) -> ViewManifest | None:
@@ -224,7 +226,7 @@ def strip_served_fields(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def make_view(primary: Path, replica: Path | None, out: Path, *, predicted_of: float | None = None,
-              workload: str | None = None, key_fields: tuple[str, ...] | None = None) -> ServingView:
+              key_fields: tuple[str, ...] | None = None) -> ServingView:
     """Validate the folders and fill the defaults from the runs' descriptors; raises InputError."""
     if not Path(primary).is_dir():
         raise InputError(f"--primary: {str(primary)!r} is not a folder (a primary run's --output)")
@@ -233,13 +235,21 @@ def make_view(primary: Path, replica: Path | None, out: Path, *, predicted_of: f
     if predicted_of is not None and not 0 <= predicted_of <= 1:
         raise InputError(f"--predicted-of: must be in [0, 1], got {predicted_of:g}")
     if key_fields is None:
-        workload = workload or _descriptor(primary).get("workload") or (_descriptor(replica).get("workload") if replica else None)
-        if workload not in KEY_FIELDS:
-            raise InputError("--workload: cannot tell the workload (no _run.json in the sinks); give --workload or --key")
-        key_fields = KEY_FIELDS[workload]
+        key_fields = _output_key(primary, replica)
     if predicted_of is None and replica is not None:
         predicted_of = predicted_fidelity(replica)
     return ServingView(primary, replica, out, predicted_of=predicted_of, key_fields=tuple(key_fields))
+
+
+def _output_key(primary: Path, replica: Path | None) -> tuple[str, ...]:
+    """The key fields of the pipeline the runs ran (from their descriptors)."""
+    from spark_jobs.pipeline.loading import load_workload
+
+    doc = _descriptor(primary) or (_descriptor(replica) if replica else {})
+    if not doc.get("pipeline"):
+        raise InputError("--key: cannot tell the pipeline (no _run.json in the sinks); give the key fields with --key")
+    workload = load_workload(doc["pipeline"], {k: v for k, v in (doc.get("params") or {}).items()})
+    return tuple(workload.pipeline.output.key)
 
 
 def predicted_fidelity(replica: Path) -> float | None:
@@ -284,12 +294,12 @@ def _write_atomic(path: Path, text: str) -> None:
 
 # --- the view in a drill ---------------------------------------------------------------------
 
-def start_serving(primary: Path, replica: Path | None, out: Path, workload: str, predicted_of: float,
+def start_serving(primary: Path, replica: Path | None, out: Path, predicted_of: float,
                   poll_s: float = 0.25) -> subprocess.Popen:
     """``ftops serve`` as its own process group (what consumers would run)."""
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "ft_core.cli.main", "serve", "--primary", str(primary), "--out", str(out),
-           "--workload", workload, "--predicted-of", f"{predicted_of:.6g}", "--poll-s", f"{poll_s:g}"]
+           "--predicted-of", f"{predicted_of:.6g}", "--poll-s", f"{poll_s:g}"]
     cmd += ["--replica", str(replica)] if replica is not None else []
     with (out / "_serve.log").open("w") as log:
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
@@ -342,8 +352,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replica", type=Path, help="the replica run's output folder (tentative rows)")
     parser.add_argument("--out", type=Path, required=True, help="the view folder consumers read")
     parser.add_argument("--predicted-of", type=float, help="predicted OF of tentative rows (default: from the replica's plan)")
-    parser.add_argument("--workload", choices=tuple(KEY_FIELDS), help="default: from the runs' _run.json")
-    parser.add_argument("--key", action="append", help="key field of a row within its window (repeatable; overrides --workload)")
+    parser.add_argument("--key", action="append", help="key field of a row within its window (repeatable; default: "
+                        "the pipeline's, from the runs' _run.json)")
     parser.add_argument("--poll-s", type=float, default=0.5, help="seconds between refreshes (default 0.5)")
     parser.add_argument("--duration-s", type=float, help="stop after this many seconds (default: until SIGTERM/SIGINT)")
     parser.add_argument("--once", action="store_true", help="refresh once, print the manifest summary, exit")
@@ -352,7 +362,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_args(args: argparse.Namespace) -> int:
     if args.poll_s <= 0:
         raise InputError(f"--poll-s: must be positive, got {args.poll_s:g}")
-    view = make_view(args.primary, args.replica, args.out, predicted_of=args.predicted_of, workload=args.workload,
+    view = make_view(args.primary, args.replica, args.out, predicted_of=args.predicted_of,
                      key_fields=tuple(args.key) if args.key else None)
     stop = threading.Event()
     if args.once:

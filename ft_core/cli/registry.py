@@ -16,7 +16,6 @@ COMMAND_MODULES = [
     "ft_core.cli.demo",
     "ft_core.cli.bench_replication",
     "ft_core.cli.db",
-    "ft_core.cli.job",
     "ft_core.cli.checkpoint",
     "ft_core.cli.recovery",
     "ft_core.cli.simulate",

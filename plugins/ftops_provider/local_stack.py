@@ -99,11 +99,11 @@ class LocalStack:
     def deployment(self, job: JobSpec):
         from spark_jobs.runtime.job_streams import JobDeployment
 
-        return JobDeployment(workload=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
+        return JobDeployment(pipeline=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
                              params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()))
 
     def register_sample_jobs(self) -> list[str]:
-        from spark_jobs.workloads.spec import make_spec
+        from spark_jobs.pipeline.loading import load_workload
 
         conn = connect(self.postgres.url())
         try:
@@ -112,7 +112,7 @@ class LocalStack:
             for job in SAMPLE_JOBS:
                 dep = self.deployment(job)
                 store.register_job(job.model_copy(update={"deployment": dep.model_dump()}))
-                store.save_topology(job.name, make_spec(job.workload, dep.params).topology(name=job.name).to_document())
+                store.save_topology(job.name, load_workload(job.workload, dep.params).topology(name=job.name).to_document())
         finally:
             conn.close()
         return [j.name for j in SAMPLE_JOBS]
@@ -136,7 +136,7 @@ class LocalStack:
         pid = int(self._feed_pid_file.read_text()) if self._feed_pid_file.exists() else None
         if not pid_alive(pid):
             self.progress(f"starting the {RUNNING_JOB} input generator ({dep.input})")
-            cmd = [sys.executable, "-m", "spark_jobs.cli.workload", "generate", dep.workload, "--input", str(dep.input),
+            cmd = [sys.executable, "-m", "spark_jobs.cli.workload", "generate", "--pipeline", dep.pipeline, "--input", str(dep.input),
                    "--realtime", *[a for p in dep.params for a in ("--param", p)]]
             with (self.state / "jobs" / RUNNING_JOB / "feed.log").open("a") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -15,20 +15,18 @@ from pathlib import Path
 from ft_core.cli.output import print_json
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
-
-WORKLOADS = ("topk", "incidents")
-
+from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 def register(sub, groups) -> None:
     drill = sub.add_parser("drill", help="chaos drills: kill a failure domain under a running job, measure tentative accuracy")
     dsub = drill.add_subparsers(dest="drill_command", required=True, parser_class=type(drill))
     run = dsub.add_parser("run", help="one complete drill on a private local cluster; prints the report")
-    run.add_argument("--workload", required=True, choices=WORKLOADS)
+    add_pipeline_arguments(run)
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
-    source.add_argument("--budget", type=int, help="plan R replicas for the workload's topology instead")
+    source.add_argument("--budget", type=int, help="plan R replicas for the pipeline's topology instead")
     run.add_argument("--algorithm", choices=("exact", "structure-aware", "greedy"), default="structure-aware")
-    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
     run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
     run.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
@@ -41,7 +39,8 @@ def register(sub, groups) -> None:
     run.set_defaults(func=_run)
 
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
-    bench.add_argument("--workloads", default="topk,incidents")
+    bench.add_argument("--workloads", default="topk,incidents", help="pipelines to drill, comma-separated (sample names "
+                       "or module:attribute references)")
     bench.add_argument("--ratios", default="0.25,0.5,0.75,1.0")
     bench.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S")
     bench.add_argument("--kill-driver", action="store_true")
@@ -78,7 +77,7 @@ def _work_dir(args: argparse.Namespace, prefix: str) -> Path:
 def _run(args: argparse.Namespace) -> int:
     from spark_jobs.drills.local import DrillConfig, run_drill
 
-    config = _validated(DrillConfig, workload=args.workload, params=args.param, plan=args.plan, budget=args.budget,
+    config = _validated(DrillConfig, pipeline=pipeline_ref(args), params=args.param, plan=args.plan, budget=args.budget,
                          algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver,
                          new_capacity_after_s=_non_negative(args.new_capacity_after, "--new-capacity-after"),
                          primary_workers=_positive(args.primary_workers, "--primary-workers"),
@@ -120,10 +119,13 @@ def summary(report) -> str:
 def _bench(args: argparse.Namespace) -> int:
     from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, command_line, render, run_bench
 
+    from spark_jobs.pipeline.loading import load_pipeline
+
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
-    bad = [w for w in workloads if w not in WORKLOADS]
-    if bad or not workloads:
-        raise InputError(f"--workloads: expected a list of {', '.join(WORKLOADS)}, got {args.workloads!r}")
+    if not workloads:
+        raise InputError(f"--workloads: expected a comma-separated list of pipelines, got {args.workloads!r}")
+    for ref in workloads:
+        load_pipeline(ref)  # an unknown pipeline is refused before anything starts
     ratios = _ratios(args.ratios)
     config = _validated(BenchDrillsConfig, workloads=workloads, params=_bench_params(args.param), ratios=ratios, new_capacity_after_s=args.new_capacity_after,
                                kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),

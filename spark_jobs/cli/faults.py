@@ -145,9 +145,9 @@ def _bench(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}") from None
-    from spark_jobs.workloads.spec import make_spec
+    from spark_jobs.pipeline.loading import load_workload
 
-    make_spec(config.workload, config.params)  # a bad --param is refused before anything starts
+    load_workload(config.pipeline, config.params)  # a bad --param is refused before anything starts
     work.mkdir(parents=True, exist_ok=True)
     progress = Progress("bench redundancy")
     result = rb.run_bench(config, progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))

@@ -32,6 +32,7 @@ from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 DEFAULT_BENCH_INTERVALS = "2,3,4,6,8"
 DEFAULT_BENCH_PARAMS = ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=2", "n_pages=60"]
@@ -70,14 +71,13 @@ def register(sub, groups) -> None:
 
 
 def _run_options(parser, intervals: bool, bench: bool = False) -> None:
-    parser.add_argument("--workload", required=not bench, default="topk" if bench else None,
-                        help="topk or incidents" + (" (default topk)" if bench else ""))
+    add_pipeline_arguments(parser)
     if intervals:
         parser.add_argument("--intervals", required=not bench, default=DEFAULT_BENCH_INTERVALS if bench else None,
                             help="candidate trigger (checkpoint) intervals in seconds, e.g. 1,2,5,10,20"
                             + (f" (default {DEFAULT_BENCH_INTERVALS})" if bench else ""))
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="workload parameter (repeatable)" + (f"; default {' '.join(DEFAULT_BENCH_PARAMS)}" if bench else ""))
+                        help="pipeline parameter (repeatable)" + (f"; default {' '.join(DEFAULT_BENCH_PARAMS)}" if bench else ""))
     parser.add_argument("--failures", type=int, default=3, help="failures injected per copy (default 3)")
     parser.add_argument("--duration", type=float, required=not bench, default=30.0 if bench else None, metavar="S",
                         help="seconds of steady operation per copy, split around the failures" + (" (default 30)" if bench else ""))
@@ -131,7 +131,7 @@ def _choice(value: str, choices, flag: str) -> str:
 def _run_values(args: argparse.Namespace, prefix: str) -> dict:
     from spark_jobs.profiling import default_parallel
 
-    return dict(workload=args.workload, params=args.param, failures=args.failures, duration_s=args.duration,
+    return dict(pipeline=pipeline_ref(args), params=args.param, failures=args.failures, duration_s=args.duration,
                 repetitions=args.repetitions, parallel=args.parallel if args.parallel is not None else default_parallel(),
                 work_dir=args.work_dir or Path(tempfile.gettempdir()) / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}",
                 master=args.master, detection_timeout_s=args.detection_timeout_s,
@@ -205,6 +205,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     if not args.out.parent.is_dir():
         raise InputError(f"--out: folder {str(args.out.parent)!r} does not exist")
+    if not args.workload and not args.pipeline:
+        args.workload = "topk"  # the benchmark's default pipeline
     values = _run_values(args, "ftops-bench-checkpoint-")
     values["params"] = args.param or list(DEFAULT_BENCH_PARAMS)
     config = _validated(BenchConfig, **values, **_plan_values(args), intervals_s=_intervals(args.intervals),

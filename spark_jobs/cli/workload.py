@@ -1,14 +1,15 @@
-"""``ftops workload topology|generate|run|stop``: the streaming workloads from the command line.
+"""``ftops workload topology|generate|run|retune|stop``: pipelines (a sample's name, or yours with
+``--pipeline module:attribute`` or ``--pipeline path/to/file.py``) from the command line.
 
 Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.cli.workload"``);
 ``python -m spark_jobs.cli.workload ...`` runs the same commands without it.
 
-- ``topology WORKLOAD [--param k=v ...] [--rates-from METRICS.jsonl] [--json]``: the workload's
-  topology document, built from the same spec as its Spark plan (expected rates by default, or
-  rates measured from a run's metrics file).
-- ``generate WORKLOAD --input DIR (--seconds N | --realtime [--duration-s S])``: the seeded input.
-- ``run WORKLOAD --role primary|replica|reference --input DIR --output DIR ...``: spark-submit of
-  ``spark_jobs.runtime.run_workload`` against ``--master`` (default ``local[2]``), in its own session (process
+- ``topology [WORKLOAD | --pipeline REF] [--param k=v ...] [--rates-from METRICS.jsonl] [--json]``: the
+  pipeline's topology document, derived from the same definition as its Spark job (expected rates by
+  default, or rates measured from a run's metrics file).
+- ``generate ... --input DIR (--seconds N | --realtime [--duration-s S])``: the pipeline's seeded sample input.
+- ``run ... --role primary|replica|reference --input DIR --output DIR ...``: spark-submit of
+  ``spark_jobs.runtime.run_pipeline`` against ``--master`` (default ``local[2]``), in its own session (process
   group), so that the whole tree (JVM and Python driver) can be stopped; ``--detach`` returns at once.
 - ``stop --output DIR``: SIGTERM to a detached run's Python driver (a graceful stop between
   micro-batches), then to its process group.
@@ -28,23 +29,24 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
-from spark_jobs.runtime.launch import WORKLOADS, add_run_arguments, launch_run, stop_run
+from spark_jobs.pipeline.loading import add_pipeline_arguments, load_workload, pipeline_ref
+from spark_jobs.runtime.launch import add_run_arguments, launch_run, stop_run
 
 
 def register(sub, groups) -> None:
-    wl = sub.add_parser("workload", help="the streaming workloads: topology documents, input, Spark runs")
+    wl = sub.add_parser("workload", help="pipelines: topology documents, sample input, Spark runs")
     wsub = wl.add_subparsers(dest="workload_command", required=True, parser_class=type(wl))
 
-    topo = wsub.add_parser("topology", help="print the workload's topology document")
-    topo.add_argument("workload", choices=WORKLOADS)
+    topo = wsub.add_parser("topology", help="print the pipeline's topology document")
+    add_pipeline_arguments(topo, positional=True)
     _params(topo)
     topo.add_argument("--rates-from", type=Path, help="a run's metrics.jsonl: measured task rates instead of expected ones")
-    topo.add_argument("--name", help="document name (default <workload>-p<p1>)")
+    topo.add_argument("--name", help="document name (default: the pipeline's name)")
     topo.add_argument("--json", action="store_true")
     topo.set_defaults(func=_topology)
 
-    gen = wsub.add_parser("generate", help="write the seeded input: N seconds at once, or appended in real time")
-    gen.add_argument("workload", choices=WORKLOADS)
+    gen = wsub.add_parser("generate", help="write the seeded sample input: N seconds at once, or appended in real time")
+    add_pipeline_arguments(gen, positional=True)
     gen.add_argument("--input", type=Path, required=True)
     _params(gen)
     mode = gen.add_mutually_exclusive_group(required=True)
@@ -77,46 +79,45 @@ def register(sub, groups) -> None:
 
 
 def _params(parser) -> None:
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
 
 
 def _topology(args: argparse.Namespace) -> int:
-    from spark_jobs.workloads.spec import make_spec
-
-    spec = make_spec(args.workload, args.param)
-    rates = None
+    workload = load_workload(pipeline_ref(args), args.param)
     if args.rates_from is not None:
-        from spark_jobs.workloads.metrics import measured_rates, read_metrics
+        from spark_jobs.pipeline.metrics import read_metrics
+        from spark_jobs.pipeline.rates import measured_topology
 
         if not args.rates_from.exists():
             raise InputError(f"--rates-from: file {str(args.rates_from)!r} does not exist")
-        rates = measured_rates(read_metrics(args.rates_from), spec)
-    topo = spec.topology(rates, name=args.name)
+        topo = measured_topology(read_metrics(args.rates_from), workload, name=args.name)
+    else:
+        topo = workload.topology(name=args.name)
     if args.json:
         print_json(topo.to_document())
         return 0
     print(f"{topo.name}: " + ", ".join(f"{op.name}x{op.parallelism}" for op in topo.operators) + "; streams "
           + ", ".join(f"{s.source}->{s.target} {s.partitioning}" for s in topo.streams))
-    print_table(["task", "operator role", "rate"],
-                [[t, spec.operator(t.split("[")[0]).role, topo.task_rate(t)] for t in topo.task_ids()])
+    print_table(["task", "operator", "rate"],
+                [[t, workload.operator(t.split("[")[0]).description, topo.task_rate(t)] for t in topo.task_ids()])
     return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from spark_jobs.workloads import generator
-    from spark_jobs.workloads.spec import make_spec
+    from spark_jobs.pipeline import sample_input
 
-    spec = make_spec(args.workload, args.param)
+    workload = load_workload(pipeline_ref(args), args.param)
+    workload.require_sample("ftops workload generate")
     if args.seconds is not None:
         if args.seconds <= 0:
             raise InputError("--seconds: must be positive")
-        n = generator.write_seconds(spec, args.input, args.seconds)
-        print(f"wrote {n} files per source ({', '.join(generator.source_names(spec))}) to {args.input}")
+        n = sample_input.write_seconds(workload, args.input, args.seconds)
+        print(f"wrote {n} files per source ({', '.join(sample_input.source_names(workload))}) to {args.input}")
         return 0
     try:
-        end = generator.run_generator(spec, args.input, args.duration_s, args.speedup)
+        end = sample_input.run_generator(workload, args.input, args.duration_s, args.speedup)
     except KeyboardInterrupt:
-        end = generator.existing_files(spec, args.input)
+        end = sample_input.existing_files(workload, args.input)
     print(f"{end} files per source in {args.input}")
     return 0
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
 from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill, wait_for_ports
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
 DEFAULT_PARAMS = {
     "topk": ["rate=200", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"],
@@ -51,9 +51,9 @@ class BenchRow(BaseModel):
     error: str | None = None
 
 
-def budgets(workload: str, params: list[str], ratios: list[float]) -> list[tuple[float, int, int]]:
+def budgets(pipeline: str, params: list[str], ratios: list[float]) -> list[tuple[float, int, int]]:
     """(ratio, budget, number of tasks) per ratio: ``R = round(ratio * tasks)``."""
-    n = len(make_spec(workload, params).task_ids())
+    n = len(load_workload(pipeline, params).task_ids())
     return [(r, int(round(r * n)), n) for r in ratios]
 
 
@@ -61,11 +61,11 @@ def run_bench(config: BenchDrillsConfig, progress: Progress) -> list[BenchRow]:
     rows = []
     progress.set_total(len(config.workloads) * len(config.ratios))
     for workload in config.workloads:
-        params = config.params.get(workload, DEFAULT_PARAMS[workload])
+        params = config.params.get(workload, DEFAULT_PARAMS.get(workload, []))
         for ratio, budget, n in budgets(workload, params, config.ratios):
             progress.step(f"{workload} ratio {ratio:.0%} (R={budget} of {n} tasks)")
-            drill = DrillConfig(workload=workload, params=params, budget=budget, algorithm="structure-aware",
-                                work_dir=config.work_dir / f"{workload}-{int(ratio * 100)}", kill_driver=config.kill_driver,
+            drill = DrillConfig(pipeline=workload, params=params, budget=budget, algorithm="structure-aware",
+                                work_dir=config.work_dir / f"{pipeline_label(workload)}-{int(ratio * 100)}", kill_driver=config.kill_driver,
                                 new_capacity_after_s=config.new_capacity_after_s, trigger_s=config.trigger_s,
                                 port_base=config.port_base, timeout_s=config.timeout_s)
             try:
@@ -94,7 +94,7 @@ def render(result: BenchResult, section: bool = False) -> str:
     (``section``: an additional run appended under the first one, without the explanations)."""
     config = result.config
     workers = DrillConfig.model_fields["primary_workers"].default
-    params = "; ".join(f"`{w}`: `{' '.join(config.params.get(w, DEFAULT_PARAMS[w]))}`" for w in config.workloads)
+    params = "; ".join(f"`{w}`: `{' '.join(config.params.get(w, DEFAULT_PARAMS.get(w, [])))}`" for w in config.workloads)
     if section:
         return "\n".join([f"## Additional run: {params}", "", f"Produced by `{result.command}`.", "", *_table(result.rows),
                           "", "Targets:", "", *_targets(result.rows), ""])

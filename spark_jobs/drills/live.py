@@ -12,8 +12,8 @@ and each step is an Airflow task, the waits deferred to the triggerer in between
    delay (a new worker, as a cloud replaces a lost node); (deferred) the primary has executors again, or
    :func:`restart_primary` when its driver was killed; (deferred) the primary has caught up;
 4. :func:`measure`: the primary's output against the failure-free reference over the input so far (the
-   workloads' pure-Python reference, tested equal to the Spark batch reference in
-   ``tests/spark/test_workloads.py``), the replica's tentative accuracy per failure window, the times.
+   pipeline's batch reference job, run locally), the replica's tentative accuracy per failure window
+   (the pipeline's accuracy function), the times.
 
 Times are seconds from the kill, taken from file modification times and the jobs' own progress records.
 """
@@ -139,13 +139,10 @@ def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
 
 
 def input_watermark(dep: JobDeployment) -> int | None:
-    """The input's event-time watermark now (every source's latest file, minus the watermark delay)."""
-    from spark_jobs.workloads.generator import InputWatermark, existing_files
+    """The input's event-time watermark now (every source's newest event time, minus its watermark delay)."""
+    from spark_jobs.pipeline.input_files import input_watermark as watermark_of_input
 
-    mark = InputWatermark(dep.spec)
-    for i in range(existing_files(dep.spec, dep.input)):
-        mark.add(i)
-    return mark.value_ms
+    return watermark_of_input(dep.workload(), dep.input)
 
 
 def add_replacement(dep: JobDeployment, ctx: DrillContext, domain: str = "rack-c", timeout_s: float = 120.0) -> DrillContext:
@@ -166,22 +163,26 @@ def primary_driver_alive(dep: JobDeployment) -> bool:
     return submit.exists() and pid_alive(json.loads(submit.read_text())["pgid"])
 
 
-def measure(dep: JobDeployment, ctx: DrillContext) -> dict:
-    """The drill report (the fields of ``ftops drill run --json`` that a live job can measure)."""
+def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
+    """The drill report (the fields of ``ftops drill run --json`` that a live job can measure); the
+    batch reference runs in ``work_dir``."""
     from spark_jobs.drills.progress import first_batch_reaching, watermark_of
-    from spark_jobs.workloads.accuracy import window_accuracy, window_of
-    from spark_jobs.workloads.sink import closed_rows, compare_output
+    from spark_jobs.pipeline.accuracy import window_of
+    from spark_jobs.pipeline.sink import closed_rows, compare_output
+    from spark_jobs.runtime.reference import batch_reference
 
+    workload = dep.workload()
     until = watermark_of(dep.primary_output) or 0
-    expected = closed_rows(reference_rows(dep), until)
+    reference, _meta = batch_reference(workload, dep.input, Path(work_dir))
+    expected = closed_rows(reference, until)
     comparison = compare_output(dep.primary_output, expected, until_ms=until)
     windows = sorted({window_of(r) for r in expected if ctx.failure_end_ms < r["window_end"] <= (ctx.backlog_ms or 0)})
     tentative = _rows(Path(ctx.replica_output)) if ctx.replica_output else []
-    per_window = window_accuracy(dep.workload, tentative, expected, windows)
+    per_window = workload.accuracy(tentative, expected, windows)
     values = [per_window[w] for w in sorted(per_window)]
     caught = first_batch_reaching(dep.primary_output, ctx.backlog_ms, ctx.t_fail) if ctx.backlog_ms else None
     return {
-        "workload": dep.workload, "plan_tasks": ctx.plan_tasks, "predicted_output_fidelity": ctx.predicted_output_fidelity,
+        "workload": workload.name, "plan_tasks": ctx.plan_tasks, "predicted_output_fidelity": ctx.predicted_output_fidelity,
         "tentative_accuracy": sum(values) / len(values) if values else None,
         "tentative_accuracy_per_window": values, "failure_window_starts_ms": [w[0] for w in sorted(per_window)],
         "time_to_first_tentative_s": _first_tentative_s(ctx), "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
@@ -191,19 +192,6 @@ def measure(dep: JobDeployment, ctx: DrillContext) -> dict:
         "capacity_alive_s": None if ctx.t_capacity is None else ctx.t_capacity - ctx.t_fail,
     }
 
-
-def reference_rows(dep: JobDeployment) -> list[dict]:
-    """The failure-free output over the input so far (pure Python, every window)."""
-    from spark_jobs.workloads.generator import read_records
-
-    spec = dep.spec
-    if dep.workload == "topk":
-        from spark_jobs.workloads.topk import python_reference
-
-        return python_reference(spec, read_records(spec, dep.input, "requests"))
-    from spark_jobs.workloads.incidents import python_reference
-
-    return python_reference(spec, read_records(spec, dep.input, "locations"), read_records(spec, dep.input, "incidents"))
 
 
 def _rows(folder: Path) -> list[dict]:

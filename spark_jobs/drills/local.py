@@ -7,12 +7,12 @@ checkpoint without losing or duplicating a window.
 
 One drill (:func:`run_drill`), every step polling real state with generous deadlines:
 
-1. validate (workload parameters, the plan's tasks, ports) before anything starts; the plan is
+1. validate (the pipeline's parameters, the plan's tasks, ports) before anything starts; the plan is
    ``--plan`` or computed by the planner for ``budget``; its OF (and IC) are recomputed from the
-   workload's own topology document;
+   pipeline's own topology document;
 2. start a private cluster (``spark_jobs.cluster.standalone``): the primary pool's workers all in the failure
    domain ``fail_domain``, the standby pool for the replica;
-3. feed the seeded generator in real time; submit the primary (whole pipeline, checkpointing) to the
+3. feed the pipeline's seeded sample input in real time; submit the primary (whole pipeline, checkpointing) to the
    primary pool and the replica (``--plan``: only the replicated MC-trees) to the standby pool; an
    empty plan starts no replica (R = 0: no tentative output);
 4. wait until both jobs are steady: each has closed ``steady_windows`` windows and its watermark is
@@ -38,7 +38,8 @@ records, not from the polling loop):
 - *failure windows*: reference windows that end after the primary's last output before the failure
   and no later than the input watermark when capacity returned: what users missed from the primary;
 - ``tentative_accuracy_per_window``: the replica's rows for each failure window against the
-  reference (:mod:`spark_jobs.workloads.accuracy`; a window the replica lacks scores 0);
+  reference with the pipeline's accuracy function (:mod:`spark_jobs.pipeline.accuracy`; a window the
+  replica lacks scores 0);
 - ``time_to_first_tentative_s``: the first replica output file written after the kill that holds a
   window the primary had not delivered;
 - ``time_to_caught_up_s``, ``detection_s`` (the master lists the killed workers DEAD);
@@ -61,11 +62,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import ExternalError, FtopsError, InputError
-from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files
+from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
+from spark_jobs.pipeline.accuracy import window_of
 from spark_jobs.runtime.launch import kill_group
 from spark_jobs.runtime.waiting import wait_for
-from spark_jobs.workloads.feed import LiveFeed
-from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.feed import LiveFeed
+from spark_jobs.pipeline.loading import load_workload
 
 Progress = Callable[[str], None]
 
@@ -79,9 +82,9 @@ class DrillConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload: Literal["topk", "incidents"]
+    pipeline: str = Field(description="the pipeline: a sample's name, module:attribute or a .py file")
     work_dir: Path
-    params: list[str] = Field(default_factory=list, description="workload parameters key=value")
+    params: list[str] = Field(default_factory=list, description="pipeline parameters key=value")
     plan: Path | None = Field(default=None, description="a replication plan (ftops plan replication --json)")
     budget: int | None = Field(default=None, ge=0, description="without --plan: plan R replicas with `algorithm`")
     algorithm: Literal["exact", "structure-aware", "greedy"] = "structure-aware"
@@ -93,7 +96,7 @@ class DrillConfig(BaseModel):
     new_capacity_after_s: float = Field(default=30.0, ge=0)
     trigger_s: float = Field(default=1.0, gt=0)
     speedup: float = Field(default=1.0, gt=0, description="event seconds generated per wall second")
-    steady_windows: int = Field(default=1, ge=1, description="windows both jobs must have closed before the failure")
+    steady_windows: int = Field(default=1, ge=1, description="windows the primary must have delivered before the failure")
     steady_lag_s: float = Field(default=8.0, gt=0, description="steady: watermarks within this many wall seconds "
                                 "(plus three recent batch durations) of the input's")
     worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
@@ -127,7 +130,7 @@ class DrillPorts(BaseModel):
 class DrillReport(BaseModel):
     """The result of one drill (the first ten fields are the issue's CLI contract)."""
 
-    workload: str
+    workload: str = Field(description="the pipeline's name")
     plan_tasks: list[str]
     predicted_output_fidelity: float
     tentative_accuracy: float | None = Field(description="mean over the failure windows (None: no failure window)")
@@ -172,7 +175,7 @@ class DrillSetup(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    spec: WorkloadSpec
+    workload: Workload
     plan_tasks: list[str]
     predicted_output_fidelity: float
     predicted_internal_completeness: float
@@ -180,14 +183,20 @@ class DrillSetup(BaseModel):
 
 
 def prepare_drill(config: DrillConfig) -> DrillSetup:
-    """Validate the workload, the plan (given or computed) and the ports; raises InputError."""
+    """Validate the pipeline, the plan (given or computed) and the ports; raises InputError."""
     from ft_core.replication.fidelity import internal_completeness, replicated_fidelity
     from ft_core.topology.task_graph import build_task_graph
 
-    spec = make_spec(config.workload, config.params)
-    graph = build_task_graph(spec.topology())
+    from spark_jobs.runtime.run_pipeline import load_plan_tasks
+
+    workload = load_workload(config.pipeline, config.params)
+    workload.require_sample("a local drill (it feeds the pipeline's seeded input in real time)")
+    if not all(s.replayable for s in workload.stream_sources()):
+        raise InputError(f"--pipeline: {workload.name} reads a source that cannot be replayed; a drill compares with a "
+                         "batch reference over the same input")
+    graph = build_task_graph(workload.topology())
     if config.plan is not None:
-        tasks = sorted(load_plan_tasks(config.plan, spec))
+        tasks = sorted(load_plan_tasks(config.plan, workload))
     elif config.budget is not None:
         from ft_core.replication.planners import plan_replication
 
@@ -201,7 +210,7 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
         raise InputError(f"--replacement-domain: must differ from the failed domain {config.fail_domain!r}")
     chosen = graph.indices(tasks, "plan task")
     failed = [i for i in range(graph.n) if i not in chosen]
-    return DrillSetup(spec=spec, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
+    return DrillSetup(workload=workload, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
                       predicted_internal_completeness=internal_completeness(graph, failed),
                       ports=DrillPorts.from_base(config.port_base))
 
@@ -250,7 +259,7 @@ class _Drill:
     """The steps of one drill and what they started (see :func:`run_drill`)."""
 
     def __init__(self, config: DrillConfig, setup: DrillSetup, progress: Progress):
-        self.config, self.setup, self.spec, self.say = config, setup, setup.spec, progress
+        self.config, self.setup, self.workload, self.say = config, setup, setup.workload, progress
         work = config.work_dir.resolve()
         self.dirs = {name: work / name for name in ("input", "primary", "primary-ckpt", "replica", "replica-ckpt",
                                                     "reference", "spark")}
@@ -308,7 +317,7 @@ class _Drill:
         self.state = cluster_up(cluster_config(self.config, self.dirs["spark"]))
 
     def _start_jobs(self) -> None:
-        self.feed = LiveFeed(self.spec, self.dirs["input"], self.config.speedup, name="drill-feed")
+        self.feed = LiveFeed(self.workload, self.dirs["input"], self.config.speedup, name="drill-feed")
         self.feed.start()
         self._submit("primary")
         if self.setup.plan_tasks:
@@ -319,7 +328,7 @@ class _Drill:
             from spark_jobs.serving_view import start_serving
 
             self.serving = start_serving(self.dirs["primary"], self.dirs["replica"] if "replica" in self.procs else None,
-                                         self.dirs["view"], self.config.workload, self.setup.predicted_output_fidelity)
+                                         self.dirs["view"], self.setup.predicted_output_fidelity)
 
     def _submit(self, role: str) -> None:
         from spark_jobs.runtime.launch import launch_run, run_args
@@ -327,7 +336,7 @@ class _Drill:
         pool = "primary" if role == "primary" else "standby"
         p = self.setup.ports
         cores = self.config.primary_workers if role == "primary" else self.config.standby_workers
-        argv = [self.config.workload, "--role", role, "--input", self.dirs["input"], "--output", self.dirs[role],
+        argv = ["--pipeline", self.workload.ref, "--role", role, "--input", self.dirs["input"], "--output", self.dirs[role],
                 "--checkpoint", self.dirs[f"{role}-ckpt"], "--master", self.state.master_url(pool),
                 "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
                 "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
@@ -337,18 +346,17 @@ class _Drill:
         self.procs[role], self.logs[role] = launch_run(run_args(argv))
 
     def _wait_steady(self) -> None:
-        n = self.config.steady_windows
-        need = self.spec.start_ms + self.spec.window_ms + (n - 1) * self.spec.slide * 1000
         roles = list(self.procs)
 
         def near_input(role: str) -> bool:
             mark = watermark_of(self.dirs[role])
             lag_s = self.config.steady_lag_s + 3 * recent_batch_s(self.dirs[role])
             live = self.feed.watermark_at(time.time() - lag_s)
-            return mark is not None and live is not None and mark >= max(need, live)
+            return mark is not None and live is not None and mark >= live
 
         def steady() -> bool:
-            return all(near_input(r) for r in roles)
+            delivered = {window_of(r) for _, rows in window_files(self.dirs["primary"]) for r in rows}
+            return len(delivered) >= self.config.steady_windows and all(near_input(r) for r in roles)
 
         self._wait(steady, "both jobs steady (watermarks near the input's)", roles)
         self.say(f"steady: primary watermark {watermark_of(self.dirs['primary'])}")
@@ -449,37 +457,33 @@ class _Drill:
         """Submit the batch reference over the (final) input folder, locally, without a UI."""
         from spark_jobs.runtime.launch import launch_run, run_args
 
-        argv = [self.config.workload, "--role", "reference", "--input", self.dirs["input"], "--output",
-                self.dirs["reference"], "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-                "--state-dir", self.dirs["spark"]]
-        for item in self.config.params:
-            argv += ["--param", item]
+        from spark_jobs.runtime.reference import reference_argv
+
+        argv = [*reference_argv(self.workload, self.dirs["input"], self.dirs["reference"]), "--state-dir", self.dirs["spark"]]
         self.procs["reference"], self.logs["reference"] = launch_run(run_args(argv))
 
     def _reference(self) -> None:
-        from spark_jobs.workloads.sink import read_output
+        from spark_jobs.runtime.reference import read_reference
 
         self._wait(lambda: self.procs["reference"].poll() is not None, "the batch reference", [])
         if self.procs["reference"].returncode != 0:
             raise DrillError(f"the batch reference failed (exit {self.procs['reference'].returncode}); see {self.logs['reference']}")
-        meta = json.loads((self.dirs["reference"] / "reference.meta.json").read_text())
+        self.reference_rows, meta = read_reference(self.dirs["reference"])
         if meta["closed_until_ms"] != self.final_ms:
             raise DrillError(f"input watermark mismatch: reference {meta['closed_until_ms']}, feed {self.final_ms}")
-        self.reference_rows = read_output(self.dirs["reference"])
 
     # measures
     def _report(self) -> DrillReport:
-        from spark_jobs.workloads.accuracy import window_accuracy, window_of
-        from spark_jobs.workloads.sink import closed_rows, compare_output
+        from spark_jobs.pipeline.sink import closed_rows, compare_output
 
         expected = closed_rows(self.reference_rows, self.final_ms)
         comparison = compare_output(self.dirs["primary"], expected)
         windows = sorted({window_of(r) for r in expected if self.failure_end_ms < r["window_end"] <= self.backlog_ms})
         tentative = [r for _, rows in window_files(self.dirs["replica"]) for r in rows]
-        per_window = window_accuracy(self.config.workload, tentative, expected, windows)
+        per_window = self.workload.accuracy(tentative, expected, windows)
         values = [per_window[w] for w in sorted(per_window)]
         return self._serve_measures(expected, windows, DrillReport(
-            workload=self.config.workload, plan_tasks=self.setup.plan_tasks,
+            workload=self.workload.name, plan_tasks=self.setup.plan_tasks,
             predicted_output_fidelity=self.setup.predicted_output_fidelity,
             tentative_accuracy=sum(values) / len(values) if values else None,
             tentative_accuracy_per_window=values, time_to_first_tentative_s=self._first_tentative_s(),
@@ -491,7 +495,7 @@ class _Drill:
             fail_domain=self.config.fail_domain, killed=self.killed, kill_driver=self.config.kill_driver,
             recovery=self.recovery, primary_driver_restarts=self.driver_restarts, detection_s=self.detection_s,
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
-            params=self.spec.params(), budget=self.config.budget if self.config.plan is None else None,
+            params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,
             algorithm=self.config.algorithm if self.config.plan is None else None,
             work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
 
@@ -505,7 +509,7 @@ class _Drill:
             return next((m.wall for m in self.feed.marks() if m.watermark_ms is not None and m.watermark_ms >= window_end), None)
 
         view = measure_view(self.dirs["view"], expected, windows, self.t_fail, self.t_caught_up, closed_at,
-                            self.config.speedup / self.spec.slide)
+                            self.config.speedup / window_slide_s(expected))
         return report.model_copy(update=dict(
             serve=True, serve_windows_per_s=view.windows_per_s, serve_expected_windows_per_s=view.expected_windows_per_s,
             serve_gap_windows=len(view.gap_windows), serve_gap_window_starts_ms=view.gap_windows,

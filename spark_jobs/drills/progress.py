@@ -16,7 +16,7 @@ def _epoch(iso: str | None) -> float | None:
 
 def batch_progress(output: Path) -> list[tuple[float, int]]:
     """Per completed micro-batch of a run: (wall time it ended, watermark ms it used)."""
-    from spark_jobs.workloads.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import read_metrics
 
     out = []
     for rec in read_metrics(Path(output) / "_metrics" / "metrics.jsonl"):
@@ -35,7 +35,7 @@ def recent_batch_s(output: Path, last: int = 3) -> float:
     """Median duration (s) of the run's last ``last`` micro-batches after its first (JVM warm-up) one."""
     from statistics import median
 
-    from spark_jobs.workloads.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import read_metrics
 
     records = read_metrics(Path(output) / "_metrics" / "metrics.jsonl")[1:]
     durations = [(rec.get("batch_duration_ms") or 0) / 1000 for rec in records[-last:]]
@@ -55,3 +55,11 @@ def window_files(output: Path) -> list[tuple[float, list[dict]]]:
         with path.open() as fh:
             files.append((path.stat().st_mtime, [json.loads(line) for line in fh if line.strip()]))
     return files
+
+
+def window_slide_s(rows: list[dict]) -> float:
+    """Seconds between consecutive windows of an output (the smallest gap between window starts):
+    how many windows per second of event time consumers get."""
+    starts = sorted({int(r["window_start"]) for r in rows})
+    gaps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
+    return min(gaps) / 1000 if gaps else 1.0

@@ -29,7 +29,7 @@ pinned values from a running job's checkpoint (:func:`pinned_settings`). The tri
 **Method.** One seeded input folder (:mod:`spark_jobs.workloads.generator`) is fed in real time by a
 thread that records when each file became available and the input watermark it carries (Spark's rule,
 :class:`~spark_jobs.workloads.generator.InputWatermark`). Every (interval, repetition) is a *copy*:
-``spark_jobs.runtime.run_workload`` through ``spark-submit`` (:func:`spark_jobs.runtime.launch.launch_run`, own
+``spark_jobs.runtime.run_pipeline`` through ``spark-submit`` (:func:`spark_jobs.runtime.launch.launch_run`, own
 process group) with its own output, checkpoint, metrics and event-log folders; ``parallel`` copies
 run at once, the rest are queued (Chiron runs them side by side; on a small machine they compete for
 cores, which the report states). Each copy:

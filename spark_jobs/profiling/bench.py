@@ -182,7 +182,7 @@ def render_bench(result: BenchResult) -> str:
         "# Checkpoint-interval profiling on Spark (paper 004, Chiron)", "",
         f"Produced by `{result.command}` ({result.machine}; {result.elapsed_s / 60:.0f} min). "
         "Definitions of every measure: the docstring of `spark_jobs/profiling.py`.", "",
-        f"- Workload `{cfg['workload']}`: " + ", ".join(f"{k}={val}" for k, val in _bench_params(result).items()) + ".",
+        f"- Pipeline `{cfg['pipeline']}`: " + ", ".join(f"{k}={val}" for k, val in _bench_params(result).items()) + ".",
         f"- Checkpoint vector: the trigger interval is profiled; {result.profile.vector.describe()} are fixed.",
         f"- Per copy: {cfg['duration_s']:g} s of steady operation around {cfg['failures']} failure(s): SIGKILL of the "
         "driver's process group near the end of a checkpoint interval, relaunch on the same checkpoint after "

@@ -34,8 +34,8 @@ from spark_jobs.profiling.settings import ProfilingError, Progress, RunSettings
 from spark_jobs.profiling.vector import CheckpointVector, pinned_settings
 from spark_jobs.runtime.launch import kill_group
 from spark_jobs.runtime.waiting import wait_for
-from spark_jobs.workloads.feed import FeedMark, LiveFeed
-from spark_jobs.workloads.spec import WorkloadSpec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.feed import FeedMark, LiveFeed
 
 POLL_S = 0.5
 
@@ -47,11 +47,11 @@ class _Aborted(Exception):
 class _Shared:
     """What the copies of one run share: the feed, the abort flag, the live processes, UI slots."""
 
-    def __init__(self, settings: RunSettings, spec: WorkloadSpec, input_dir: Path, say: Progress):
+    def __init__(self, settings: RunSettings, workload: Workload, input_dir: Path, say: Progress):
         import queue
 
-        self.settings, self.spec, self.say = settings, spec, say
-        self.feed = LiveFeed(spec, input_dir, name="profile-feed")
+        self.settings, self.workload, self.say = settings, workload, say
+        self.feed = LiveFeed(workload, input_dir, name="profile-feed")
         self.abort = threading.Event()
         self.slots: queue.Queue[int] = queue.Queue()
         for slot in range(settings.parallel):
@@ -91,7 +91,7 @@ class _Copy:
 
     def __init__(self, shared: _Shared, vector: CheckpointVector, repetition: int, root: Path):
         self.shared, self.vector, self.repetition = shared, vector, repetition
-        self.settings, self.spec = shared.settings, shared.spec
+        self.settings, self.workload = shared.settings, shared.workload
         self.copy_id = f"ci-{round(vector.trigger_s * 1000)}ms-r{repetition}"
         self.dir = root / self.copy_id
         self.output, self.checkpoint, self.events = self.dir / "output", self.dir / "checkpoint", self.dir / "events"
@@ -153,7 +153,7 @@ class _Copy:
 
     def _argv(self) -> list:
         s, v = self.settings, self.vector
-        argv = [s.workload, "--role", "primary", "--input", self.shared.feed.input_dir, "--output", self.output,
+        argv = ["--pipeline", s.pipeline, "--role", "primary", "--input", self.shared.feed.input_dir, "--output", self.output,
                 "--checkpoint", self.checkpoint, "--master", s.master, "--trigger-s", v.trigger_s,
                 "--shuffle-partitions", v.shuffle_partitions, "--query-name", f"ftops-profile-{self.copy_id}",
                 "--driver-memory", s.driver_memory]
@@ -185,7 +185,7 @@ class _Copy:
         return batches if run is None else [b for b in batches if b.run == run]
 
     def _steady_start(self, run: int) -> float | None:
-        first = first_steady(self._batches(run), self.vector.trigger_s, self.spec.file_s)
+        first = first_steady(self._batches(run), self.vector.trigger_s, self.workload.file_s)
         return None if first is None else first.end
 
     def _steady_gap(self, period_start: float, gap_s: float, run: int) -> None:
@@ -220,7 +220,7 @@ class _Copy:
                 return kill
 
     def _recovered(self, kill: _Kill, run: int) -> float | None:
-        batch = recovered_batch(self._batches(run), kill.baseline_lag_s, self.spec.file_s)
+        batch = recovered_batch(self._batches(run), kill.baseline_lag_s, self.workload.file_s)
         return None if batch is None else batch.end
 
     def _stop(self) -> None:
@@ -307,7 +307,7 @@ class _Copy:
     def _catch_up(self, batches: list[BatchSample], run: int, kill: _Kill) -> list[BatchSample]:
         """The batches of the restarted job up to and including the recovered one."""
         post = [b for b in batches if b.run == run]
-        done = recovered_batch(post, kill.baseline_lag_s, self.spec.file_s)
+        done = recovered_batch(post, kill.baseline_lag_s, self.workload.file_s)
         if done is None:
             raise ProfilingError(f"copy {self.copy_id}: failure {run} never recovered in the recorded batches")
         return [b for b in post if b.end <= done.end]
@@ -332,11 +332,11 @@ class _Copy:
 class _Run:
     """Copies of one workload over one fed input folder, ``parallel`` at a time; always torn down."""
 
-    def __init__(self, settings: RunSettings, spec: WorkloadSpec, say: Progress):
-        self.settings, self.spec, self.say = settings, spec, say
+    def __init__(self, settings: RunSettings, workload: Workload, say: Progress):
+        self.settings, self.workload, self.say = settings, workload, say
         self.root = settings.work_dir.resolve()
         self.input_dir = self.root / "input"
-        self.shared = _Shared(settings, spec, self.input_dir, say)
+        self.shared = _Shared(settings, workload, self.input_dir, say)
         self.started_at = time.time()
 
     def execute(self, vectors: list[tuple[CheckpointVector, int]]) -> list[CopyResult]:
@@ -362,7 +362,10 @@ class _Run:
         return self._check_outputs(results)
 
     def _check_outputs(self, results: list[CopyResult]) -> list[CopyResult]:
-        reference = reference_rows(self.spec, self.input_dir)
+        from spark_jobs.runtime.reference import batch_reference
+
+        self.say("running the batch reference over the final input")
+        reference, _meta = batch_reference(self.workload, self.input_dir, self.root / "reference")
         return [r.model_copy(update={"output": output_check(Path(r.output_dir), reference, r.batches)}) for r in results]
 
     def feed_marks(self) -> list[FeedMark]:
@@ -375,24 +378,11 @@ class _Run:
         self.shared.kill_all()
 
 
-def reference_rows(spec: WorkloadSpec, input_dir: Path) -> list[dict]:
-    """The workload's Python reference over every record of the input folder (every window)."""
-    from spark_jobs.workloads.generator import read_records
-
-    if spec.workload == "topk":
-        from spark_jobs.workloads import topk
-
-        return topk.python_reference(spec, read_records(spec, input_dir, "requests"))
-    from spark_jobs.workloads import incidents
-
-    return incidents.python_reference(spec, read_records(spec, input_dir, "locations"),
-                                      read_records(spec, input_dir, "incidents"))
-
 
 def output_check(output: Path, reference: list[dict], batches: list[BatchSample]) -> OutputCheck:
     """A copy's sink against the reference windows its last watermark closed (no window lost or
     written twice across the restarts)."""
-    from spark_jobs.workloads.sink import closed_rows, compare_output
+    from spark_jobs.pipeline.sink import closed_rows, compare_output
 
     final = max((b.watermark_ms for b in batches if b.watermark_ms is not None), default=None)
     expected = closed_rows(reference, final) if final is not None else []
@@ -401,9 +391,9 @@ def output_check(output: Path, reference: list[dict], batches: list[BatchSample]
                        lost_windows=len(cmp.lost_windows), duplicated_windows=len(cmp.duplicated_windows))
 
 
-def run_copies(settings: RunSettings, spec: WorkloadSpec, vectors: list[tuple[CheckpointVector, int]],
+def run_copies(settings: RunSettings, workload: Workload, vectors: list[tuple[CheckpointVector, int]],
                 say: Progress) -> tuple[list[CopyResult], list[FeedMark], float]:
-    run = _Run(settings, spec, say)
+    run = _Run(settings, workload, say)
     try:
         return run.execute(vectors), run.feed_marks(), run.started_at
     finally:

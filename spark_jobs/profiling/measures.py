@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from spark_jobs.profiling.reports import BatchSample
-from spark_jobs.workloads.feed import FeedMark
+from spark_jobs.pipeline.feed import FeedMark
 
 STEADY_BATCHES = 3
 CONFIRM_BATCHES = 2
@@ -26,7 +26,7 @@ def _epoch(iso: str | None) -> float | None:
 def read_batches(metrics: Path, restarts: list[float]) -> list[BatchSample]:
     """The completed micro-batches in a copy's metrics file; ``run`` is the number of relaunches
     (``restarts``, wall times) before the batch started. A zero watermark (none yet) is None."""
-    from spark_jobs.workloads.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import read_metrics
 
     out = []
     for rec in read_metrics(metrics):

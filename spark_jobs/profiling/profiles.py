@@ -20,7 +20,7 @@ from spark_jobs.profiling.settings import (
     raw_path,
 )
 from spark_jobs.runtime.atomic_json import write_json
-from spark_jobs.workloads.spec import WorkloadSpec
+from spark_jobs.pipeline.definition import Workload
 
 
 def repetition_entry(copy: CopyResult) -> dict:
@@ -33,15 +33,15 @@ def repetition_entry(copy: CopyResult) -> dict:
     return entry
 
 
-def profiles_document(settings: RunSettings, spec: WorkloadSpec, copies: list[CopyResult]) -> dict:
+def profiles_document(settings: RunSettings, workload: Workload, copies: list[CopyResult]) -> dict:
     """The profiles document of :mod:`ft_core.checkpoint.profiles` (validated before it is returned)."""
     by_interval: dict[float, list[dict]] = {}
     for copy in sorted(copies, key=lambda c: (c.vector.trigger_s, c.repetition)):
         by_interval.setdefault(round(copy.vector.trigger_s * 1000, 3), []).append(repetition_entry(copy))
-    params = ", ".join(f"{k}={v}" for k, v in spec.params().items())
+    params = ", ".join(f"{k}={v}" for k, v in workload.params_dict().items())
     doc = {
-        "job": f"{spec.workload}",
-        "description": (f"ftops profile checkpoint on Spark: workload {spec.workload} ({params}); checkpoint vector: "
+        "job": workload.name,
+        "description": (f"ftops profile checkpoint on Spark: pipeline {workload.name} ({params}); checkpoint vector: "
                         f"trigger interval profiled, {copies[0].vector.describe()}; {settings.failures} driver kill(s) "
                         f"per copy near the end of a checkpoint interval; master {settings.master}, "
                         f"{settings.parallel} copies at once on {os.cpu_count()} cores"),
@@ -91,30 +91,30 @@ def _warnings(settings: RunSettings, rows: list[IntervalRow], copies: list[CopyR
     return out
 
 
-def prepare_profiling(config: ProfileConfig) -> tuple[WorkloadSpec, list[float]]:
+def prepare_profiling(config: ProfileConfig) -> tuple[Workload, list[float]]:
     """Everything checked before a process starts (InputError names the option)."""
     intervals = check_intervals(config.intervals_s)
-    spec = check_settings(config)
+    workload = check_settings(config)
     out = config.out_path
     if not out.parent.is_dir() and out.parent != config.work_dir.resolve():
         raise InputError(f"--out: folder {str(out.parent)!r} does not exist")
-    return spec, intervals
+    return workload, intervals
 
 
 def run_profiling(config: ProfileConfig, progress: Progress | None = None) -> ProfileReport:
     """``ftops profile checkpoint``: profile every interval, write the profiles document and its raw file."""
     say = progress or (lambda _msg: None)
-    spec, intervals = prepare_profiling(config)
+    workload, intervals = prepare_profiling(config)
     vectors = [(config.vector(ci), rep) for ci in intervals for rep in range(1, config.repetitions + 1)]
-    copies, feed, started = run_copies(config, spec, vectors, say)
-    doc = profiles_document(config, spec, copies)
+    copies, feed, started = run_copies(config, workload, vectors, say)
+    doc = profiles_document(config, workload, copies)
     out = config.out_path
     write_json(out, doc)
     raw = ProfileRaw(kind="profile", settings=json.loads(config.model_dump_json()), vector=config.vector(intervals[0]),
-                     params=spec.params(), started_at=started, finished_at=time.time(), feed=feed, copies=copies)
+                     params=workload.params_dict(), started_at=started, finished_at=time.time(), feed=feed, copies=copies)
     write_json(raw_path(out), raw)
     rows = interval_rows(copies)
-    return ProfileReport(workload=spec.workload, profiles=str(out), raw=str(raw_path(out)), vector=config.vector(intervals[0]),
+    return ProfileReport(workload=workload.name, profiles=str(out), raw=str(raw_path(out)), vector=config.vector(intervals[0]),
                          intervals=rows, warnings=_warnings(config, rows, copies), elapsed_s=time.time() - started)
 
 

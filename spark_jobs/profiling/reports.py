@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from ft_core.checkpoint.tuning import CheckpointPlan
 from spark_jobs.profiling.vector import CheckpointVector, LineageCheck
-from spark_jobs.workloads.feed import FeedMark
+from spark_jobs.pipeline.feed import FeedMark
 
 
 class BatchSample(BaseModel):

@@ -14,12 +14,12 @@ from ft_core.checkpoint.recovery_time import Case, Variant
 from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT
 from ft_core.errors import ExternalError, InputError
 from spark_jobs.profiling.vector import CheckpointVector
-from spark_jobs.workloads.spec import WorkloadSpec, make_spec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.loading import load_workload
 
 Progress = Callable[[str], None]
 
 
-WORKLOADS = ("topk", "incidents")
 DEFAULT_MASTER = "local[1]"
 class ProfilingError(ExternalError):
     """A profiling run could not complete a step; the message names the copy, the step and the logs."""
@@ -43,8 +43,8 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload: str
-    params: list[str] = Field(default_factory=list, description="workload parameters key=value")
+    pipeline: str = Field(description="the pipeline: a sample's name, module:attribute or a .py file")
+    params: list[str] = Field(default_factory=list, description="pipeline parameters key=value")
     failures: int = Field(default=3, ge=1, description="failures injected per copy")
     duration_s: float = Field(gt=0, description="seconds of steady operation per copy, split around the failures")
     repetitions: int = Field(default=1, ge=1, description="copies per interval")
@@ -110,13 +110,12 @@ def check_intervals(intervals_s: list[float]) -> list[float]:
     return sorted(intervals_s)
 
 
-def check_settings(settings: RunSettings) -> WorkloadSpec:
+def check_settings(settings: RunSettings) -> Workload:
     """Validate what a run needs before anything starts (InputError names the option)."""
     from spark_jobs.cluster.standalone import HOST
 
-    if settings.workload not in WORKLOADS:
-        raise InputError(f"--workload: unknown workload {settings.workload!r}; expected one of {', '.join(WORKLOADS)}")
-    spec = make_spec(settings.workload, settings.params)
+    workload = load_workload(settings.pipeline, settings.params)
+    workload.require_sample("profiling (every copy reads one seeded input fed in real time)")
     if not (settings.master.startswith("local") or settings.master.startswith("spark://")):
         raise InputError(f"--master: expected local[N] or spark://HOST:PORT, got {settings.master!r}")
     work = settings.work_dir.resolve()
@@ -128,7 +127,7 @@ def check_settings(settings: RunSettings) -> WorkloadSpec:
         settings.vector(1.0)
     except ValidationError as exc:
         raise InputError(f"--changelog: {exc.errors()[0]['msg'].removeprefix('Value error, ')}") from None
-    return spec
+    return workload
 
 
 def _check_ports_free(host: str, ports: range) -> None:

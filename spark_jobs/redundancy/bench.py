@@ -100,7 +100,7 @@ def controller_scenario(mode: ControllerMode) -> str:
 
 class BenchRedundancyConfig(BaseModel):
     work_dir: Path
-    workload: str = "topk"
+    pipeline: str = "topk"
     params: list[str] = Field(default_factory=lambda: list(DEFAULT_PARAMS))
     executors: int = Field(default=3, ge=2)
     shuffle_partitions: int = Field(default=3, ge=1)
@@ -173,7 +173,7 @@ def latency(durations_ms: list[float], deadline_ms: float) -> Latency:
 def batch_durations(metrics: Path, first: int, last: int) -> dict[int, float]:
     """Duration (ms) per batch id in ``[first, last]``; a batch recorded twice (re-run after a
     restart) keeps its last record."""
-    from spark_jobs.workloads.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import read_metrics
 
     return {r["batch_id"]: float(r["batch_duration_ms"]) for r in read_metrics(metrics) if first <= r["batch_id"] <= last}
 
@@ -221,10 +221,11 @@ class _Bench:
     """The scenarios of one benchmark run and the state they share (input, cluster, deadline)."""
 
     def __init__(self, config: BenchRedundancyConfig, progress: Progress):
-        from spark_jobs.workloads.spec import make_spec
+        from spark_jobs.pipeline.loading import load_workload
 
         self.config, self.say = config, progress
-        self.spec = make_spec(config.workload, config.params)
+        self.workload = load_workload(config.pipeline, config.params)
+        self.reference: list[dict] = []
         self.input = config.work_dir / "input"
         self.last_batch = config.warmup_batches + config.batches - 1
         self.deadline_ms = config.deadline_ms or 0.0
@@ -232,11 +233,14 @@ class _Bench:
         self.state = None
 
     def prepare_input(self) -> None:
-        from spark_jobs.workloads import generator
+        from spark_jobs.pipeline import sample_input
+        from spark_jobs.runtime.reference import batch_reference
 
         # one file per batch, plus slack for batches that read nothing and for the drain
-        seconds = (self.last_batch + 20) * self.spec.file_s
-        generator.write_seconds(self.spec, self.input, seconds)
+        seconds = (self.last_batch + 20) * self.workload.file_s
+        sample_input.write_seconds(self.workload, self.input, seconds)
+        self.say("batch reference over the input every scenario reads")
+        self.reference, _meta = batch_reference(self.workload, self.input, self.config.work_dir / "reference")
 
     def run_scenarios(self) -> list[ScenarioResult]:
         plan: list[tuple[str, float | None, bool, ControllerMode | None]] = [("fault-free", 0.0, False, None),
@@ -278,7 +282,7 @@ class _Bench:
 
     def _run_argv(self, name: str) -> list[str]:
         out = self._dir(name)
-        argv = [self.config.workload, "--role", "primary", "--input", self.input, "--output", out / "output",
+        argv = ["--pipeline", self.config.pipeline, "--role", "primary", "--input", self.input, "--output", out / "output",
                 "--checkpoint", out / "checkpoint", "--master", self.state.master_url("primary"),
                 "--trigger-s", self.config.trigger_s, "--max-files-per-trigger", 1,
                 "--shuffle-partitions", self.config.shuffle_partitions, "--total-executor-cores", self.config.executors,
@@ -326,18 +330,14 @@ class _Bench:
                  f"{'-' if result.latency is None else result.latency.missed}, restarts {result.restarts}")
 
     def _output_ok(self, output: Path) -> bool | None:
-        """The run's windows equal the pure-Python reference over the windows its watermark closed."""
+        """The run's windows equal the batch reference over the windows its watermark closed."""
         from spark_jobs.drills.progress import watermark_of
-        from spark_jobs.workloads import generator, topk
-        from spark_jobs.workloads.sink import closed_rows, compare_output, read_output
+        from spark_jobs.pipeline.sink import closed_rows, compare_output, read_output
 
-        if self.config.workload != "topk":
-            return None
-        reference = topk.python_reference(self.spec, generator.read_records(self.spec, self.input, "requests"))
         # the last batch's progress may not have reached the metrics file when the run stopped:
         # its output then shows that the watermark went further
         mark = max([watermark_of(output) or 0, *(r["window_end"] for r in read_output(output))])
-        return compare_output(output, closed_rows(reference, mark)).equal
+        return compare_output(output, closed_rows(self.reference, mark)).equal
 
 
 class _ScenarioRun:
@@ -380,7 +380,7 @@ class _ScenarioRun:
         """Poll the run's progress until ``batch_id`` is done; the controller steps meanwhile."""
         from spark_jobs.redundancy import runtime as redundancy_runtime
         from spark_jobs.runtime.waiting import wait_for
-        from spark_jobs.workloads.metrics import read_metrics
+        from spark_jobs.pipeline.metrics import read_metrics
 
         def done() -> bool:
             if max((r["batch_id"] for r in read_metrics(self.metrics)), default=-1) >= batch_id:
@@ -419,7 +419,7 @@ class _ScenarioRun:
     def levels_used(self, first: int, last: int) -> dict[str, int]:
         """Controller: measured batches per applied level (the i-th application run had the i-th level)."""
         from spark_jobs.redundancy.runtime import load_state
-        from spark_jobs.workloads.metrics import read_metrics
+        from spark_jobs.pipeline.metrics import read_metrics
 
         if not self.controlled:
             return {}
@@ -453,11 +453,11 @@ def _serving_drill(config: BenchRedundancyConfig, progress: Progress) -> dict:
     """A drill with the serving view on (topk, half of the tasks replicated)."""
     from spark_jobs.drills.bench import DEFAULT_PARAMS as DRILL_PARAMS
     from spark_jobs.drills.local import DrillConfig, run_drill, wait_for_ports
-    from spark_jobs.workloads.spec import make_spec
+    from spark_jobs.pipeline.loading import load_workload
 
     params = DRILL_PARAMS["topk"]
-    budget = len(make_spec("topk", params).task_ids()) // 2
-    drill = DrillConfig(workload="topk", params=params, budget=budget, work_dir=config.work_dir / "serving-drill",
+    budget = len(load_workload("topk", params).task_ids()) // 2
+    drill = DrillConfig(pipeline="topk", params=params, budget=budget, work_dir=config.work_dir / "serving-drill",
                         serve=True, port_base=config.port_base, timeout_s=config.timeout_s)
     progress(f"serving-view drill (topk, R={budget})")
     try:

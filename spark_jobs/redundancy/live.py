@@ -32,7 +32,7 @@ from ft_core.errors import InputError
 from ft_core.redundancy.allocation import speculation_settings
 from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.runtime.progress_listener import ProgressListener
-from spark_jobs.workloads.metrics import read_metrics
+from spark_jobs.pipeline.metrics import read_metrics
 
 LEVEL_FILE = Path("_redundancy") / "level.json"
 APPLIED_FILE = Path("_redundancy") / "applied.jsonl"

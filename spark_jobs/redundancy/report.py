@@ -22,7 +22,7 @@ def _setup(result: BenchResult) -> list[str]:
     p50 = f"{free.latency.p50_ms:.0f} ms" if free and free.latency else "-"
     ctl = c.controller
     return [
-        f"Workload `{c.workload}` (`{' '.join(c.params)}`) on a local standalone cluster of {c.executors} one-core "
+        f"Pipeline `{c.pipeline}` (`{' '.join(c.params)}`) on a local standalone cluster of {c.executors} one-core "
         f"workers on {c.executors} loopback addresses (127.0.0.1-{c.executors}: Spark never runs a speculative copy on "
         f"the host of the original), one executor each, {c.shuffle_partitions} shuffle partitions, one input file per micro-batch "
         f"(trigger {c.trigger_s:g} s), so batch b does the same work in every scenario. Each scenario is a fresh run; "

@@ -85,7 +85,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def period_batches(metrics: Path, after_batch: int, warmup_batches: int) -> list[dict]:
     """The batches after ``after_batch``, without the first ``warmup_batches`` of each run."""
-    from spark_jobs.workloads.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import read_metrics
 
     seen: dict[str, int] = {}
     chosen = []

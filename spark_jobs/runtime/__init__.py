@@ -1,6 +1,6 @@
 """Running a streaming job on Spark, in the roles ftops needs.
 
-- :mod:`~spark_jobs.runtime.run_workload`: the spark-submit entry point (``primary``, ``replica``
+- :mod:`~spark_jobs.runtime.run_pipeline`: the spark-submit entry point (``primary``, ``replica``
   restricted to a plan's tasks, batch ``reference``), with the metrics listener.
 - :mod:`~spark_jobs.runtime.launch`: a run launched in its own process group and stopped gracefully.
 - :mod:`~spark_jobs.runtime.detached_submit`: a stream that outlives the task that submitted it (Airflow).

@@ -6,7 +6,7 @@ job, a *deployment* document saying where its streams live; this module turns it
 application names and the ``ftops workload run`` arguments of each submission, so the CLI, the stack
 and the operators agree on one layout:
 
-    <root>/input                       the job's input (the seeded generator in the demo)
+    <input> (default <root>/input)     the job's input: one folder per file source
     <root>/primary, <root>/primary-ckpt
     <root>/replica/plan-<id>, <root>/replica-ckpt/plan-<id>   one lineage per replication plan
 
@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.errors import InputError
-from spark_jobs.workloads.spec import WorkloadSpec, make_spec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.loading import load_workload
 
 
 class JobDeployment(BaseModel):
@@ -31,21 +32,31 @@ class JobDeployment(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    workload: str
-    root: str = Field(description="folder of the job's input, outputs and checkpoints")
-    params: list[str] = Field(default_factory=list, description="workload parameters key=value")
+    pipeline: str = Field(description="the pipeline: module.path:attribute, a .py file, or a sample's name")
+    root: str = Field(description="folder of the job's outputs and checkpoints (and input, unless input_dir)")
+    input_dir: str | None = Field(default=None, description="the job's input folder (default <root>/input)")
+    params: list[str] = Field(default_factory=list, description="pipeline parameters key=value")
     trigger_s: float = Field(default=2.0, gt=0)
     primary_cores: int = Field(default=1, ge=1, description="executor cores of the primary (one per executor)")
     replica_cores: int = Field(default=1, ge=1)
     cluster_state: str | None = Field(default=None, description="local cluster state (drills inject failures there)")
+    domains: dict[str, str] | None = Field(default=None, description="worker host (or id) -> failure domain")
     primary_master: str = "spark://127.0.0.1:7077"
     standby_master: str = "spark://127.0.0.1:7078"
     primary_ui: str = "http://127.0.0.1:8090"
     standby_ui: str = "http://127.0.0.1:8091"
 
-    @property
-    def spec(self) -> WorkloadSpec:
-        return make_spec(self.workload, self.params)
+    @model_validator(mode="before")
+    @classmethod
+    def _workload_was_the_pipeline(cls, data):
+        """Deployments stored before the pipeline API named a sample as ``workload``."""
+        if isinstance(data, dict) and "workload" in data and "pipeline" not in data:
+            data = {("pipeline" if k == "workload" else k): v for k, v in data.items()}
+        return data
+
+    def workload(self) -> Workload:
+        """The pipeline bound to the deployment's parameters."""
+        return load_workload(self.pipeline, self.params)
 
     @property
     def path(self) -> Path:
@@ -53,7 +64,7 @@ class JobDeployment(BaseModel):
 
     @property
     def input(self) -> Path:
-        return self.path / "input"
+        return Path(self.input_dir) if self.input_dir else self.path / "input"
 
     @property
     def primary_output(self) -> Path:
@@ -75,7 +86,8 @@ class JobDeployment(BaseModel):
 
 def parse_deployment(doc: dict | None, job: str) -> JobDeployment:
     if not doc:
-        raise InputError(f"job {job!r} has no deployment (register it with --deployment, or start it with `ftops stack up`)")
+        raise InputError(f"job {job!r} has no deployment: it is plan-only; register it with `ftops job register --pipeline "
+                         "... --input ... --master ...` to run, drill and recover it")
     try:
         return JobDeployment.model_validate(doc)
     except Exception as exc:  # pydantic's message names the field
@@ -101,7 +113,7 @@ def _common(dep: JobDeployment, trigger_s: float | None) -> list[str]:
 
 def primary_run_argv(dep: JobDeployment, trigger_s: float | None = None) -> list[str]:
     """``ftops workload run`` arguments of the primary (the whole pipeline, checkpointing)."""
-    return [dep.workload, "--role", "primary", "--input", dep.input, "--output", dep.primary_output,
+    return ["--pipeline", dep.pipeline, "--role", "primary", "--input", dep.input, "--output", dep.primary_output,
             "--checkpoint", dep.primary_checkpoint, "--master", dep.primary_master,
             "--total-executor-cores", dep.primary_cores, "--pool", "primary", *_common(dep, trigger_s)]
 
@@ -111,19 +123,20 @@ def replica_run_argv(dep: JobDeployment, plan_id: int, tasks: list[str]) -> list
     plan = dep.plan_file(plan_id)
     plan.parent.mkdir(parents=True, exist_ok=True)
     plan.write_text(json.dumps({"plan_id": plan_id, "tasks": sorted(tasks)}))
-    return [dep.workload, "--role", "replica", "--plan", plan, "--input", dep.input, "--output", dep.replica_output(plan_id),
+    return ["--pipeline", dep.pipeline, "--role", "replica", "--plan", plan, "--input", dep.input, "--output", dep.replica_output(plan_id),
             "--checkpoint", dep.replica_checkpoint(plan_id), "--master", dep.standby_master,
             "--total-executor-cores", dep.replica_cores, "--pool", "standby", *_common(dep, None)]
 
 
 def measured_topology(dep: JobDeployment, name: str, last_batches: int = 60) -> tuple[dict, str]:
     """The job's topology document with task rates measured from the primary's metrics (its last
-    ``last_batches`` micro-batches), or the workload's expected rates when the primary has none yet;
+    ``last_batches`` micro-batches), or the pipeline's expected rates when the primary has none yet;
     returns the document and where its rates came from."""
-    from spark_jobs.workloads.metrics import measured_rates, read_metrics
+    from spark_jobs.pipeline import rates
+    from spark_jobs.pipeline.metrics import read_metrics
 
-    spec = dep.spec
+    workload = dep.workload()
     records = read_metrics(dep.primary_output / "_metrics" / "metrics.jsonl")[-last_batches:]
     if len(records) >= 2:
-        return spec.topology(measured_rates(records, spec), name=name).to_document(), f"measured over {len(records)} batches"
-    return spec.topology(name=name).to_document(), "expected (the primary has reported no metrics yet)"
+        return rates.measured_topology(records, workload, name=name).to_document(), f"measured over {len(records)} batches"
+    return workload.topology(name=name).to_document(), "expected (the primary has reported no metrics yet)"

@@ -1,7 +1,7 @@
 """Launching a workload run as its own process group, and stopping it: what ``ftops workload run``
 does, for every Python caller (drills, profiling, the redundancy controller, Airflow operators).
 
-A run is ``spark-submit`` of :mod:`spark_jobs.runtime.run_workload` in a session of its own, so the
+A run is ``spark-submit`` of :mod:`spark_jobs.runtime.run_pipeline` in a session of its own, so the
 whole tree (the JVM and the Python driver) can be signalled at once; ``<output>/_submit.json``
 records its process group, and :func:`stop_run` stops it gracefully between micro-batches.
 """
@@ -19,21 +19,19 @@ import time
 from pathlib import Path
 
 from ft_core.errors import InputError
+from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
 from spark_jobs.runtime.processes import group_alive, signal_group
 from spark_jobs.runtime.waiting import wait_while
 
-WORKLOADS = ("topk", "incidents")
-
-
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """The options of ``ftops workload run`` (and of every Python caller that submits a run as the CLI does)."""
-    run.add_argument("workload", choices=WORKLOADS)
+    add_pipeline_arguments(run, positional=True)
     run.add_argument("--role", required=True, choices=("primary", "replica", "reference"))
     run.add_argument("--input", type=Path, required=True)
     run.add_argument("--output", type=Path, required=True)
     run.add_argument("--checkpoint", type=Path)
     run.add_argument("--plan", type=Path)
-    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     run.add_argument("--trigger-s", type=float, default=2.0)
     run.add_argument("--available-now", action="store_true")
@@ -59,21 +57,25 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
 
 
 def submit_command(args: argparse.Namespace) -> list[str]:
-    """The spark-submit command line of a run (the entry point is run_workload.py's file path)."""
+    """The spark-submit command line of a run (the entry point is run_pipeline.py's file path; a pipeline
+    given as a file is shipped to the executors with ``--py-files``, for its Python UDFs)."""
     from spark_jobs.cluster.standalone import spark_home
-    from spark_jobs.runtime import run_workload
+    from spark_jobs.runtime import run_pipeline
 
+    ref = pipeline_ref(args)
     cmd = [str(spark_home() / "bin" / "spark-submit"), "--master", args.master, "--name", args.query_name or
-           f"ftops-{args.workload}-{args.role}", "--driver-memory", args.driver_memory,
+           f"ftops-{pipeline_label(ref)}-{args.role}", "--driver-memory", args.driver_memory,
            "--conf", f"spark.sql.shuffle.partitions={args.shuffle_partitions}"]
+    if pipeline_file(ref) is not None:
+        cmd += ["--py-files", str(pipeline_file(ref))]
     if not args.master.startswith("local"):
         cmd += ["--executor-memory", args.executor_memory, "--executor-cores", str(args.executor_cores)]
         if args.total_executor_cores:
             cmd += ["--total-executor-cores", str(args.total_executor_cores)]
     for item in [*redundancy_confs(args), *args.conf]:
         cmd += ["--conf", item]
-    cmd.append(run_workload.__file__)
-    job = ["--workload", args.workload, "--role", args.role, "--input", args.input.resolve(),
+    cmd.append(run_pipeline.__file__)
+    job = ["--pipeline", str(pipeline_file(ref) or ref), "--role", args.role, "--input", args.input.resolve(),
            "--output", args.output.resolve(), "--trigger-s", args.trigger_s,
            "--shuffle-partitions", args.shuffle_partitions]
     for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics)):
@@ -126,9 +128,9 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     """Validate (bad parameters and plans raise InputError before a JVM starts), then spark-submit
     the run in its own session; returns the process (leader of its process group) and its log."""
     from spark_jobs.cluster.standalone import spark_env
-    from spark_jobs.runtime.run_workload import config_from_args, prepare
+    from spark_jobs.runtime.run_pipeline import config_from_args, prepare
 
-    job_args = argparse.Namespace(**{**vars(args), "param": args.param})
+    job_args = argparse.Namespace(**{**vars(args), "param": args.param, "pipeline": pipeline_ref(args)})
     prepare(config_from_args(job_args))
     redundancy_confs(args)  # a bad level is refused before anything is written
     args.output.mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,8 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     if args.state_dir is not None:
         from spark_jobs.cluster.standalone import register_driver
 
-        register_driver(args.state_dir, f"driver-{args.workload}-{args.role}", proc.pid, args.pool, str(log))
+        register_driver(args.state_dir, f"driver-{pipeline_label(pipeline_ref(args))}-{args.role}", proc.pid, args.pool,
+                        str(log))
     return proc, log
 
 

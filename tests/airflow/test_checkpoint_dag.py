@@ -25,7 +25,7 @@ def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendatio
     assert pool.returncode == 0, pool.stderr
     upgrade(pg_conn)
     store = HistoryStore(pg_conn)
-    dep = JobDeployment(workload="topk", root=str(tmp_path / "topk"), params=PARAMS)
+    dep = JobDeployment(pipeline="topk", root=str(tmp_path / "topk"), params=PARAMS)
     store.register_job(JobSpec(name="topk", workload="topk", max_recovery_s=600, deployment=dep.model_dump()))
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")

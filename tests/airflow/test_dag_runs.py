@@ -34,7 +34,7 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import JobDeployment, primary_app_name, primary_run_argv
-    from spark_jobs.workloads.generator import run_generator
+    from spark_jobs.pipeline.sample_input import run_generator
 
     for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
         monkeypatch_module.setenv(name, value)
@@ -43,7 +43,7 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     cluster_up(ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
                              worker_timeout_s=5, primary_port=BASE + 77, primary_ui=BASE + 90, standby_port=BASE + 78,
                              standby_ui=BASE + 91, worker_port_base=BASE + 100, worker_ui_base=BASE + 200))
-    dep = JobDeployment(workload="topk", root=str(root / "topk"), params=PARAMS, trigger_s=1.0, cluster_state=str(state),
+    dep = JobDeployment(pipeline="topk", root=str(root / "topk"), params=PARAMS, trigger_s=1.0, cluster_state=str(state),
                         primary_master=f"spark://127.0.0.1:{BASE + 77}", standby_master=f"spark://127.0.0.1:{BASE + 78}",
                         primary_ui=f"http://127.0.0.1:{BASE + 90}", standby_ui=f"http://127.0.0.1:{BASE + 91}")
     conn = connect(pg_server.url())
@@ -55,9 +55,9 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     store = HistoryStore(conn)
     store.register_job(JobSpec(name="topk", workload="topk", replication_budget=3, max_recovery_s=300,
                                deployment=dep.model_dump()))
-    store.save_topology("topk", dep.spec.topology(name="topk").to_document())
+    store.save_topology("topk", dep.workload().topology(name="topk").to_document())
     stop = threading.Event()
-    feed = threading.Thread(target=run_generator, args=(dep.spec, dep.input), kwargs={"stop": stop}, daemon=True)
+    feed = threading.Thread(target=run_generator, args=(dep.workload(), dep.input), kwargs={"stop": stop}, daemon=True)
     feed.start()
     try:
         submit_stream(primary_app_name("topk"), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])

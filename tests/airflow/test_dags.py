@@ -45,7 +45,7 @@ def test_profile_and_plan_on_topology_only_jobs_stores_one_plan_per_job_and_is_i
     monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
     for name, sample, budget in (("topk", "q1-topk", 6), ("incidents", "q2-incidents", 8)):
-        res = run_cli("job", "register", "--name", name, "--workload", name, "--budget", str(budget),
+        res = run_cli("job", "register", "--name", name, "--budget", str(budget),
                       "--topology", ROOT / "ft_core" / "samples" / f"{sample}.json", env=env)
         assert res.code == 0, res.err
     from airflow.dag_processing.dagbag import DagBag
@@ -79,7 +79,7 @@ def test_two_planning_runs_at_once_store_one_consistent_history(pg_server, pg_co
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
     jobs = {"topk": "q1-topk", "incidents": "q2-incidents"}
     for name, sample in jobs.items():
-        res = run_cli("job", "register", "--name", name, "--workload", name, "--budget", "6",
+        res = run_cli("job", "register", "--name", name, "--budget", "6",
                       "--topology", ROOT / "ft_core" / "samples" / f"{sample}.json", env=env)
         assert res.code == 0, res.err
     start = threading.Barrier(4)

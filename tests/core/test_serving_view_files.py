@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 
 from spark_jobs.serving_view import make_view, read_manifest, read_view, strip_served_fields
-from spark_jobs.workloads.sink import batch_file, write_rows
+from spark_jobs.pipeline.sink import batch_file, row_key, write_rows
 
 
 def _rows(start: int, pages: list[int]) -> list[dict]:
-    return [{"window_start": start, "window_end": start + 10, "rank": i + 1, "page": p, "count": 9 - i}
-            for i, p in enumerate(pages)]
+    """Top-k rows of a window, in the sinks' canonical order (as read_view returns them)."""
+    return sorted(({"window_start": start, "window_end": start + 10, "rank": i + 1, "page": p, "count": 9 - i}
+                   for i, p in enumerate(pages)), key=row_key)
 
 
 def _watermark(folder: Path, batch: int, iso: str) -> None:
@@ -29,7 +30,7 @@ def test_a_window_the_primary_closes_without_rows_loses_its_tentative_rows(tmp_p
     primary, replica, out = tmp_path / "p", tmp_path / "r", tmp_path / "view"
     write_rows(primary, batch_file(1), _rows(0, [7, 3]))
     write_rows(replica, batch_file(1), _rows(0, [7]) + _rows(10, [5]))
-    view = make_view(primary, replica, out, workload="topk", predicted_of=0.5)
+    view = make_view(primary, replica, out, key_fields=("rank",), predicted_of=0.5)
     view.refresh()
     assert [(r["window_start"], r["tentative"]) for r in read_view(out)] == [(0, False), (0, False), (10, True)]
     assert (out / "windows" / "10-20.jsonl").exists()

@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 
 from spark_jobs.drills.local import DrillConfig, run_drill
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline.loading import load_workload
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
@@ -35,15 +35,15 @@ def _processes_mentioning(text: str) -> list[str]:
 
 
 def _drill(tmp_path: Path, base: int, **kw) -> DrillConfig:
-    return DrillConfig(workload="topk", params=PARAMS, primary_workers=1, new_capacity_after_s=5,
+    return DrillConfig(pipeline="topk", params=PARAMS, primary_workers=1, new_capacity_after_s=5,
                        port_base=base, timeout_s=300, work_dir=tmp_path / "drill", **kw)
 
 
 def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers(tmp_path):
-    n_tasks = len(make_spec("topk", PARAMS).task_ids())
+    n_tasks = len(load_workload("topk", PARAMS).task_ids())
     report = run_drill(_drill(tmp_path, BASE_FULL, budget=n_tasks))
 
-    assert report.plan_tasks == sorted(make_spec("topk", PARAMS).task_ids())
+    assert report.plan_tasks == sorted(load_workload("topk", PARAMS).task_ids())
     assert report.predicted_output_fidelity == 1.0
     # The failure held windows back from the primary; the full replica delivered each exactly.
     assert len(report.tentative_accuracy_per_window) >= 1

@@ -23,9 +23,9 @@ from spark_jobs.redundancy.live import applied_levels, write_level
 from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.runtime.launch import launch_run, run_args, stop_run
 from spark_jobs.runtime.waiting import wait_for
-from spark_jobs.workloads import generator
-from spark_jobs.workloads.metrics import read_metrics
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.metrics import read_metrics
 
 PARAMS = ["rate=200", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 # Pauses that stand out against a micro-batch's duration on a loaded 2-core machine.
@@ -59,7 +59,7 @@ def _cluster(tmp: Path, base: int):
 def _run_with_pauses(tmp: Path, extra: list[str], base: int) -> tuple[Path, object, list[dict]]:
     from spark_jobs.cluster.standalone import cluster_down
 
-    spec = make_spec("topk", PARAMS)
+    spec = load_workload("topk", PARAMS)
     generator.write_seconds(spec, tmp / "in", 90)
     out = tmp / "out"
     try:
@@ -156,7 +156,7 @@ def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_resta
     running driver, and the next pause's tasks are copied, in the same application."""
     from spark_jobs.cluster.standalone import cluster_down
 
-    generator.write_seconds(make_spec("topk", PARAMS), tmp_path / "in", 120)
+    generator.write_seconds(load_workload("topk", PARAMS), tmp_path / "in", 120)
     out, one_pause = tmp_path / "out", parse_fault_profile({"name": "pause", "operators": {"executor": {
         "instances": [0], "slowdown": {"at_s": [1.0], "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
     try:

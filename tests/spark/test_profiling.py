@@ -24,9 +24,10 @@ from spark_jobs.profiling import (
 )
 from spark_jobs.profiling.measures import InputTimeline, kill_margin_s, kill_time, recovered_batch, window_latencies_ms
 from spark_jobs.profiling.reports import BatchSample, FeedMark, ProfileRaw
-from spark_jobs.workloads import generator, topk
-from spark_jobs.workloads.sink import closed_rows, compare_output
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.sink import closed_rows, compare_output
+from spark_jobs.workloads import topk
 
 # Small: 50 records/s, 2-second windows, 4 tasks.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
@@ -112,7 +113,7 @@ def test_a_plan_changing_a_pinned_setting_needs_a_new_checkpoint_lineage(tmp_pat
 # --- a real profiling run -------------------------------------------------------------------------
 
 def test_two_intervals_produce_a_valid_profiles_document_on_spark(tmp_path, cli):
-    config = ProfileConfig(workload="topk", params=PARAMS, intervals_s=[2.0, 4.0], failures=1, duration_s=8.0,
+    config = ProfileConfig(pipeline="topk", params=PARAMS, intervals_s=[2.0, 4.0], failures=1, duration_s=8.0,
                            parallel=2, detection_timeout_s=1.0, work_dir=tmp_path / "run", timeout_s=300)
     report = run_profiling(config)
 
@@ -124,8 +125,8 @@ def test_two_intervals_produce_a_valid_profiles_document_on_spark(tmp_path, cli)
     assert planned.code == 2 and "only 2 distinct interval(s)" in planned.err
 
     raw = ProfileRaw.model_validate_json(Path(report.raw).read_text())
-    reference = topk.python_reference(make_spec("topk", PARAMS),
-                                      generator.read_records(make_spec("topk", PARAMS), tmp_path / "run" / "input", "requests"))
+    workload = load_workload("topk", PARAMS)
+    reference = topk.python_reference(workload.params, generator.read_records(workload, tmp_path / "run" / "input", "requests"))
     for copy, profile in zip(raw.copies, doc.profiles):
         rep = profile.repetitions[0]
         assert copy.vector.trigger_s * 1000 == profile.checkpoint_interval_ms and rep.run_id == copy.copy_id
@@ -151,7 +152,8 @@ def test_two_intervals_produce_a_valid_profiles_document_on_spark(tmp_path, cli)
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--workload", "wordcount", "--intervals", "2,4"], "--workload: unknown workload 'wordcount'"),
+    (["--workload", "wordcount", "--intervals", "2,4"], "workload 'wordcount': expected one of topk, incidents"),
+    (["--pipeline", "no_such_module:pipeline", "--intervals", "2,4"], "--pipeline: cannot import module 'no_such_module'"),
     (["--workload", "topk", "--intervals", ","], "--intervals: at least 1 interval"),
     (["--workload", "topk", "--intervals", "2,0"], "--intervals: every interval must be a positive"),
     (["--workload", "topk", "--intervals", "2,5,2"], "--intervals: 2 s is listed twice"),

@@ -16,9 +16,10 @@ import pytest
 from ft_core.replication.fidelity import replicated_fidelity
 from ft_core.topology.task_graph import build_task_graph
 from spark_jobs.serving_view import make_view, read_view, strip_served_fields
-from spark_jobs.workloads import generator, topk
-from spark_jobs.workloads.sink import closed_rows, read_output
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.sink import closed_rows, read_output, row_key
+from spark_jobs.workloads import topk
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ["window_s=2", "watermark_s=1", "rate=60", "n_pages=40", "p1=2"]
@@ -26,7 +27,7 @@ PLAN = ["O1[0]", "O2[0]", "O3[0]"]  # one MC-tree of the 4 tasks
 
 
 def _run(spark, role: str, tmp: Path, **kw) -> None:
-    from spark_jobs.runtime.run_workload import JobConfig, run
+    from spark_jobs.runtime.run_pipeline import JobConfig, run
 
     run(JobConfig("topk", role, tmp / "in", tmp / role, checkpoint=tmp / f"{role}-ckpt", params=PARAMS,
                   available_now=True, max_files_per_trigger=4, **kw), spark=spark)
@@ -37,7 +38,7 @@ def _windows(rows: list[dict]) -> set[tuple[int, int]]:
 
 
 def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_window(spark, tmp_path):
-    spec = make_spec("topk", PARAMS)
+    spec = load_workload("topk", PARAMS)
     (tmp_path / "plan.json").write_text(json.dumps({"tasks": PLAN}))
     generator.write_seconds(spec, tmp_path / "in", 8)
     _run(spark, "primary", tmp_path)  # the primary delivers the first seconds, then "fails"
@@ -69,7 +70,8 @@ def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_wind
     assert not any(r["tentative"] for r in final)
     assert strip_served_fields(final) == read_output(tmp_path / "primary")
     # the failure-free output: every window closed by the input's watermark (max event time - 1 s)
-    expected = closed_rows(topk.python_reference(spec, requests), max(r["ts"] for r in requests) - 1000)
+    expected = sorted(closed_rows(topk.python_reference(spec.params, requests), max(r["ts"] for r in requests) - 1000),
+                      key=row_key)
     assert strip_served_fields(final) == expected and failure <= _windows(expected)
     entries = {(e.window_start, e.window_end): e for e in manifest.windows}
     assert all(entries[w].tentative_at is not None and entries[w].accurate_at >= entries[w].tentative_at for w in failure)
@@ -93,4 +95,4 @@ def test_serve_refuses_bad_input_with_one_line(tmp_path):
     (tmp_path / "p").mkdir()
     res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "p",
                           "--out", tmp_path / "view", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert res.returncode == 2 and "--workload" in res.stderr and not (tmp_path / "view").exists()
+    assert res.returncode == 2 and "--key" in res.stderr and not (tmp_path / "view").exists()

@@ -1,6 +1,7 @@
-"""The streaming workloads on real Spark (local[2], small): topology documents that are true of the
-jobs, streaming output equal to the batch reference across a restart, replicas restricted to a plan
-computing exactly the replicated MC-trees' contribution, and the CLI."""
+"""The sample pipelines on real Spark (local[2], small), through the pipeline API every user's job uses:
+topology documents that are true of the jobs, streaming output equal to the batch reference (and to an
+independent pure-Python implementation) across a restart, replicas restricted to a plan computing
+exactly the replicated MC-trees' contribution, and the CLI."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from ft_core.topology.document import parse_topology
-from spark_jobs.workloads import generator
-from spark_jobs.workloads.metrics import observed_groups, read_metrics, total_counts
-from spark_jobs.workloads.sink import closed_rows, read_output
-from spark_jobs.workloads.spec import make_spec
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.keys import key_group, key_group_column
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.metrics import observed_groups, read_metrics, total_counts
+from spark_jobs.pipeline.sink import closed_rows, read_output, row_key
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPK_PARAMS = ["window_s=5", "watermark_s=1", "rate=100", "n_pages=60"]
@@ -30,10 +32,14 @@ def _workload_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*cmd, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
-def _run(spark, workload, role, inp, out, params, **kw):
-    from spark_jobs.runtime.run_workload import JobConfig, run
+def _run(spark, pipeline, role, inp, out, params, **kw):
+    from spark_jobs.runtime.run_pipeline import JobConfig, run
 
-    return run(JobConfig(workload, role, inp, out, params=params, **kw), spark=spark)
+    return run(JobConfig(pipeline, role, inp, out, params=params, **kw), spark=spark)
+
+
+def _sorted(rows):
+    return sorted(rows, key=row_key)
 
 
 def _downstream_sums(topo, totals, target):
@@ -49,21 +55,21 @@ def _downstream_sums(topo, totals, target):
     return sums
 
 
-def test_topology_documents_parse_and_follow_the_spec():
-    topk = make_spec("topk", ["p1=4"]).topology()
+def test_topology_documents_parse_and_follow_the_pipelines():
+    topk = load_workload("topk", ["p1=4"]).topology()
     assert [(o.name, o.parallelism) for o in topk.operators] == [("O1", 4), ("O2", 2), ("O3", 1)]
     assert [(s.source, s.target, s.partitioning) for s in topk.streams] == [("O1", "O2", "merge"), ("O2", "O3", "merge")]
     rates = {t: topk.task_rate(t) for t in topk.task_ids()}
     assert rates["O3[0]"] == pytest.approx(200.0)
     assert rates["O2[0]"] == pytest.approx(rates["O1[0]"] + rates["O1[1]"])
-    inc = make_spec("incidents", ["p1=8", "p2=4"]).topology()
+    inc = load_workload("incidents", ["p1=8", "p2=4"]).topology()
     assert [(o.name, o.parallelism, o.input_model) for o in inc.operators] == [
         ("O1", 8, "independent"), ("O2", 4, "independent"), ("O3", 4, "correlated"), ("O4", 1, "independent")]
     assert [(s.source, s.target, s.partitioning) for s in inc.streams] == [
         ("O1", "O3", "merge"), ("O2", "O3", "one_to_one"), ("O3", "O4", "merge")]
     assert parse_topology(inc.to_document()) == inc
     with pytest.raises(ValueError, match="p2"):
-        make_spec("topk", ["p1=4", "p2=3"])
+        load_workload("topk", ["p1=4", "p2=3"])
 
 
 def test_cli_prints_a_valid_topology_and_rejects_bad_params(tmp_path):
@@ -78,16 +84,16 @@ def test_cli_prints_a_valid_topology_and_rejects_bad_params(tmp_path):
 def test_key_groups_are_the_same_in_python_and_spark(spark):
     from pyspark.sql import functions as F
 
-    spec = make_spec("incidents", ["p1=8", "p2=4"])
-    rows = spark.range(0, 500).select(F.col("id").alias("k"), spec.group_column("O1", "k").alias("g1"),
-                                      spec.group_column("O3", "k").alias("g3")).collect()
-    assert [(r.g1, r.g3) for r in rows] == [(spec.group("O1", r.k), spec.group("O3", r.k)) for r in rows]
+    w = load_workload("incidents", ["p1=8", "p2=4"])
+    rows = spark.range(0, 500).select(F.col("id").alias("k"), key_group_column("k", 8, w.key_base).alias("g1"),
+                                      key_group_column("k", 4, w.key_base).alias("g3")).collect()
+    assert [(r.g1, r.g3) for r in rows] == [(key_group(r.k, 8, w.key_base), key_group(r.k, 4, w.key_base)) for r in rows]
     assert all(r.g3 == r.g1 // 2 for r in rows)  # merge O1[k] -> O3[k // 2] holds for every key
     assert {r.g1 for r in rows} == set(range(8))
 
 
 def test_generator_is_deterministic_and_resumable(tmp_path):
-    spec = make_spec("incidents", INCIDENT_PARAMS)
+    spec = load_workload("incidents", INCIDENT_PARAMS)
     generator.write_seconds(spec, tmp_path / "a", 6)
     generator.write_seconds(spec, tmp_path / "b", 3)
     generator.write_seconds(spec, tmp_path / "b", 3, first=3)
@@ -100,7 +106,7 @@ def test_generator_is_deterministic_and_resumable(tmp_path):
 def test_topk_stream_across_a_restart_equals_the_reference_and_its_metrics_match_the_topology(spark, tmp_path):
     from spark_jobs.workloads import topk
 
-    spec = make_spec("topk", TOPK_PARAMS)
+    spec = load_workload("topk", TOPK_PARAMS)
     inp, out, ckpt, ref = tmp_path / "in", tmp_path / "out", tmp_path / "ckpt", tmp_path / "ref"
     common = dict(checkpoint=ckpt, available_now=True, max_files_per_trigger=10)
     generator.write_seconds(spec, inp, 10)
@@ -110,7 +116,7 @@ def test_topk_stream_across_a_restart_equals_the_reference_and_its_metrics_match
     meta = _run(spark, "topk", "reference", inp, ref, TOPK_PARAMS)
 
     reference = read_output(ref)
-    assert reference == topk.python_reference(spec, generator.read_records(spec, inp, "requests"))
+    assert reference == _sorted(topk.python_reference(spec.params, generator.read_records(spec, inp, "requests")))
     streamed = read_output(out)
     assert meta["closed_until_ms"] == max(r["ts"] for r in generator.read_records(spec, inp, "requests")) - 1000
     expected = closed_rows(reference, meta["closed_until_ms"])
@@ -120,28 +126,30 @@ def test_topk_stream_across_a_restart_equals_the_reference_and_its_metrics_match
     topo = parse_topology(json.loads((out / "_run.json").read_text())["topology"])
     records = read_metrics(out / "_metrics" / "metrics.jsonl")
     assert len(records) >= 3 and all(set(r["tasks"]) == set(topo.task_ids()) for r in records)
-    for kind in ("in", "out"):
-        assert observed_groups(records, kind) == {op.name: set(range(op.parallelism)) for op in topo.operators}
+    assert observed_groups(records, "in") == {op.name: set(range(op.parallelism)) for op in topo.operators}
+    # O1 and O3 keep their key (server; none) in their output, O2 sums pages over servers: no O2.out
+    assert observed_groups(records, "out") == {"O1": set(range(4)), "O3": {0}}
     totals = total_counts(records)
     requests = generator.read_records(spec, inp, "requests")
     for k in range(4):
-        assert totals[f"O1[{k}]"]["in"] == sum(spec.group("O1", r["server"]) == k for r in requests)
-    for op in ("O2", "O3"):  # each task's input is exactly what its declared upstream tasks emitted
-        assert {t: totals[t]["in"] for t in _downstream_sums(topo, totals, op)} == _downstream_sums(topo, totals, op)
+        assert totals[f"O1[{k}]"]["in"] == sum(key_group(r["server"], 4, spec.key_base) == k for r in requests)
+    # each O2 task's input is exactly what its declared upstream O1 tasks emitted (merge)
+    assert {t: totals[t]["in"] for t in _downstream_sums(topo, totals, "O2")} == _downstream_sums(topo, totals, "O2")
     assert totals["O3[0]"]["out"] == len(streamed)
 
 
 def test_topk_replica_computes_exactly_the_planned_mc_trees(spark, tmp_path, cli):
     from spark_jobs.workloads import topk
 
-    spec = make_spec("topk", TOPK_PARAMS)
+    spec = load_workload("topk", TOPK_PARAMS)
     topo_file = tmp_path / "topk.json"
     topo_file.write_text(json.dumps(spec.topology().to_document()))
     res = cli("plan", "replication", topo_file, "--budget", "3", "--algorithm", "exact", "--json")
     assert res.code == 0, res.err
     plan = res.json()
     (mc_tree,) = [t for t in plan["tasks"] if t.startswith("O1")]
-    assert spec.feeds(mc_tree) == set(plan["tasks"])  # budget 3 = one complete MC-tree O1 -> O2 -> O3
+    k = int(mc_tree[3:-1])
+    assert {mc_tree, f"O2[{k // 2}]", "O3[0]"} == set(plan["tasks"])  # budget 3 = one complete MC-tree O1 -> O2 -> O3
     plan["tasks"].append("O1[3]" if mc_tree != "O1[3]" else "O1[0]")  # half a tree more: must add nothing
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan))
@@ -152,21 +160,23 @@ def test_topk_replica_computes_exactly_the_planned_mc_trees(spark, tmp_path, cli
     meta = _run(spark, "topk", "reference", inp, tmp_path / "ref", TOPK_PARAMS)
 
     tasks = frozenset(plan["tasks"])
-    expected = closed_rows(topk.python_reference(spec, generator.read_records(spec, inp, "requests"), tasks),
-                           meta["closed_until_ms"])
+    expected = _sorted(closed_rows(topk.python_reference(spec.params, generator.read_records(spec, inp, "requests"), tasks),
+                                   meta["closed_until_ms"]))
     assert expected and read_output(tmp_path / "replica") == expected
     assert expected != closed_rows(read_output(tmp_path / "ref"), meta["closed_until_ms"])  # tentative, not accurate
     records = read_metrics(tmp_path / "replica" / "_metrics" / "metrics.jsonl")
     seen = observed_groups(records, "in")
     assert {f"{op}[{k}]" for op, ks in seen.items() for k in ks} == tasks  # only planned tasks saw input
-    assert {f"{op}[{k}]" for op, ks in observed_groups(records, "out").items() for k in ks} == tasks
-    assert total_counts(records)["O2[0]" if "O2[0]" in tasks else "O2[1]"]["in"] == total_counts(records)[mc_tree]["out"]
+    # O2 sums over servers (no O2.out); every other planned task emitted rows
+    assert {f"{op}[{k}]" for op, ks in observed_groups(records, "out").items() for k in ks} == \
+        {t for t in tasks if not t.startswith("O2")}
+    assert total_counts(records)[f"O2[{k // 2}]"]["in"] == total_counts(records)[mc_tree]["out"]
 
 
 def test_incidents_stream_equals_reference_and_replica_keeps_one_mc_tree(spark, tmp_path):
     from spark_jobs.workloads import incidents
 
-    spec = make_spec("incidents", INCIDENT_PARAMS)
+    spec = load_workload("incidents", INCIDENT_PARAMS)
     inp = tmp_path / "in"
     generator.write_seconds(spec, inp, 40)
     _run(spark, "incidents", "primary", inp, tmp_path / "out", INCIDENT_PARAMS, checkpoint=tmp_path / "ckpt",
@@ -175,7 +185,7 @@ def test_incidents_stream_equals_reference_and_replica_keeps_one_mc_tree(spark, 
     locations = generator.read_records(spec, inp, "locations")
     reports = generator.read_records(spec, inp, "incidents")
     reference = read_output(tmp_path / "ref")
-    assert reference == incidents.python_reference(spec, locations, reports)
+    assert reference == _sorted(incidents.python_reference(spec.params, locations, reports))
     expected = closed_rows(reference, meta["closed_until_ms"])
     assert len(expected) == 3 and read_output(tmp_path / "out") == expected
 
@@ -192,7 +202,7 @@ def test_incidents_stream_equals_reference_and_replica_keeps_one_mc_tree(spark, 
     plan_file.write_text(json.dumps({"tasks": sorted(tasks)}))
     _run(spark, "incidents", "replica", inp, tmp_path / "replica", INCIDENT_PARAMS, checkpoint=tmp_path / "rckpt",
          plan=plan_file, available_now=True)
-    tentative = closed_rows(incidents.python_reference(spec, locations, reports, tasks), meta["closed_until_ms"])
+    tentative = _sorted(closed_rows(incidents.python_reference(spec.params, locations, reports, tasks), meta["closed_until_ms"]))
     assert read_output(tmp_path / "replica") == tentative
     assert sum(r["jams"] for r in tentative) < sum(r["jams"] for r in expected)
 
@@ -200,7 +210,7 @@ def test_incidents_stream_equals_reference_and_replica_keeps_one_mc_tree(spark, 
 def test_bad_plan_exits_2_before_spark_starts(tmp_path):
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"tasks": ["O1[0]", "O9[0]"]}))
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.runtime.run_workload", "--workload", "topk", "--role", "replica",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.runtime.run_pipeline", "--pipeline", "topk", "--role", "replica",
                           "--input", tmp_path / "in", "--output", tmp_path / "out", "--checkpoint", tmp_path / "ck",
                           "--plan", plan], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2
@@ -211,7 +221,7 @@ def test_bad_plan_exits_2_before_spark_starts(tmp_path):
 
 
 def test_workload_run_submits_the_reference_job(tmp_path):
-    spec = make_spec("topk", TOPK_PARAMS)
+    spec = load_workload("topk", TOPK_PARAMS)
     generator.write_seconds(spec, tmp_path / "in", 6)
     res = _workload_cli("run", "topk", "--role", "reference", "--input", str(tmp_path / "in"), "--output",
                         str(tmp_path / "ref"), "--master", "local[1]", *[a for p in TOPK_PARAMS for a in ("--param", p)])
@@ -220,4 +230,4 @@ def test_workload_run_submits_the_reference_job(tmp_path):
     assert run_doc["role"] == "reference" and run_doc["master"] == "local[1]"
     from spark_jobs.workloads import topk
 
-    assert read_output(tmp_path / "ref") == topk.python_reference(spec, generator.read_records(spec, tmp_path / "in", "requests"))
+    assert read_output(tmp_path / "ref") == _sorted(topk.python_reference(spec.params, generator.read_records(spec, tmp_path / "in", "requests")))

@@ -47,7 +47,7 @@ class ProfileIntervalOperator(BaseOperator):
             store.conn.close()
         interval = float(self.interval_s)
         work = Path(self.work_dir) / f"interval-{interval:g}"
-        config = ProfileConfig(workload=dep.workload, params=dep.params, intervals_s=[interval], failures=int(self.failures),
+        config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=int(self.failures),
                                duration_s=float(self.duration_s), parallel=1, work_dir=work)
         report = run_profiling(config, progress=lambda msg: self.log.info("%s", msg))
         for warning in report.warnings:

@@ -179,7 +179,8 @@ class VerifyDrillOperator(BaseOperator):
 
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         dep = JobDeployment.model_validate(doc["deployment"])
-        report = measure(dep, DrillContext.model_validate({k: doc[k] for k in DrillContext.model_fields}))
+        work_dir = dep.path / "drills" / f"drill-{doc['drill_id']}" / "reference"
+        report = measure(dep, DrillContext.model_validate({k: doc[k] for k in DrillContext.model_fields}), work_dir)
         faults = context["ti"].xcom_pull(task_ids=self.faults_task_id)
         if faults:  # the injected faults are part of what the drill measured
             report = {**report, "faults": faults}

@@ -1,6 +1,6 @@
 """The live input of a run: the seeded generator in a thread, appending one file per source every
 ``file_s`` (divided by ``speedup``), recording when each file became available and the input
-watermark it carries (Spark's rule, :class:`~spark_jobs.workloads.generator.InputWatermark`).
+watermark it carries (Spark's rule, :class:`~spark_jobs.pipeline.sample_input.InputWatermark`).
 
 Drills and profiling runs measure lags and catch-up against these marks, so they come from the
 writer itself, not from polling the folder.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from spark_jobs.workloads.generator import InputWatermark, run_generator
-from spark_jobs.workloads.spec import WorkloadSpec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.sample_input import InputWatermark, run_generator
 
 
 class FeedMark(BaseModel):
@@ -29,11 +29,11 @@ class FeedMark(BaseModel):
 class LiveFeed:
     """Feed ``input_dir`` in real time from a thread; :attr:`error` holds what stopped it early."""
 
-    def __init__(self, spec: WorkloadSpec, input_dir: Path, speedup: float = 1.0, name: str = "feed"):
-        self.spec, self.input_dir, self.speedup, self.name = spec, input_dir, speedup, name
+    def __init__(self, workload: Workload, input_dir: Path, speedup: float = 1.0, name: str = "feed"):
+        self.workload, self.input_dir, self.speedup, self.name = workload, input_dir, speedup, name
         self.stop_event = threading.Event()
         self.error: BaseException | None = None
-        self._watermark = InputWatermark(spec)
+        self._watermark = InputWatermark(workload)
         self._marks: list[FeedMark] = []
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -44,7 +44,7 @@ class LiveFeed:
 
     def _loop(self) -> None:
         try:
-            run_generator(self.spec, self.input_dir, None, self.speedup, log=self._mark, stop=self.stop_event)
+            run_generator(self.workload, self.input_dir, None, self.speedup, log=self._mark, stop=self.stop_event)
         except BaseException as exc:  # reported by the caller's next check
             self.error = exc
 

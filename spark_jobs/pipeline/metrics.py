@@ -1,18 +1,18 @@
-"""Per-task (key group) input and output counts per micro-batch, for profiling the topology's rates.
+"""Per-task (key group) input and output counts per micro-batch: how many rows each logical task read
+and emitted.
 
-Problem: the declared topology's tasks are key groups, which Spark does not know about; profiling
-needs how many records each logical task read and emitted. Each workload plan marks the rows
-entering and leaving every operator with ``df.observe(name, ...)``, one ``sum(g == k)`` per key
-group ``k`` (:func:`observe_groups`); names are ``<operator>.in[.<upstream>]`` and
-``<operator>.out``. A :class:`TaskMetricsListener` (a ``StreamingQueryListener``) reads
+Problem: the topology's tasks are key groups, which Spark does not know about; profiling needs how
+many records each task read. ftops marks the rows entering every operator with
+``df.observe(name, ...)``, one ``sum(g == k)`` per key group ``k`` (:func:`observe_groups`); names are
+``<operator>.in`` (``<operator>.in.<input>`` for an operator with several inputs), and
+``<operator>.out`` for the rows leaving it when they still carry its key. A
+:class:`TaskMetricsListener` (a ``StreamingQueryListener``, no change to the user's code) reads
 ``progress.observedMetrics`` after every micro-batch and appends one JSON line per batch::
 
     {"query": "...", "batch_id": 3, "timestamp": "...", "num_input_rows": 200,
      "batch_duration_ms": 812, "watermark": "...", "tasks": {"O1[0]": {"in": 61, "out": 40}, ...}}
 
-:func:`measured_rates` turns those lines into task rates with the same meaning as the spec's
-expected rates (records per second represented by a task: source tasks' input, summed down their
-key-group paths).
+:func:`spark_jobs.pipeline.rates.measured` turns those lines into the topology's task rates.
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ft_core.topology.document import split_task_id
 from spark_jobs.runtime.progress_listener import ProgressListener
-from spark_jobs.workloads.spec import WorkloadSpec
 
 
 def observe_groups(df, name: str, group_col: str, parallelism: int, enabled: bool = True):
@@ -49,10 +47,10 @@ def restrict(df, group_col: str, groups: list[int] | None):
     return df.filter(F.col(group_col).isin(groups) if groups else F.lit(False))
 
 
-def task_counts(observed: dict[str, Any], spec: WorkloadSpec) -> dict[str, dict[str, int]]:
-    """``{"O1[0]": {"in": n, "out": m}}`` from a progress's observed metrics (inputs of a join from
-    several upstream operators are summed)."""
-    tasks = {t: {"in": 0, "out": 0} for t in spec.task_ids()}
+def task_counts(observed: dict[str, Any], task_ids: list[str]) -> dict[str, dict[str, int]]:
+    """``{"O1[0]": {"in": n, "out": m}}`` from a progress's observed metrics (the inputs of an operator
+    with several inputs are summed)."""
+    tasks = {t: {"in": 0, "out": 0} for t in task_ids}
     for name, row in observed.items():
         parts = name.split(".")
         if len(parts) < 2 or parts[1] not in ("in", "out"):
@@ -68,11 +66,11 @@ def task_counts(observed: dict[str, Any], spec: WorkloadSpec) -> dict[str, dict[
 class TaskMetricsListener(ProgressListener):
     """Appends one JSON line per micro-batch of the query named ``query_name`` to ``path``."""
 
-    def __init__(self, path: Path, spec: WorkloadSpec, query_name: str, extra: dict[str, Any] | None = None):
+    def __init__(self, path: Path, task_ids: list[str], query_name: str, extra: dict[str, Any] | None = None):
         super().__init__([query_name])
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.spec = spec
+        self.task_ids = list(task_ids)
         self.extra = extra or {}
         self._lock = threading.Lock()
 
@@ -86,7 +84,7 @@ class TaskMetricsListener(ProgressListener):
             "batch_duration_ms": p.batchDuration,
             "watermark": (p.eventTime or {}).get("watermark"),
             **self.extra,
-            "tasks": task_counts(p.observedMetrics or {}, self.spec),
+            "tasks": task_counts(p.observedMetrics or {}, self.task_ids),
         }
         with self._lock, self.path.open("a") as fh:
             fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
@@ -104,26 +102,10 @@ def total_counts(records: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     totals: dict[str, dict[str, int]] = defaultdict(lambda: {"in": 0, "out": 0})
     for rec in records:
         for task, c in rec["tasks"].items():
-            totals[task]["in"] += c["in"]
-            totals[task]["out"] += c["out"]
+            totals[task]["in"] += c.get("in", 0)
+            totals[task]["out"] += c.get("out", 0)
     return dict(totals)
 
-
-def measured_rates(records: list[dict[str, Any]], spec: WorkloadSpec) -> dict[str, float]:
-    """Task rates from metrics lines: source tasks' input records per wall-clock second (first
-    batch start to last batch end), propagated down each key group's path like the expected rates."""
-    if not records:
-        return {t: 0.0 for t in spec.task_ids()}
-    starts = [datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00")).timestamp() for r in records]
-    elapsed = max(starts) + records[starts.index(max(starts))]["batch_duration_ms"] / 1000 - min(starts)
-    totals = total_counts(records)
-    rates = {t: 0.0 for t in spec.task_ids()}
-    for op in spec.source_operators():
-        for k in range(spec.parallelism(op)):
-            count = totals.get(f"{op}[{k}]", {"in": 0})["in"]
-            for task in spec.feeds(f"{op}[{k}]"):
-                rates[task] += count / max(elapsed, 1e-9)
-    return rates
 
 
 def observed_groups(records: list[dict[str, Any]], kind: str = "in") -> dict[str, set[int]]:

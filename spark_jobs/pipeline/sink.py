@@ -1,11 +1,11 @@
-"""Exactly-once output of the workloads: one JSON-lines file per micro-batch id, written atomically.
+"""Exactly-once output of a pipeline's roles: one JSON-lines file per micro-batch id, written atomically.
 
 Problem: a recovered run replays the micro-batches after its last committed offset; with Spark's
 file sources a replayed batch id carries the same data, so writing ``batch-<id>.jsonl`` through a
 temporary file and a rename is idempotent (a replay overwrites the file with the same rows). The
-batch reference writes ``reference.jsonl`` in the same format. Rows are sorted per file, and
-:func:`read_output` returns every row of a sink folder sorted by its key (window, rank), so two
-sinks compare with ``==``.
+batch reference writes ``reference.jsonl`` in the same format. Rows are kept in a canonical order
+(window, then the row itself) and compared in a canonical form (floats to 10 significant digits, so
+a sum taken in another order is the same result), so two sinks compare with ``==``.
 
 Example::
 
@@ -26,8 +26,20 @@ from pydantic import BaseModel
 REFERENCE_FILE = "reference.jsonl"
 
 
+def canonical(value: Any) -> Any:
+    """A value with floats rounded to 10 significant digits (summation order does not matter)."""
+    if isinstance(value, float):
+        return float(f"{value:.10g}")
+    if isinstance(value, dict):
+        return {k: canonical(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canonical(v) for v in value]
+    return value
+
+
 def row_key(row: dict[str, Any]) -> tuple:
-    return (row.get("window_start", 0), row.get("window_end", 0), row.get("rank", 0))
+    """Window first, then the whole row: a total, deterministic order of any pipeline's rows."""
+    return (row.get("window_start", 0), row.get("window_end", 0), json.dumps(canonical(row), sort_keys=True))
 
 
 def batch_file(batch_id: int) -> str:
@@ -102,8 +114,8 @@ def compare_output(folder: str | Path, expected: list[dict[str, Any]], until_ms:
         rows.extend(batch)
         for row in batch:
             files_of.setdefault(_window(row), set()).add(path.name)
-    rows.sort(key=row_key)
-    want = sorted((r for r in expected if until_ms is None or r["window_end"] <= until_ms), key=row_key)
+    rows = sorted((canonical(r) for r in rows), key=row_key)
+    want = sorted((canonical(r) for r in expected if until_ms is None or r["window_end"] <= until_ms), key=row_key)
     want_count: dict[tuple[int, int], int] = {}
     for row in want:
         want_count[_window(row)] = want_count.get(_window(row), 0) + 1

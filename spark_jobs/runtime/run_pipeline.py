@@ -1,12 +1,15 @@
-"""The spark-submit entry point of the workloads: primary, replica and batch reference.
+"""The spark-submit entry point of a pipeline's roles: primary, replica and batch reference.
 
-    python -m spark_jobs.runtime.run_workload --workload topk --role primary|replica|reference \\
+    python -m spark_jobs.runtime.run_pipeline --pipeline REF --role primary|replica|reference \\
         --input DIR --output DIR --checkpoint DIR [--plan PLAN.json] [--trigger-s N | --available-now] \\
         [--param k=v ...] [--duration-s S] [--master URL] [--metrics FILE]
 
-- ``primary``: the streaming job over ``--input`` (file sources, one sub-folder per source), event-time
+``REF`` names the pipeline (:mod:`spark_jobs.pipeline.loading`: ``module:attribute``, a ``.py`` file, or a
+sample's name).
+
+- ``primary``: the streaming job over ``--input`` (each file source in its sub-folder), event-time
   windows with watermarks in append mode, one output file per micro-batch in ``--output``
-  (:mod:`spark_jobs.workloads.sink`), per-task counts per micro-batch in ``--metrics`` (default
+  (:mod:`spark_jobs.pipeline.sink`), per-task counts per micro-batch in ``--metrics`` (default
   ``<output>/_metrics/metrics.jsonl``). The checkpoint interval is ``--trigger-s`` (processingTime)
   plus ``--min-deltas-for-snapshot`` (state-store snapshots).
 - ``replica``: the same job restricted to ``--plan``'s tasks (``ftops plan replication --json``),
@@ -15,7 +18,7 @@
   and ``<output>/reference.meta.json`` with the watermark a streaming run reaches after reading all
   of the input (``closed_until_ms``: windows ending by then are final in a streaming run).
 
-Every run writes ``<output>/_run.json`` (workload, role, parameters, topology, plan tasks, pid,
+Every run writes ``<output>/_run.json`` (pipeline, role, parameters, topology, plan tasks, pid,
 application id), so a drill can find what ran where. Invalid arguments (an unknown parameter, a plan
 task the topology does not have) print one line and exit 2 before Spark starts. SIGTERM or SIGINT stop
 the query between micro-batches and exit 0.
@@ -35,14 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from ft_core.errors import FtopsError, InputError
-from spark_jobs.workloads.spec import WorkloadSpec, load_plan_tasks, make_spec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
 ROLES = ("primary", "replica", "reference")
 
 
 @dataclass
 class JobConfig:
-    workload: str
+    pipeline: str
     role: str
     input: Path
     output: Path
@@ -66,57 +70,46 @@ class JobConfig:
 
     @property
     def name(self) -> str:
-        return self.query_name or f"ftops-{self.workload}-{self.role}"
+        return self.query_name or f"ftops-{pipeline_label(self.pipeline)}-{self.role}"
 
 
-def prepare(config: JobConfig) -> tuple[WorkloadSpec, frozenset[str] | None]:
+def prepare(config: JobConfig) -> tuple[Workload, frozenset[str] | None]:
     """Validate everything that can be checked without Spark."""
     if config.role not in ROLES:
         raise InputError(f"--role: expected one of {', '.join(ROLES)}, got {config.role!r}")
-    spec = make_spec(config.workload, config.params)
+    workload = load_workload(config.pipeline, config.params)
     tasks = None
     if config.role == "replica":
         if config.plan is None:
             raise InputError("--plan: the replica role needs a replication plan (ftops plan replication --json)")
-        tasks = load_plan_tasks(config.plan, spec)
+        tasks = load_plan_tasks(config.plan, workload)
+    elif config.role == "reference" and not all(s.replayable for s in workload.stream_sources()):
+        raise InputError(f"--role reference: pipeline {workload.name} reads a source that cannot be replayed "
+                         "(the rate source), so it has no batch reference")
     elif config.plan is not None:
         raise InputError(f"--plan: only the replica role takes a plan (role is {config.role!r})")
     if config.role != "reference" and config.checkpoint is None:
         raise InputError("--checkpoint: a streaming role needs a checkpoint folder")
     if config.trigger_s <= 0 and not config.available_now:
         raise InputError("--trigger-s: must be positive (or use --available-now)")
-    return spec, tasks
+    return workload, tasks
 
 
-def build_plan(spec: WorkloadSpec, sources: dict, tasks: frozenset[str] | None, observe: bool):
-    if spec.workload == "topk":
-        from spark_jobs.workloads import topk
+def load_plan_tasks(path: str | Path, workload: Workload) -> frozenset[str]:
+    """The tasks of a replication plan (``ftops plan replication --json``) checked against the
+    pipeline's topology; a task it does not have is an InputError naming it."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"--plan: file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"--plan: {str(path)!r} is not a readable JSON plan: {exc}") from None
+    tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+        raise InputError(f"--plan: {str(path)!r} has no 'tasks' list of task ids")
+    return workload.check_tasks(tasks)
 
-        return topk.build(spec, sources, tasks, observe)
-    from spark_jobs.workloads import incidents
-
-    return incidents.build(spec, sources, tasks, observe)
-
-
-def read_sources(spark, spec: WorkloadSpec, input_dir: Path, streaming: bool,
-                 max_files_per_trigger: int | None = None) -> dict:
-    from pyspark.sql import functions as F
-
-    out = {}
-    for source in spec.sources():
-        folder = Path(input_dir) / source.name
-        folder.mkdir(parents=True, exist_ok=True)
-        if streaming:
-            reader = spark.readStream.schema(source.schema_ddl())
-            if max_files_per_trigger:
-                reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-        else:
-            reader = spark.read.schema(source.schema_ddl())
-        df = reader.json(str(folder)).withColumn("ts", F.timestamp_millis("ts"))
-        if streaming:
-            df = df.withWatermark("ts", f"{int(round(spec.watermark_s * 1000))} milliseconds")
-        out[source.name] = df
-    return out
 
 
 def make_session(config: JobConfig):
@@ -137,11 +130,11 @@ def configure(spark, config: JobConfig) -> None:
         spark.conf.set("spark.sql.streaming.stateStore.minDeltasForSnapshot", str(config.min_deltas_for_snapshot))
 
 
-def write_descriptor(config: JobConfig, spec: WorkloadSpec, tasks: frozenset[str] | None, spark) -> None:
+def write_descriptor(config: JobConfig, workload: Workload, tasks: frozenset[str] | None, spark) -> None:
     config.output.mkdir(parents=True, exist_ok=True)
     doc = {
-        "workload": spec.workload, "role": config.role, "params": spec.params(),
-        "topology": spec.topology().to_document(), "plan_tasks": sorted(tasks) if tasks is not None else None,
+        "pipeline": workload.ref, "name": workload.name, "role": config.role, "params": workload.params_dict(),
+        "topology": workload.topology().to_document(), "plan_tasks": sorted(tasks) if tasks is not None else None,
         "input": str(config.input), "output": str(config.output),
         "checkpoint": str(config.checkpoint) if config.checkpoint else None,
         "metrics": str(config.metrics_path), "query_name": config.name,
@@ -154,35 +147,41 @@ def write_descriptor(config: JobConfig, spec: WorkloadSpec, tasks: frozenset[str
     tmp.replace(config.output / "_run.json")
 
 
-def run_reference(spark, spec: WorkloadSpec, config: JobConfig) -> dict[str, Any]:
+def run_reference(spark, workload: Workload, config: JobConfig) -> dict[str, Any]:
     """Batch over the whole input folder; writes reference.jsonl and reference.meta.json."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.workloads.sink import REFERENCE_FILE, write_rows
+    from spark_jobs.pipeline.frames import build_frame, read_sources
+    from spark_jobs.pipeline.sink import REFERENCE_FILE, write_rows
 
-    sources = read_sources(spark, spec, config.input, streaming=False)
-    rows = [r.asDict(recursive=True) for r in build_plan(spec, sources, None, observe=False).collect()]
+    sources = read_sources(workload, spark, config.input, streaming=False)
+    rows = [r.asDict(recursive=True) for r in build_frame(workload, sources).collect()]
     write_rows(config.output, REFERENCE_FILE, rows)
-    maxima = {name: df.agg(F.max(F.unix_millis("ts")).alias("m")).collect()[0]["m"] for name, df in sources.items()}
-    delay_ms = int(round(spec.watermark_s * 1000))
-    closed = None if any(m is None for m in maxima.values()) else min(maxima.values()) - delay_ms
+    streams = workload.stream_sources()
+    maxima = {s.name: sources[s.name].agg(F.max(F.unix_millis(s.event_time)).alias("m")).collect()[0]["m"]
+              for s in streams}
+    # a streaming run that read everything: per source its max event time less its delay; several: the minimum
+    closed = None if any(m is None for m in maxima.values()) else \
+        min(maxima[s.name] - int(round(s.watermark_s * 1000)) for s in streams)
     meta = {"rows": len(rows), "max_event_ms": maxima, "closed_until_ms": closed}
     (config.output / "reference.meta.json").write_text(json.dumps(meta, indent=2))
     return meta
 
 
-def run_stream(spark, spec: WorkloadSpec, tasks: frozenset[str] | None, config: JobConfig,
+def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: JobConfig,
                stop_event: threading.Event | None = None) -> dict[str, Any]:
     """Run the streaming query until it finishes (available-now), ``duration_s`` passes or
     ``stop_event`` is set; returns a summary."""
-    from spark_jobs.workloads.metrics import TaskMetricsListener
-    from spark_jobs.workloads.sink import batch_writer
+    from spark_jobs.pipeline.frames import build_frame, read_sources
+    from spark_jobs.pipeline.metrics import TaskMetricsListener
+    from spark_jobs.pipeline.sink import batch_writer
 
     stop_event = stop_event or threading.Event()
-    sources = read_sources(spark, spec, config.input, streaming=True,
+    sources = read_sources(workload, spark, config.input, streaming=True,
                            max_files_per_trigger=config.max_files_per_trigger)
-    plan = build_plan(spec, sources, tasks, observe=True)
-    listener = TaskMetricsListener(config.metrics_path, spec, config.name, {"role": config.role, "workload": spec.workload})
+    plan = build_frame(workload, sources, tasks, observe=True)
+    listener = TaskMetricsListener(config.metrics_path, workload.task_ids(), config.name,
+                                   {"role": config.role, "pipeline": workload.name})
     spark.streams.addListener(listener)
     live = _live_redundancy(spark, config)
     writer = (plan.writeStream.outputMode("append").queryName(config.name)
@@ -235,29 +234,29 @@ def _stop_between_batches(query, wait_s: float = 15.0) -> None:
 
 def run(config: JobConfig, spark=None, stop_event: threading.Event | None = None) -> dict[str, Any]:
     """Validate, start (or reuse) a Spark session, run the role; returns a summary."""
-    spec, tasks = prepare(config)
+    workload, tasks = prepare(config)
     own = spark is None
     spark = spark or make_session(config)
     try:
         configure(spark, config)
-        write_descriptor(config, spec, tasks, spark)
+        write_descriptor(config, workload, tasks, spark)
         if config.role == "reference":
-            return run_reference(spark, spec, config)
-        return run_stream(spark, spec, tasks, config, stop_event)
+            return run_reference(spark, workload, config)
+        return run_stream(spark, workload, tasks, config, stop_event)
     finally:
         if own:
             spark.stop()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="run_workload", description=__doc__.split("\n\n")[0])
-    p.add_argument("--workload", required=True, choices=("topk", "incidents"))
+    p = argparse.ArgumentParser(prog="run_pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--pipeline", required=True, help="module:attribute, a .py file, or a sample's name")
     p.add_argument("--role", required=True, choices=ROLES)
     p.add_argument("--input", required=True, type=Path)
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--checkpoint", type=Path)
     p.add_argument("--plan", type=Path, help="replica role: the replication plan JSON")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     p.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch (and checkpoint) interval (default 2)")
     p.add_argument("--available-now", action="store_true", help="process the input present, then stop")
     p.add_argument("--duration-s", type=float, help="stop after this many seconds")
@@ -273,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> JobConfig:
-    return JobConfig(workload=args.workload, role=args.role, input=args.input, output=args.output,
+    return JobConfig(pipeline=args.pipeline, role=args.role, input=args.input, output=args.output,
                      checkpoint=args.checkpoint, plan=args.plan, params=list(args.param), trigger_s=args.trigger_s,
                      available_now=args.available_now, duration_s=args.duration_s, master=args.master,
                      metrics=args.metrics, shuffle_partitions=args.shuffle_partitions,
@@ -291,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run(config, stop_event=stop)
     except FtopsError as exc:
-        print(f"run_workload: {exc.label}: {exc}", file=sys.stderr)
+        print(f"run_pipeline: {exc.label}: {exc}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps({"role": config.role, **summary}, default=str))
     return 0

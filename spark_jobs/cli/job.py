@@ -1,0 +1,248 @@
+"""``ftops job register|start|stop|status|list``: streaming jobs known to the history store.
+
+A job is registered in one of two ways:
+
+- **runnable**, from a pipeline (``--pipeline module:attribute`` or a ``.py`` file, or a sample's name):
+  ``ftops job register --name N --pipeline REF --input DIR --master spark://HOST:PORT [--param k=v ...]
+  [--budget R] [--domains FILE]`` stores the job, its topology (derived from the pipeline) and a
+  *deployment* (``spark_jobs.runtime.job_streams``: where its input, outputs and checkpoints live, its
+  masters), so the DAGs profile, plan, drill, resubmit and recover it like the samples;
+  ``ftops job start N`` submits its primary (detached), ``ftops job stop N`` stops its streams;
+- **plan-only**, from a topology document (``--topology FILE``): planning, what-if and history, no
+  streams to operate.
+
+The database is ``FTOPS_DATABASE_URL``, else the embedded server (``ftops db start``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ft_core.cli.output import print_json, print_table
+from ft_core.errors import InputError
+from ft_core.store.url import DEFAULT_EMBEDDED_DIR
+from spark_jobs.pipeline.loading import add_pipeline_arguments
+
+
+def register(sub, groups) -> None:
+    job = sub.add_parser("job", help="streaming jobs known to the history store: register, start, stop, status, list")
+    jsub = job.add_subparsers(dest="job_command", required=True, parser_class=type(job))
+
+    reg = jsub.add_parser("register", help="register (or update) a job: from a pipeline (runnable) or a topology "
+                          "document (plan-only)", description=__doc__.split("\n\n")[1])
+    reg.add_argument("--name", required=True, help="the job's name in the history store")
+    add_pipeline_arguments(reg)
+    reg.add_argument("--topology", type=Path, help="plan-only: a topology document (.json, .yaml) instead of a pipeline")
+    reg.add_argument("--input", type=Path, help="the job's input folder (one sub-folder per file source)")
+    reg.add_argument("--root", type=Path, help="folder for its outputs and checkpoints (default <input>/../<name>)")
+    reg.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
+    reg.add_argument("--master", help="the primary's Spark master (spark://HOST:PORT)")
+    reg.add_argument("--master-ui", help="its web UI (default http://HOST:8080 of --master)")
+    reg.add_argument("--standby-master", help="the replica's master (default: --master)")
+    reg.add_argument("--standby-ui", help="its web UI (default http://HOST:8080 of --standby-master)")
+    reg.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    reg.add_argument("--budget", type=int, default=0, help="replication budget R: tasks with an active replica (default 0)")
+    reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
+    reg.add_argument("--max-recovery-s", type=float, help="the job's recovery-time bound (drills check it)")
+    _store_option(reg)
+    reg.add_argument("--json", action="store_true")
+    reg.set_defaults(func=_register)
+
+    for name, help_text, func in (("start", "submit the job's primary (detached) unless it runs", _start),
+                                  ("stop", "stop the job's primary and replicas between micro-batches", _stop),
+                                  ("status", "the job's deployment and which of its streams run", _status)):
+        cmd = jsub.add_parser(name, help=help_text)
+        cmd.add_argument("name", help="a registered job")
+        _store_option(cmd)
+        cmd.add_argument("--json", action="store_true")
+        cmd.set_defaults(func=func)
+
+    lst = jsub.add_parser("list", help="the registered jobs (runnable or plan-only)")
+    _store_option(lst)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_list)
+
+
+def _store_option(parser) -> None:
+    parser.add_argument("--db-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
+                        "FTOPS_DATABASE_URL is not set)")
+
+
+def _store(args):
+    from ft_core.store.connection import connect
+    from ft_core.store.history import HistoryStore
+    from ft_core.store.migrations import upgrade
+    from ft_core.store.url import database_url
+
+    conn = connect(database_url(args.db_dir))
+    upgrade(conn)
+    return HistoryStore(conn)
+
+
+def _ui_of(master: str, given: str | None) -> str:
+    if given:
+        return given.rstrip("/")
+    if not master.startswith("spark://"):
+        raise InputError(f"--master-ui: give the web UI of {master!r} (only a spark:// master has a default)")
+    host = master.removeprefix("spark://").split(",")[0].rsplit(":", 1)[0]
+    return f"http://{host}:8080"
+
+
+def _domains(path: Path | None) -> dict[str, str] | None:
+    if path is None:
+        return None
+    from ft_core.topology.document import load_document
+
+    doc = load_document(path, "--domains")
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise InputError("--domains: expected a mapping of worker host (or worker id) to failure domain name")
+    return doc
+
+
+def build_registration(args: argparse.Namespace):
+    """The job (and its topology document) the options describe; InputError before anything is stored."""
+    from pydantic import ValidationError
+
+    from ft_core.store.history import JobSpec
+    from spark_jobs.pipeline.loading import load_workload, pipeline_ref
+
+    runnable = bool(args.workload or args.pipeline)
+    if runnable == (args.topology is not None):
+        raise InputError("--pipeline: give a pipeline (a runnable job) or --topology (a plan-only job), one of them")
+    try:
+        if not runnable:
+            from ft_core.topology.document import load_topology
+
+            topology = load_topology(args.topology).to_document()
+            return JobSpec(name=args.name, workload="plan-only", replication_budget=args.budget,
+                           max_recovery_s=args.max_recovery_s), topology
+        if args.input is None or args.master is None:
+            raise InputError("--input and --master: a runnable job needs its input folder and its Spark master")
+        ref = pipeline_ref(args)
+        workload = load_workload(ref, args.param)
+        n = len(workload.task_ids())
+        if not 0 <= args.budget <= n:
+            raise InputError(f"--budget: must be between 0 and the {n} tasks of {workload.name}, got {args.budget}")
+        from spark_jobs.runtime.job_streams import JobDeployment
+
+        standby = args.standby_master or args.master
+        root = (args.root or args.input.resolve().parent / args.name).resolve()
+        deployment = JobDeployment(
+            pipeline=workload.ref or ref, root=str(root), input_dir=str(args.input.resolve()), params=list(args.param),
+            trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
+            primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
+            domains=_domains(args.domains))
+        spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
+                       primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
+                       query_priorities=workload.queries(), deployment=deployment.model_dump())
+        return spec, workload.topology(name=args.name).to_document()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+
+
+def _register(args: argparse.Namespace) -> int:
+    spec, topology = build_registration(args)
+    store = _store(args)
+    try:
+        job_id = store.register_job(spec)
+        topology_id = store.save_topology(spec.name, topology)
+    finally:
+        store.conn.close()
+    kind = "plan-only" if spec.deployment is None else "runnable"
+    if args.json:
+        print_json({"job": spec.name, "job_id": job_id, "topology_id": topology_id, "kind": kind,
+                    "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment})
+        return 0
+    print(f"job {spec.name} registered ({kind}, id {job_id}); topology version id {topology_id} with "
+          f"{sum(op['parallelism'] for op in topology['operators'])} tasks")
+    if spec.deployment:
+        print(f"next: `ftops job start {spec.name}` submits its primary to {spec.primary_master}")
+    return 0
+
+
+def _deployment(store, name: str):
+    from spark_jobs.runtime.job_streams import parse_deployment
+
+    return parse_deployment(store.job(name)["deployment"], name)
+
+
+def _start(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.detached_submit import submit_stream
+    from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
+
+    store = _store(args)
+    try:
+        dep = _deployment(store, args.name)
+    finally:
+        store.conn.close()
+    dep.input.mkdir(parents=True, exist_ok=True)
+    result = submit_stream(primary_app_name(args.name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.name}: primary {'submitted' if result['submitted'] else 'already running'} ({result['app_id']})")
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.launch import stop_run
+
+    store = _store(args)
+    try:
+        dep = _deployment(store, args.name)
+    finally:
+        store.conn.close()
+    outputs = [dep.primary_output, *sorted(p for p in (dep.path / "replica").glob("plan-*") if p.is_dir())]
+    stopped = [str(o) for o in outputs if (o / "_submit.json").exists() and stop_run(o)]
+    if args.json:
+        print_json({"job": args.name, "stopped": stopped})
+    else:
+        print(f"{args.name}: stopped {len(stopped)} stream(s)" + (": " + ", ".join(stopped) if stopped else ""))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.job_streams import parse_deployment
+
+    store = _store(args)
+    try:
+        row = store.job(args.name)
+    finally:
+        store.conn.close()
+    if not row["deployment"]:
+        doc = {"job": args.name, "kind": "plan-only", "streams": []}
+    else:
+        dep = parse_deployment(row["deployment"], args.name)
+        apps = {a["name"]: a for ui in {dep.primary_ui, dep.standby_ui}
+                for a in master_state(ui).get("activeapps", [])}
+        streams = [{"name": name, "state": app["state"], "app_id": app["id"]} for name, app in apps.items()
+                   if name.startswith(f"ftops-{args.name}-")]
+        doc = {"job": args.name, "kind": "runnable", "pipeline": dep.pipeline, "input": str(dep.input),
+               "root": dep.root, "primary_master": dep.primary_master, "streams": streams}
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"{args.name}: {doc['kind']}" + (f", pipeline {doc['pipeline']}, input {doc['input']}" if doc["kind"] == "runnable" else ""))
+    if doc["streams"]:
+        print_table(["stream", "state", "application"], [[s["name"], s["state"], s["app_id"]] for s in doc["streams"]])
+    return 0
+
+
+
+def _list(args: argparse.Namespace) -> int:
+    store = _store(args)
+    try:
+        jobs = [store.job(j["name"]) for j in store.jobs()]
+    finally:
+        store.conn.close()
+    rows = [{"job": j["name"], "kind": "runnable" if j["deployment"] else "plan-only", "pipeline": j["workload"],
+             "budget": j["replication_budget"]} for j in jobs]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print_table(["job", "kind", "pipeline", "budget"], [[r["job"], r["kind"], r["pipeline"], r["budget"]] for r in rows])
+    return 0
