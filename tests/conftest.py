@@ -12,6 +12,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "ft_core" / "samples"
+# Every server a test starts listens on a fixed port of its own; FTOPS_TEST_PORT_OFFSET moves them all,
+# so two checkouts (or a developer's stack) can run tests at once.
+PORT_OFFSET = int(os.environ.get("FTOPS_TEST_PORT_OFFSET", "0"))
+
+
+def test_port(port: int) -> int:
+    """A test's fixed port, moved by ``FTOPS_TEST_PORT_OFFSET``."""
+    return port + PORT_OFFSET
+
+
+test_port.__test__ = False  # a helper, not a test
 
 
 class CliResult:

@@ -8,9 +8,9 @@ import pytest
 
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
-from tests.conftest import ROOT
+from tests.conftest import ROOT, test_port
 
-TEST_PORT = 15433
+TEST_PORT = test_port(15433)
 
 
 @pytest.fixture(scope="session")

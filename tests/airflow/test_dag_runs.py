@@ -14,10 +14,10 @@ from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import ROOT
+from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
-BASE = 22000  # the test cluster's ports (a developer's stack uses 7077/8090)
+BASE = test_port(22000)  # the test cluster's ports (a developer's stack uses 7077/8090)
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 
 
@@ -32,9 +32,9 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     """A running topk job: cluster (rack-a, rack-b, standby), seeded real-time input, its primary."""
     from ftops_provider.local_stack import stack_connections
     from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up
+    from spark_jobs.pipeline.sample_input import run_generator
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import JobDeployment, primary_app_name, primary_run_argv
-    from spark_jobs.pipeline.sample_input import run_generator
 
     for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
         monkeypatch_module.setenv(name, value)

@@ -20,12 +20,12 @@ from ftops_provider.local_stack import stack_connections
 from spark_jobs.cluster.standalone import add_worker
 from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.recovery_units.runtime import kill_domain
-from tests.conftest import ROOT
+from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_steady
 
-BASE = 23700  # Spark ports of this test only
-AIRFLOW_PORT = 28090  # test_local_airflow uses 28080
+BASE = test_port(23700)  # Spark ports of this test only
+AIRFLOW_PORT = test_port(28090)  # test_local_airflow uses 28080
 DAG_ID = "ftops_incremental_recovery"
 
 

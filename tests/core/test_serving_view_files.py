@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spark_jobs.serving_view import make_view, read_manifest, read_view, strip_served_fields
 from spark_jobs.pipeline.sink import batch_file, row_key, write_rows
+from spark_jobs.serving_view import make_view, read_manifest, read_view, strip_served_fields
 
 
 def _rows(start: int, pages: list[int]) -> list[dict]:

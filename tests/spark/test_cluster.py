@@ -11,10 +11,11 @@ import pytest
 from ft_core.errors import InputError
 from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_down, cluster_status, cluster_up
 from spark_jobs.runtime.waiting import wait_for
+from tests.conftest import test_port
 
 # Ports away from the defaults, so a developer's own cluster does not collide with the tests.
-PORTS = dict(primary_port=17077, primary_ui=18090, standby_port=17078, standby_ui=18091,
-             worker_port_base=17100, worker_ui_base=18100)
+PORTS = dict(primary_port=test_port(17077), primary_ui=test_port(18090), standby_port=test_port(17078),
+             standby_ui=test_port(18091), worker_port_base=test_port(17100), worker_ui_base=test_port(18100))
 
 
 def _domains(state_dir):

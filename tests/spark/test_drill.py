@@ -12,12 +12,13 @@ from pathlib import Path
 
 from spark_jobs.drills.local import DrillConfig, run_drill
 from spark_jobs.pipeline.loading import load_workload
+from tests.conftest import test_port
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 # Ports of these tests only, 400 apart because a drill uses base..base+299 (the drill's default base
 # is 7000); every Spark test owns a disjoint block below the kernel's ephemeral range (32768+).
-BASE_FULL, BASE_EMPTY, BASE_BAD = 20000, 20400, 20800
+BASE_FULL, BASE_EMPTY, BASE_BAD = test_port(20000), test_port(20400), test_port(20800)
 
 
 def _processes_mentioning(text: str) -> list[str]:

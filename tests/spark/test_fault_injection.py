@@ -19,13 +19,14 @@ import pytest
 from ft_core.redundancy.allocation import speculation_settings
 from ft_core.redundancy.fault_profile import parse_fault_profile
 from spark_jobs.fault_injection import app_of_run, find_executors, inject
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.metrics import read_metrics
 from spark_jobs.redundancy.live import applied_levels, write_level
 from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.runtime.launch import launch_run, run_args, stop_run
 from spark_jobs.runtime.waiting import wait_for
-from spark_jobs.pipeline import sample_input as generator
-from spark_jobs.pipeline.loading import load_workload
-from spark_jobs.pipeline.metrics import read_metrics
+from tests.conftest import test_port
 
 PARAMS = ["rate=200", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 # Pauses that stand out against a micro-batch's duration on a loaded 2-core machine.
@@ -121,7 +122,7 @@ def _pauses(report) -> list[tuple[float, float]]:
 
 
 def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculated(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, [], 26100)
+    out, report, records = _run_with_pauses(tmp_path, [], test_port(26100))
 
     assert report.applied == {"slowdown": len(PAUSES_AT_S)} and report.skipped == 0
     (executor, paused), = report.paused_s.items()
@@ -139,7 +140,7 @@ def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculate
 
 
 def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_tasks(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], 26500)
+    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(26500))
 
     assert report.applied == {"slowdown": len(PAUSES_AT_S)}
     props = _spark_properties(tmp_path / "events")
@@ -160,7 +161,7 @@ def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_resta
     out, one_pause = tmp_path / "out", parse_fault_profile({"name": "pause", "operators": {"executor": {
         "instances": [0], "slowdown": {"at_s": [1.0], "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
     try:
-        state = _cluster(tmp_path, 26900)
+        state = _cluster(tmp_path, test_port(26900))
         proc, log = launch_run(run_args(_argv(tmp_path, out, state.master_url("primary"),
                                               ["--redundancy-level", "0", "--live-redundancy"])))
         try:

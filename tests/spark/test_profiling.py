@@ -14,6 +14,9 @@ import pytest
 
 from ft_core.checkpoint.profiles import load_profiles
 from ft_core.errors import InputError
+from spark_jobs.pipeline import sample_input as generator
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.sink import closed_rows, compare_output
 from spark_jobs.profiling import (
     CheckpointVector,
     ProfileConfig,
@@ -24,14 +27,12 @@ from spark_jobs.profiling import (
 )
 from spark_jobs.profiling.measures import InputTimeline, kill_margin_s, kill_time, recovered_batch, window_latencies_ms
 from spark_jobs.profiling.reports import BatchSample, FeedMark, ProfileRaw
-from spark_jobs.pipeline import sample_input as generator
-from spark_jobs.pipeline.loading import load_workload
-from spark_jobs.pipeline.sink import closed_rows, compare_output
 from spark_jobs.workloads import topk
+from tests.conftest import test_port
 
 # Small: 50 records/s, 2-second windows, 4 tasks.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
-UI_BASE = 21800  # ports of these tests only
+UI_BASE = test_port(21800)  # ports of these tests only
 
 
 def _processes_mentioning(text: str) -> list[str]:

@@ -15,10 +15,10 @@ import pytest
 
 from ft_core.replication.fidelity import replicated_fidelity
 from ft_core.topology.task_graph import build_task_graph
-from spark_jobs.serving_view import make_view, read_view, strip_served_fields
 from spark_jobs.pipeline import sample_input as generator
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.sink import closed_rows, read_output, row_key
+from spark_jobs.serving_view import make_view, read_view, strip_served_fields
 from spark_jobs.workloads import topk
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,9 +16,10 @@ from spark_jobs.recovery_units.deployment import load
 from spark_jobs.recovery_units.recovery import closed_until, execute_schedule, load_schedule, verify
 from spark_jobs.recovery_units.runtime import kill_domain, signal_feed
 from spark_jobs.recovery_units.spec import declared_cost, problem_document
+from tests.conftest import test_port
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait_steady
 
-BASE = 21200  # ports of this test only
+BASE = test_port(21200)  # ports of this test only
 
 
 @pytest.fixture
