@@ -45,6 +45,8 @@ def register(sub, groups) -> None:
     reg.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch and checkpoint interval (default 2)")
     reg.add_argument("--budget", type=int, default=0, help="replication budget R: tasks with an active replica (default 0)")
     reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
+    reg.add_argument("--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
+                     "up` (drills fail its domains' workers)")
     reg.add_argument("--max-recovery-s", type=float, help="the job's recovery-time bound (drills check it)")
     _store_option(reg)
     reg.add_argument("--json", action="store_true")
@@ -133,7 +135,8 @@ def build_registration(args: argparse.Namespace):
             pipeline=workload.ref or ref, root=str(root), input_dir=str(args.input.resolve()), params=list(args.param),
             trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
             primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
-            domains=_domains(args.domains))
+            domains=_domains(args.domains),
+            cluster_state=str(args.cluster_state.resolve()) if args.cluster_state else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
                        query_priorities=workload.queries(), deployment=deployment.model_dump())

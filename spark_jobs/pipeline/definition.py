@@ -146,8 +146,8 @@ class Workload:
         return self.params.model_dump(mode="json")
 
     def param_args(self) -> list[str]:
-        """The parameters as ``key=value`` strings (what ``--param`` takes back)."""
-        return [f"{k}={v}" for k, v in self.params_dict().items()]
+        """The parameters as ``key=value`` strings (what ``--param`` takes back; unset ones left out)."""
+        return [f"{k}={v}" for k, v in self.params_dict().items() if v is not None]
 
     # -- structure ------------------------------------------------------------------------------
     def operators(self) -> list[Operator]:
