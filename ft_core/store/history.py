@@ -28,30 +28,35 @@ from typing import Any
 
 from ft_core.errors import InputError
 from ft_core.store.drills import DrillRecords
+from ft_core.store.leases import LeaseRecords
 from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, ProfileKind, Role, StoredPlan, jsonb, rows
 from ft_core.store.recovery_runs import RecoveryRecords
 
 
-class HistoryStore(DrillRecords, RecoveryRecords):
+class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
-    versions, profiles, plans and applied plans, events; drills and recovery runs from the mixins."""
+    versions, profiles, plans and applied plans, events; drills, recovery runs and leases from the mixins."""
 
     def register_job(self, job: JobSpec) -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 """INSERT INTO ftops_job (name, workload, primary_master, standby_master, replication_budget,
-                                          query_priorities, max_recovery_s, deployment)
-                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+                                          query_priorities, max_recovery_s, deployment, apply_mode, test_job,
+                                          replica_cooldown_s)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (name) DO UPDATE SET workload = EXCLUDED.workload,
                        primary_master = EXCLUDED.primary_master, standby_master = EXCLUDED.standby_master,
                        replication_budget = EXCLUDED.replication_budget, query_priorities = EXCLUDED.query_priorities,
                        max_recovery_s = EXCLUDED.max_recovery_s,
-                       deployment = coalesce(EXCLUDED.deployment, ftops_job.deployment), updated_at = now()
+                       deployment = coalesce(EXCLUDED.deployment, ftops_job.deployment),
+                       apply_mode = EXCLUDED.apply_mode, test_job = EXCLUDED.test_job,
+                       replica_cooldown_s = EXCLUDED.replica_cooldown_s, updated_at = now()
                    RETURNING job_id""",
                 (job.name, job.workload, job.primary_master, job.standby_master, job.replication_budget,
                  json.dumps(job.query_priorities), job.max_recovery_s,
-                 None if job.deployment is None else jsonb(job.deployment)),
+                 None if job.deployment is None else jsonb(job.deployment),
+                 job.apply_mode or ("auto" if job.test_job else "approve"), job.test_job, job.replica_cooldown_s),
             )
             return cur.fetchone()[0]
 

@@ -1,4 +1,5 @@
-"""Schema migrations: ``sql/NNN_name.sql`` applied in order, once each, under an advisory lock.
+"""Schema migrations: ``ft_core/store/sql/NNN_name.sql`` (package data, so an installed wheel has them)
+applied in order, once each, under an advisory lock.
 
 Idempotent and safe when two processes upgrade at once (the second waits for the lock, then finds
 nothing to do). Each file runs in the transaction that records its version.
@@ -19,7 +20,7 @@ _FILE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 def sql_dir() -> Path:
     custom = os.environ.get("FTOPS_SQL_DIR")
-    path = Path(custom) if custom else Path(__file__).resolve().parents[2] / "sql"
+    path = Path(custom) if custom else Path(__file__).resolve().parent / "sql"
     if not path.is_dir():
         raise InputError(f"migrations folder {path} does not exist (set FTOPS_SQL_DIR)")
     return path

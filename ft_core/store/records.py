@@ -29,13 +29,20 @@ STAGE_RANK = {"pending": 0, "waiting": 1, "started": 2, "failed": 3, "done": 4}
 class JobSpec(BaseModel):
     """A registered streaming job.
 
+    ``workload`` is the pipeline reference (``spark_jobs.pipeline.loading``), or ``plan-only``.
     ``deployment`` says where its running streams live (input folder, primary/replica output and
-    checkpoint folders, workload parameters, trigger interval); None leaves the stored one as it is, so
+    checkpoint folders, pipeline parameters, trigger interval); None leaves the stored one as it is, so
     registering a job's topology again from the CLI does not forget where its streams run.
+    ``apply_mode``: ``auto`` acts on new plans and drills at once, ``approve`` waits for a person,
+    ``recommend`` only stores plans (None: ``auto`` for a test job, else ``approve``);
+    ``replica_cooldown_s``: the least time between two replica changes.
     """
 
     name: str = Field(min_length=1)
     workload: str = Field(min_length=1)
+    apply_mode: Literal["auto", "approve", "recommend"] | None = None
+    test_job: bool = False
+    replica_cooldown_s: float = Field(default=3600.0, ge=0)
     primary_master: str | None = None
     standby_master: str | None = None
     replication_budget: int = Field(default=0, ge=0)
@@ -159,7 +166,8 @@ def stage_transition(old: str | None, new: str) -> bool:
 
 
 JOB_KEYS = ("job_id", "name", "workload", "primary_master", "standby_master", "replication_budget",
-             "query_priorities", "max_recovery_s", "deployment", "created_at", "updated_at")
+             "query_priorities", "max_recovery_s", "deployment", "apply_mode", "test_job", "replica_cooldown_s",
+             "created_at", "updated_at")
 DRILL_KEYS = ("drill_id", "plan_id", "params", "status", "predicted_output_fidelity", "tentative_accuracy",
                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows",
                "output_equals_reference", "error", "dag_run_id", "started_at", "finished_at")

@@ -23,15 +23,17 @@ from ft_core.errors import FtopsError
 from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill, wait_for_ports
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
+EXAMPLE = "examples/sensor_alerts.py"  # a user's own job (run from the repository root)
 DEFAULT_PARAMS = {
     "topk": ["rate=200", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"],
+    EXAMPLE: ["rate=200", "window_s=4", "watermark_s=1", "spike_prob=0.05"],
     "incidents": ["rate=200", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4", "n_users=400", "n_segments=40",
                   "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"],
 }
 
 
 class BenchDrillsConfig(BaseModel):
-    workloads: list[str] = Field(default_factory=lambda: ["topk", "incidents"])
+    workloads: list[str] = Field(default_factory=lambda: ["topk", "incidents", EXAMPLE])
     ratios: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0])
     params: dict[str, list[str]] = Field(default_factory=lambda: dict(DEFAULT_PARAMS))
     new_capacity_after_s: float = 30.0
@@ -116,8 +118,8 @@ def render(result: BenchResult, section: bool = False) -> str:
 
 def _table(rows: list[BenchRow]) -> list[str]:
     return ["| workload | R / tasks | plan | predicted OF | IC | measured accuracy (min-max) | failure windows | "
-            "first tentative (s) | caught up (s) | speed-up | lost | dup | output = reference |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|", *(_row(row) for row in rows)]
+            "first tentative (s) | caught up (s) | speed-up | replica CPU / primary | lost | dup | output = reference |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", *(_row(row) for row in rows)]
 
 
 READING = """## Reading the table
@@ -148,7 +150,7 @@ READING = """## Reading the table
 def _row(row: BenchRow) -> str:
     head = f"| {row.workload} | {row.budget}/{row.tasks} ({row.ratio:.0%})"
     if row.report is None:
-        return head + f" | failed: {row.error} |" + " |" * 10
+        return head + f" | failed: {row.error} |" + " |" * 11
     r = row.report
     acc = _fmt(r.tentative_accuracy)
     if r.tentative_accuracy_per_window:
@@ -158,8 +160,21 @@ def _row(row: BenchRow) -> str:
     return (head + f" | {' '.join(r.plan_tasks) or '(none)'} | {_fmt(r.predicted_output_fidelity)} | "
             f"{_fmt(r.predicted_internal_completeness)} | {acc} | "
             f"{len(r.tentative_accuracy_per_window)} | {_fmt(r.time_to_first_tentative_s, 1)} | "
-            f"{_fmt(r.time_to_caught_up_s, 1)} | {_fmt(speedup, 1)} | {r.lost_windows} | {r.duplicated_windows} | "
+            f"{_fmt(r.time_to_caught_up_s, 1)} | {_fmt(speedup, 1)} | {_cost(r)} | {r.lost_windows} | {r.duplicated_windows} | "
             f"{'yes' if r.output_equals_reference else 'NO'} |")
+
+
+def _cost(r: DrillReport) -> str:
+    """The replica's CPU per input record over the primary's (``-`` when no replica ran)."""
+    return "-" if r.replica_cost is None or r.replica_cost.ratio is None else f"{r.replica_cost.ratio:.2f}"
+
+
+def _cost_ok(row: BenchRow) -> bool | None:
+    """Issue 13's target: a replica of r of n tasks costs at most r/n + 0.10 of the primary's CPU."""
+    cost = row.report.replica_cost if row.report else None
+    if cost is None or cost.ratio is None:
+        return None
+    return cost.ratio <= row.budget / row.tasks + 0.10
 
 
 def _targets(rows: list[BenchRow]) -> list[str]:
@@ -177,6 +192,11 @@ def _targets(rows: list[BenchRow]) -> list[str]:
                    f"reference in all {len(done)} drills: {'yes' if clean and done else 'NO'}"
                    + (f"; {sum(r.workload == workload and r.report is None for r in rows)} drills failed"
                       if any(r.workload == workload and r.report is None for r in rows) else ""))
+        costs = [(row, _cost_ok(row)) for row in rows if row.workload == workload and _cost_ok(row) is not None]
+        if costs:
+            out.append(f"  replica CPU <= r/n + 0.10 of the primary's: "
+                       + ", ".join(f"R={row.budget}/{row.tasks} {row.report.replica_cost.ratio:.2f} "
+                                   f"({'met' if ok else 'NOT met'})" for row, ok in costs))
     return out
 
 

@@ -63,12 +63,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import ExternalError, FtopsError, InputError
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
+from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
 from spark_jobs.pipeline.accuracy import window_of
-from spark_jobs.runtime.launch import kill_group
-from spark_jobs.runtime.waiting import wait_for
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.feed import LiveFeed
 from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.runtime.event_log import event_log_conf
+from spark_jobs.runtime.launch import kill_group
+from spark_jobs.runtime.waiting import wait_for
 
 Progress = Callable[[str], None]
 
@@ -156,6 +158,8 @@ class DrillReport(BaseModel):
     params: dict
     budget: int | None
     algorithm: str | None
+    replica_cost: ReplicaCost | None = Field(default=None, description="the replica's executor CPU per input record "
+                                              "against the primary's, before the failure (event logs)")
     work_dir: str
     elapsed_s: float
     serve: bool = False
@@ -186,7 +190,6 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
     """Validate the pipeline, the plan (given or computed) and the ports; raises InputError."""
     from ft_core.replication.fidelity import internal_completeness, replicated_fidelity
     from ft_core.topology.task_graph import build_task_graph
-
     from spark_jobs.runtime.run_pipeline import load_plan_tasks
 
     workload = load_workload(config.pipeline, config.params)
@@ -341,6 +344,8 @@ class _Drill:
                 "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
                 "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
         argv += ["--plan", self.plan_file] if role == "replica" else []
+        for item in [*event_log_conf(self.config.work_dir.resolve() / "events" / role)]:  # what the replica costs
+            argv += ["--conf", item]
         for item in self.config.params:
             argv += ["--param", item]
         self.procs[role], self.logs[role] = launch_run(run_args(argv))
@@ -456,7 +461,6 @@ class _Drill:
     def _start_reference(self) -> None:
         """Submit the batch reference over the (final) input folder, locally, without a UI."""
         from spark_jobs.runtime.launch import launch_run, run_args
-
         from spark_jobs.runtime.reference import reference_argv
 
         argv = [*reference_argv(self.workload, self.dirs["input"], self.dirs["reference"]), "--state-dir", self.dirs["spark"]]
@@ -497,7 +501,13 @@ class _Drill:
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
             params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,
             algorithm=self.config.algorithm if self.config.plan is None else None,
-            work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
+            replica_cost=self._replica_cost(), work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
+
+    def _replica_cost(self) -> ReplicaCost | None:
+        if "replica" not in self.procs:
+            return None
+        events = self.config.work_dir.resolve() / "events"
+        return replica_cost(self.dirs["primary"], events / "primary", self.dirs["replica"], events / "replica", self.t_fail)
 
     def _serve_measures(self, expected: list[dict], windows: list, report: DrillReport) -> DrillReport:
         """The serving view's part of the report (unchanged report without ``serve``)."""

@@ -1,0 +1,19 @@
+-- ftops history store, version 4: one experiment per job at a time, and how a job's changes are applied.
+--
+-- A lease says who is experimenting on a job (a drill, a staged recovery, checkpoint profiling, a replica
+-- change) and until when. At most one row per job; taking it succeeds only when there is none, it has
+-- expired (its holder died without releasing it), or the same holder takes it again (a retried task).
+CREATE TABLE ftops_lease (
+    job_id      bigint PRIMARY KEY REFERENCES ftops_job (job_id) ON DELETE CASCADE,
+    kind        text NOT NULL CHECK (kind IN ('drill', 'recovery', 'checkpoint_profiling', 'replica_change')),
+    holder      text NOT NULL,
+    acquired_at timestamptz NOT NULL DEFAULT now(),
+    expires_at  timestamptz NOT NULL
+);
+
+-- apply: 'auto' acts on a new plan or a drill at once, 'approve' waits for a person (Airflow's
+-- human-in-the-loop operators), 'recommend' stores plans and never acts. Test jobs default to auto.
+ALTER TABLE ftops_job ADD COLUMN apply_mode text NOT NULL DEFAULT 'approve'
+    CHECK (apply_mode IN ('auto', 'approve', 'recommend'));
+ALTER TABLE ftops_job ADD COLUMN test_job boolean NOT NULL DEFAULT false;
+ALTER TABLE ftops_job ADD COLUMN replica_cooldown_s double precision NOT NULL DEFAULT 3600 CHECK (replica_cooldown_s >= 0);
