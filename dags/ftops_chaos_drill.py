@@ -1,28 +1,40 @@
 """ftops_chaos_drill: a correlated failure under a running job, measured as its users see it.
 
 Trigger it from the Airflow UI with the form (job, failure domain, kill the driver or not, replacement
-delay) or on its weekly schedule (defaults). Steps: ``preflight`` (streams running, domain known, plan
-stored; opens the drill record) -> ``inject_failure`` (SIGKILL of the domain's workers with their
-executors, optionally the primary driver) -> deferred waits: ``wait_tentative`` (the replica's tentative
-outputs arrive) and ``wait_replacement_due`` -> ``add_capacity`` (a new worker, as a cloud replaces a lost
-node) -> ``ensure_primary`` (resubmits the primary from its checkpoint if its driver died; a no-op when it
-runs) -> deferred ``wait_executors``, then ``wait_caught_up`` alongside ``inject_faults`` (optional: a fault
-profile's slowdowns and crashes applied to the primary while it catches up) -> ``verify`` (the primary's output against the
-reference, tentative accuracy against the predicted OF, times; stored) which fails the run, visibly, when
-output was lost or duplicated or the job missed its recovery-time bound. ``mark_failed`` closes the drill
-record when an earlier step failed. No wait holds a worker slot; every wait has a timeout.
+delay, guards) or on its weekly schedule (defaults; ``FTOPS_SCHEDULES=manual`` turns schedules off).
+Steps: ``preflight`` takes the job's lease (one experiment per job: a drill or recovery already running
+makes this run end *skipped*, naming the holder), checks the steady-state hypothesis (streams running,
+the primary within ``steady_lag_s`` of its input, the replica running) and the blast radius (the domain
+holds neither the replica nor the only standby capacity), opens the drill record -> for jobs in
+``approve`` mode, ``approve_drill`` asks a person (Airflow's human-in-the-loop approval) ->
+``inject_failure`` (SIGKILL of the domain's workers with their executors, optionally the primary driver)
+-> deferred waits: ``wait_tentative`` (the replica's tentative outputs arrive) and ``wait_replacement_due``
+-> ``add_capacity`` (a new worker, as a cloud replaces a lost node) -> ``ensure_primary`` (resubmits the
+primary from its checkpoint if its driver died) -> deferred ``wait_executors``, then ``wait_caught_up``
+alongside ``inject_faults`` (optional fault profile) -> ``verify`` (output against the reference,
+tentative accuracy against the predicted OF, times, back to steady state) -> ``finish`` (always: the
+verdict, the experiment report, the lease released). Every wait checks the abort probes (the drill past
+``max_duration_s``, a second domain lost, the primary more than ``max_lag_s`` behind once capacity is
+back): one that fires aborts the drill, capacity is restored and the drill is recorded ``aborted``.
+No wait holds a worker slot; every wait has a timeout. ``finish`` notifies (connection ``ftops_notify``)
+when the drill failed or was aborted.
 """
 
 from __future__ import annotations
 
-import pendulum
-from airflow.sdk import DAG, Param
+from datetime import timedelta
 
-from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflightOperator, InjectFailureOperator,
-                                             InjectFaultsOperator, MarkDrillFailedOperator, VerifyDrillOperator)
+import pendulum
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.sdk import DAG, Param, task
+
+from ftops_provider.notifications import FtopsNotifier
+from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflightOperator, FinishDrillOperator,
+                                             InjectFailureOperator, InjectFaultsOperator, VerifyDrillOperator)
 from ftops_provider.operators.streams import StreamSubmitOperator
-from ftops_provider.sensors.waits import (OutputArrivalSensor, SparkCapacitySensor, StreamCaughtUpSensor,
-                                          WaitUntilSensor)
+from ftops_provider.schedules import dag_schedule
+from ftops_provider.sensors.waits import OutputArrivalSensor, SparkCapacitySensor, StreamCaughtUpSensor, WaitUntilSensor
 
 PRE = "ti.xcom_pull(task_ids='preflight')"
 INJ = "ti.xcom_pull(task_ids='inject_failure')"
@@ -30,7 +42,7 @@ CAP = "ti.xcom_pull(task_ids='add_capacity')"
 
 with DAG(
     dag_id="ftops_chaos_drill",
-    schedule="@weekly",
+    schedule=dag_schedule("@weekly"),  # FTOPS_SCHEDULES=manual: manual runs only
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -48,40 +60,63 @@ with DAG(
                                "to the primary once it runs again: slowdowns, crashes (empty: none)"),
         "fault_duration_s": Param(60, type="number", minimum=1, maximum=3600, description="how long the profile's faults run"),
         "fault_seed": Param(1, type="integer", description="seed of the fault schedule (same seed, same faults)"),
+        "steady_lag_s": Param(60, type="number", minimum=1, description="steady state: the primary's output at most this "
+                              "far (event-time seconds) behind its input, before the drill and after it"),
+        "max_duration_s": Param(1800, type="number", minimum=30, description="abort probe: the drill runs at most this long"),
+        "max_lag_s": Param(600, type="number", minimum=1, description="abort probe: once capacity is back, the primary "
+                           "at most this far behind its input"),
     },
 ) as dag:
     preflight = DrillPreflightOperator(task_id="preflight", job_name="{{ params.job }}", domain="{{ params.failure_domain }}",
-                                       kill_driver="{{ params.kill_driver }}", replacement_delay_s="{{ params.replacement_delay_s }}")
-    inject = InjectFailureOperator(task_id="inject_failure")
+                                       kill_driver="{{ params.kill_driver }}", replacement_delay_s="{{ params.replacement_delay_s }}",
+                                       timeout_s="{{ params.timeout_s }}", steady_lag_s="{{ params.steady_lag_s }}",
+                                       max_duration_s="{{ params.max_duration_s }}", max_lag_s="{{ params.max_lag_s }}")
+
+    @task
+    def approval_request(ti=None) -> str:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from ftops_provider.operators.drills import drill_approval_body
+
+        pre = ti.xcom_pull(task_ids="preflight")
+        if not pre["needs_approval"]:
+            raise AirflowSkipException("the job is in auto mode: no approval needed")
+        return drill_approval_body(pre)
+
+    approve = ApprovalOperator(task_id="approve_drill", subject="ftops: run this chaos drill?",
+                               body="{{ ti.xcom_pull(task_ids='approval_request') }}", defaults="Reject",
+                               response_timeout=timedelta(hours=4))
+    decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not the injection's own check
+    inject = InjectFailureOperator(task_id="inject_failure", trigger_rule="none_failed_min_one_success")
     wait_tentative = OutputArrivalSensor(task_id="wait_tentative", folder="{{ " + INJ + "['replica_output'] or '' }}",
-                                         after_ts="{{ " + INJ + "['t_fail'] }}", timeout_s="{{ params.timeout_s }}")
-    replacement_due = WaitUntilSensor(task_id="wait_replacement_due", moment="{{ " + INJ + "['capacity_due'] }}")
+                                         after_ts="{{ " + INJ + "['t_fail'] }}", timeout_s="{{ params.timeout_s }}",
+                                         probes="{{ " + INJ + "['probes'] }}")
+    replacement_due = WaitUntilSensor(task_id="wait_replacement_due", moment="{{ " + INJ + "['capacity_due'] }}",
+                                      probes="{{ " + INJ + "['probes'] }}")
     add_capacity = AddCapacityOperator(task_id="add_capacity")
     ensure_primary = StreamSubmitOperator(
-        task_id="ensure_primary", conn_id="spark_primary",
-        app_name="{{ ti.xcom_pull(task_ids='add_capacity')['primary_app'] }}",
-        run_args="{{ ti.xcom_pull(task_ids='add_capacity')['primary_run_args'] }}",
-        master_ui="{{ ti.xcom_pull(task_ids='add_capacity')['deployment']['primary_ui'] }}")
+        task_id="ensure_primary", conn_id="spark_primary", app_name="{{ " + CAP + "['primary_app'] }}",
+        run_args="{{ " + CAP + "['primary_run_args'] }}", master_ui="{{ " + CAP + "['deployment']['primary_ui'] }}")
     wait_executors = SparkCapacitySensor(task_id="wait_executors", spark_master_conn_id="ftops_spark_master",
                                          app_name="{{ " + CAP + "['primary_app'] }}", min_app_executors=1,
-                                         timeout_s="{{ params.timeout_s }}")
+                                         timeout_s="{{ params.timeout_s }}", probes="{{ " + CAP + "['probes'] }}")
     wait_caught_up = StreamCaughtUpSensor(task_id="wait_caught_up",
-                                          checkpoint="{{ " + CAP + "['deployment']['root'] }}/primary-ckpt",
-                                          input_dir="{{ " + CAP + "['deployment']['root'] }}/input",
+                                          checkpoint="{{ " + CAP + "['paths']['primary_checkpoint'] }}",
+                                          input_dir="{{ " + CAP + "['paths']['input'] }}",
                                           after_ts="{{ " + CAP + "['t_capacity'] }}", timeout_s="{{ params.timeout_s }}",
                                           max_lag_files="{{ " + PRE + "['steady_lag_files'] }}",
-                                          output_dir="{{ " + CAP + "['deployment']['root'] }}/primary",
-                                          watermark_ms="{{ " + CAP + "['backlog_ms'] }}")
+                                          output_dir="{{ " + CAP + "['paths']['primary_output'] }}",
+                                          watermark_ms="{{ " + CAP + "['backlog_ms'] }}", probes="{{ " + CAP + "['probes'] }}")
     inject_faults = InjectFaultsOperator(task_id="inject_faults", profile="{{ params.fault_profile }}",
                                          duration_s="{{ params.fault_duration_s }}", seed="{{ params.fault_seed }}")
     verify = VerifyDrillOperator(task_id="verify", trigger_rule="none_failed")  # wait_tentative skips without a replica
-    mark_failed = MarkDrillFailedOperator(task_id="mark_failed", trigger_rule="one_failed")
+    finish = FinishDrillOperator(task_id="finish", trigger_rule="all_done", on_failure_callback=FtopsNotifier())
 
-    preflight >> inject >> [wait_tentative, replacement_due]
+    preflight >> approval_request() >> approve >> decided
+    [preflight, decided] >> inject >> [wait_tentative, replacement_due]
     replacement_due >> add_capacity >> ensure_primary >> wait_executors >> [wait_caught_up, inject_faults]
     [wait_tentative, wait_caught_up, inject_faults] >> verify
-    [preflight, inject, wait_tentative, replacement_due, add_capacity, ensure_primary, wait_executors,
-     wait_caught_up, inject_faults, verify] >> mark_failed
+    [t for t in dag.tasks if t is not finish] >> finish  # after everything: it restores what an abort left
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

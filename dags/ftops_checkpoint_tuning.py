@@ -20,6 +20,7 @@ from airflow.sdk import DAG, Param, task
 
 from ftops_provider.operators.checkpoint import ApplyIntervalOperator, ProfileIntervalOperator, RecommendIntervalOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
+from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
 
 WORK_DIR = str(Path(__file__).resolve().parents[1] / ".state" / "profiling")
@@ -27,7 +28,7 @@ APPLY = "ti.xcom_pull(task_ids='apply_interval')"
 
 with DAG(
     dag_id="ftops_checkpoint_tuning",
-    schedule="@weekly",
+    schedule=dag_schedule("@weekly"),  # FTOPS_SCHEDULES=manual: manual runs only
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

@@ -8,23 +8,34 @@ replica is resubmitted with the new plan (``submit_replica``, a SparkSubmitOpera
 detached launcher), the DAG waits, deferred, until it runs (``wait_replica_running``), only then stops the
 old one (``stop_old_replica``) and records the applied plan, publishing the ``ftops://plans/replication``
 asset. Everything goes to the history store (connection ``ftops_db``). Nothing heavy runs at import time.
+
+Per job's apply mode: ``recommend`` stores plans and never resubmits; ``approve`` (the default for jobs
+not marked as test jobs) asks a person first: ``approve_replica_changes`` (Airflow's human-in-the-loop
+approval, in the UI's "Required actions") lists the plan diffs and the predicted gains, and only an
+approval lets those changes through; ``auto`` applies at once. A job's replica changes at most once per
+its cooldown.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pendulum
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Asset, Param, task
 
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
+from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
 
 REPLICATION_PLANS = Asset("ftops://plans/replication")
 
 with DAG(
     dag_id="ftops_profile_and_plan",
-    schedule="@hourly",
+    schedule=dag_schedule("@hourly"),  # FTOPS_SCHEDULES=manual: manual runs only
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -57,11 +68,37 @@ with DAG(
         return changes(names, float(params["of_threshold"]))
 
     changes = replica_changes(jobs)
+
+    @task
+    def approval_request(proposed: list[dict]) -> str:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from ftops_provider.operators.replicas import approval_body
+
+        waiting = [c for c in proposed if c["needs_approval"]]
+        if not waiting:
+            raise AirflowSkipException("no replica change needs an approval")
+        return approval_body(waiting)
+
+    request = approval_request(changes)
+    approve = ApprovalOperator(task_id="approve_replica_changes", subject="ftops: approve replica changes?",
+                               body="{{ ti.xcom_pull(task_ids='approval_request') }}", defaults="Reject",
+                               response_timeout=timedelta(hours=24))
+    decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not what follows it
+
+    @task(trigger_rule="none_failed")
+    def to_apply(proposed: list[dict], ti=None) -> list[dict]:
+        from ftops_provider.operators.replicas import approved_changes
+
+        return approved_changes(proposed, ti.xcom_pull(task_ids="approve_replica_changes"))
+
+    applying = to_apply(changes)
+    request >> approve >> decided >> applying
     submit = StreamSubmitOperator.partial(task_id="submit_replica", conn_id="spark_standby").expand_kwargs(
-        changes.map(lambda c: {"app_name": c["app_name"], "run_args": c["run_args"], "master_ui": c["master_ui"]}))
+        applying.map(lambda c: {"app_name": c["app_name"], "run_args": c["run_args"], "master_ui": c["master_ui"]}))
     running = SparkAppSensor.partial(task_id="wait_replica_running", spark_master_conn_id="ftops_spark_standby",
-                                     timeout_s=300).expand(app_name=changes.map(lambda c: c["app_name"]))
-    stop_old = StopStreamOperator.partial(task_id="stop_old_replica").expand(output_dir=changes.map(lambda c: c["old_output"]))
+                                     timeout_s=300).expand(app_name=applying.map(lambda c: c["app_name"]))
+    stop_old = StopStreamOperator.partial(task_id="stop_old_replica").expand(output_dir=applying.map(lambda c: c["old_output"]))
 
     @task(outlets=[REPLICATION_PLANS])
     def record_applied(applied: list[dict], outlet_events=None) -> list[dict]:
@@ -73,7 +110,7 @@ with DAG(
 
     upgrade >> jobs
     profiled >> planned >> what_if >> changes
-    submit >> running >> stop_old >> record_applied(changes)
+    submit >> running >> stop_old >> record_applied(applying)
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

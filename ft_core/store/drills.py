@@ -47,8 +47,8 @@ class DrillRecords(StoreBase):
         so closing a measured drill again as failed with only ``{"error": ...}`` adds the reason without
         erasing the measurement; a report with windows replaces the drill's windows.
         """
-        if status not in ("passed", "failed"):
-            raise InputError(f"drill status {status!r}: expected 'passed' or 'failed'")
+        if status not in ("passed", "failed", "aborted"):
+            raise InputError(f"drill status {status!r}: expected 'passed', 'failed' or 'aborted'")
         measured = validated(DrillMeasurement, "drill report", report)
         with self.conn, self.conn.cursor() as cur:
             job_id = self._lock_drill(cur, drill_id)
@@ -74,13 +74,40 @@ class DrillRecords(StoreBase):
                                                         "tentative_accuracy": measured.tentative_accuracy})
 
     def drill_status(self, drill_id: int) -> str:
-        """``running``, ``passed`` or ``failed`` (InputError when there is no such drill)."""
+        """``running``, ``passed``, ``failed`` or ``aborted`` (InputError when there is no such drill)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("SELECT status FROM ftops_drill WHERE drill_id = %s", (drill_id,))
             row = cur.fetchone()
         if row is None:
             raise InputError(f"drill {drill_id} does not exist")
         return row[0]
+
+    def abandon_running_drills(self, job: str, reason: str, keep_dag_run_id: str | None = None) -> list[int]:
+        """Close the job's drills still ``running`` (but the one of ``keep_dag_run_id``) as ``aborted`` with
+        ``reason``: called by whoever just took the job's lease, since no one else can be drilling it (their
+        holder died and its lease expired). Returns the ids closed."""
+        with self.conn, self.conn.cursor() as cur:
+            job_id = self._locked_job(cur, job)
+            cur.execute(
+                """UPDATE ftops_drill SET status = 'aborted', finished_at = now(),
+                       report = coalesce(report, '{}'::jsonb) || jsonb_build_object('error', %s::text)
+                   WHERE job_id = %s AND status = 'running' AND (%s::text IS NULL OR dag_run_id IS DISTINCT FROM %s)
+                   RETURNING drill_id""",
+                (reason, job_id, keep_dag_run_id, keep_dag_run_id),
+            )
+            closed = sorted(r[0] for r in cur.fetchall())
+            for drill_id in closed:
+                self._event(cur, job_id, "drill_finished", {"drill_id": drill_id, "status": "aborted", "error": reason})
+        return closed
+
+    def drill_report(self, drill_id: int) -> dict[str, Any]:
+        """The drill's stored report (every key its writers gave; empty while nothing was recorded)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT report FROM ftops_drill WHERE drill_id = %s", (drill_id,))
+            row = cur.fetchone()
+        if row is None:
+            raise InputError(f"drill {drill_id} does not exist")
+        return row[0] or {}
 
     def drills(self, job: str, limit: int = 100) -> list[dict[str, Any]]:
         """The job's newest ``limit`` drills, oldest first, each with its failure ``windows``

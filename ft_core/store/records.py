@@ -17,7 +17,7 @@ JOB_LOCK_BASE = 0x6674_6F70_7300_1000
 
 PlanKind = Literal["replication", "recovery", "checkpoint"]
 ProfileKind = Literal["rates", "checkpoint"]
-DrillOutcome = Literal["passed", "failed"]
+DrillOutcome = Literal["passed", "failed", "aborted"]
 RunOutcome = Literal["succeeded", "failed"]
 StageStatus = Literal["pending", "waiting", "started", "done", "failed"]
 Role = Literal["primary", "replica", "unit"]

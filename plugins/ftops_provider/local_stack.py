@@ -24,11 +24,12 @@ from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import ROOT, LocalAirflow
 from spark_jobs.runtime.waiting import wait_for
 
+# The demo's jobs are test jobs: their plans and drills apply at once (no approval waits in a demo).
 SAMPLE_JOBS = (
-    JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=180,
+    JobSpec(name="topk", workload="topk", replication_budget=4, max_recovery_s=180, test_job=True, replica_cooldown_s=0,
             primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
-    JobSpec(name="incidents", workload="incidents", replication_budget=6, max_recovery_s=180,
-            primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
+    JobSpec(name="incidents", workload="incidents", replication_budget=6, max_recovery_s=180, test_job=True,
+            replica_cooldown_s=0, primary_master="spark://127.0.0.1:7077", standby_master="spark://127.0.0.1:7078"),
 )
 RUNNING_JOB = "topk"  # the sample job whose streams the stack runs (two cores hold one job comfortably)
 SAMPLE_PARAMS = {"topk": ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"],
@@ -69,7 +70,9 @@ class LocalStack:
 
     def connections(self) -> dict[str, str]:
         """Airflow connections as environment variables of the Airflow processes (never written to disk)."""
-        return {**stack_connections(self.postgres.url()), "FTOPS_DATABASE_URL": self.postgres.url()}
+        # the demo triggers its runs itself: no scheduled run may start beside them (FTOPS_SCHEDULES)
+        return {**stack_connections(self.postgres.url()), "FTOPS_DATABASE_URL": self.postgres.url(),
+                "FTOPS_SCHEDULES": "manual"}
 
     def up(self) -> None:
         from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_up

@@ -1,4 +1,4 @@
-"""``ftops drill run`` and ``ftops bench drills`` (registered through the ``ftops.commands`` entry
+"""``ftops drill run``, ``ftops drill job`` and ``ftops bench drills`` (registered through the ``ftops.commands`` entry
 point ``drill = "spark_jobs.cli.drill"``); the logic lives in :mod:`spark_jobs.drills.local` and
 :mod:`spark_jobs.drills.bench`, so Airflow operators can run the same steps."""
 
@@ -7,15 +7,18 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ft_core.cli.output import print_json
+from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
+
 
 def register(sub, groups) -> None:
     drill = sub.add_parser("drill", help="chaos drills: kill a failure domain under a running job, measure tentative accuracy")
@@ -37,6 +40,7 @@ def register(sub, groups) -> None:
     _common(run)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=_run)
+    _add_job_drill(dsub)
 
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
     bench.add_argument("--workloads", default="topk,incidents", help="pipelines to drill, comma-separated (sample names "
@@ -118,7 +122,6 @@ def summary(report) -> str:
 
 def _bench(args: argparse.Namespace) -> int:
     from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, command_line, render, run_bench
-
     from spark_jobs.pipeline.loading import load_pipeline
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -192,3 +195,57 @@ def _non_negative(value: float, flag: str) -> float:
     if value < 0:
         raise InputError(f"{flag}: must be >= 0, got {value}")
     return value
+
+
+def _add_job_drill(dsub) -> None:
+    """``ftops drill job NAME``: the drill DAG's steps and guards on a registered, running job, from here
+    (:mod:`spark_jobs.drills.job_drill`); exit 0 passed, 1 failed or aborted, 3 busy."""
+    job = dsub.add_parser("job", help="drill a registered, running job (the drill DAG's steps and guards, from here)")
+    job.add_argument("name", help="a registered job")
+    job.add_argument("--domain", default="auto", help="failure domain to kill (default auto: where the primary's executors run)")
+    job.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
+    job.add_argument("--replacement-delay-s", type=float, default=30.0, help="seconds until replacement capacity (default 30)")
+    job.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
+    job.add_argument("--steady-lag-s", type=float, default=60.0, help="steady state: the primary at most this far "
+                     "(event-time seconds) behind its input, before and after (default 60)")
+    job.add_argument("--max-duration-s", type=float, default=1800.0, help="abort probe: the drill runs at most this long")
+    job.add_argument("--max-lag-s", type=float, default=600.0, help="abort probe: once capacity is back, the primary at "
+                     "most this far behind its input (default 600)")
+    job.add_argument("--lease-ttl-s", type=float, default=120.0, help="the lease expires this long after this command "
+                     "dies without releasing it (default 120)")
+    job.add_argument("--db-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
+                     "FTOPS_DATABASE_URL is not set)")
+    job.add_argument("--json", action="store_true", help="print the experiment report as JSON")
+    job.set_defaults(func=_drill_job)
+
+
+def _drill_job(args: argparse.Namespace) -> int:
+    from spark_jobs.drills.job_drill import JobDrillSettings, run_job_drill
+
+    settings = _validated(JobDrillSettings, job=args.name, domain=args.domain, kill_driver=args.kill_driver,
+                          replacement_delay_s=args.replacement_delay_s, timeout_s=args.timeout_s,
+                          steady_lag_s=args.steady_lag_s, max_duration_s=args.max_duration_s, max_lag_s=args.max_lag_s,
+                          lease_ttl_s=args.lease_ttl_s)
+    holder = f"command ftops drill job {args.name} (pid {os.getpid()} on {socket.gethostname()})"
+    _interrupt_on_sigterm()
+    with Progress("drill job") as progress:
+        report = run_job_drill(lambda: _job_store(args.db_dir), settings, holder, progress=progress)
+    if args.json:
+        print_json(report.model_dump())
+    else:
+        print(report.title + ("" if not report.reasons else ": " + "; ".join(report.reasons)))
+        print_table(["check", "expected", "observed", "held"],
+                    [[c.name, c.expected, c.observed or "-", {True: "yes", False: "NO", None: "-"}[c.held]]
+                     for c in [*report.hypothesis_before, *report.hypothesis_after]])
+    return 0 if report.verdict == "passed" else 1
+
+
+def _job_store(db_dir: Path):
+    from ft_core.store.connection import connect
+    from ft_core.store.history import HistoryStore
+    from ft_core.store.migrations import upgrade
+    from ft_core.store.url import database_url
+
+    conn = connect(database_url(db_dir))
+    upgrade(conn)
+    return HistoryStore(conn)

@@ -48,6 +48,12 @@ def register(sub, groups) -> None:
     reg.add_argument("--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
                      "up` (drills fail its domains' workers)")
     reg.add_argument("--max-recovery-s", type=float, help="the job's recovery-time bound (drills check it)")
+    reg.add_argument("--apply", choices=("auto", "approve", "recommend"), help="how new plans and drills are applied: at "
+                     "once, after a person approves them in Airflow, or never (plans are only stored); default: "
+                     "approve, auto for a --test-job")
+    reg.add_argument("--test-job", action="store_true", help="a job for trying ftops out: plans and drills apply at once")
+    reg.add_argument("--replica-cooldown-s", type=float, default=3600.0,
+                     help="least time between two replica changes of the job (default 3600)")
     _store_option(reg)
     reg.add_argument("--json", action="store_true")
     reg.set_defaults(func=_register)
@@ -119,7 +125,7 @@ def build_registration(args: argparse.Namespace):
 
             topology = load_topology(args.topology).to_document()
             return JobSpec(name=args.name, workload="plan-only", replication_budget=args.budget,
-                           max_recovery_s=args.max_recovery_s), topology
+                           max_recovery_s=args.max_recovery_s, apply_mode="recommend"), topology
         if args.input is None or args.master is None:
             raise InputError("--input and --master: a runnable job needs its input folder and its Spark master")
         ref = pipeline_ref(args)
@@ -139,7 +145,8 @@ def build_registration(args: argparse.Namespace):
             cluster_state=str(args.cluster_state.resolve()) if args.cluster_state else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
-                       query_priorities=workload.queries(), deployment=deployment.model_dump())
+                       query_priorities=workload.queries(), deployment=deployment.model_dump(), apply_mode=args.apply,
+                       test_job=args.test_job, replica_cooldown_s=args.replica_cooldown_s)
         return spec, workload.topology(name=args.name).to_document()
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -81,23 +81,35 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     replica = None
     if plan and tasks:
-        standby = {a["name"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
+        standby = {a["name"]: a["id"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
         if replica_app_name(job, plan["plan_id"]) not in standby:
             raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
         replica = str(dep.replica_output(plan["plan_id"]))
+        if domain in executor_domains(state, standby[replica_app_name(job, plan["plan_id"])], pool="standby"):
+            raise InputError(f"blast radius: failure domain {domain!r} holds {job!r}'s replica; a drill must not "
+                             "fail what is meant to cover the failure")
+    check_blast_radius(state, domain)
     return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
                         predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
                         kill_driver=kill_driver, replica_output=replica)
 
 
-def executor_domains(state, app_id: str) -> dict[str, int]:
-    """Failure domain -> number of the application's executors on the primary pool's live workers (each
-    worker's own JSON lists its executors)."""
+def check_blast_radius(state, domain: str) -> None:
+    """A drill touches only the domain it names, and never the only standby capacity left."""
+    standby = state.workers("standby")
+    if standby and all(w.domain == domain for w in standby):
+        raise InputError(f"blast radius: failure domain {domain!r} holds all of the standby capacity; a drill must "
+                         "leave standby workers for the replica and for recovery")
+
+
+def executor_domains(state, app_id: str, pool: str = "primary") -> dict[str, int]:
+    """Failure domain -> number of the application's executors on ``pool``'s live workers (each worker's
+    own JSON lists its executors)."""
     from spark_jobs.cluster.web_ui import try_json
     from spark_jobs.runtime.processes import pid_alive
 
     out: dict[str, int] = {}
-    for w in state.workers("primary"):
+    for w in state.workers(pool):
         if not pid_alive(w.pid):
             continue
         doc = try_json(f"http://127.0.0.1:{w.ui_port}/json/")
@@ -161,6 +173,22 @@ def primary_driver_alive(dep: JobDeployment) -> bool:
 
     submit = dep.primary_output / "_submit.json"
     return submit.exists() and pid_alive(json.loads(submit.read_text())["pgid"])
+
+
+def restore_capacity(dep: JobDeployment, ctx: DrillContext, capacity_added: bool) -> list[str]:
+    """Put back what an aborted drill took: replacement capacity if none came yet, the primary (from its
+    checkpoint) if its driver died. Returns what was done."""
+    from spark_jobs.runtime.detached_submit import submit_stream
+    from spark_jobs.runtime.job_streams import primary_run_argv
+
+    done = []
+    if not capacity_added:
+        add_replacement(dep, ctx)
+        done.append("replacement worker added")
+    if not primary_driver_alive(dep):
+        submit_stream(primary_app_name(ctx.job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=False)
+        done.append("primary resubmitted from its checkpoint")
+    return done
 
 
 def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:

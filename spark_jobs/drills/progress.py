@@ -63,3 +63,38 @@ def window_slide_s(rows: list[dict]) -> float:
     starts = sorted({int(r["window_start"]) for r in rows})
     gaps = [b - a for a, b in zip(starts, starts[1:]) if b > a]
     return min(gaps) / 1000 if gaps else 1.0
+
+
+def new_outputs(folder: str | Path, pattern: str, after_ts: float) -> list[tuple[float, str]]:
+    """(mtime, name) of the non-empty files matching ``pattern`` changed after ``after_ts``, oldest first
+    (e.g. a replica's first tentative outputs after a failure)."""
+    found = []
+    for p in Path(folder).glob(pattern) if Path(folder).is_dir() else []:
+        try:
+            st = p.stat()
+        except FileNotFoundError:  # renamed away between the listing and the stat
+            continue
+        if p.is_file() and not p.name.startswith(".") and st.st_size > 0 and st.st_mtime > after_ts:
+            found.append((st.st_mtime, p.name))
+    return sorted(found)
+
+
+def caught_up_now(checkpoint: str | Path, input_dir: str | Path, *, after_ts: float, max_lag_files: int,
+                  output_dir: str | Path | None = None, watermark_ms: int | None = None) -> tuple[bool, str]:
+    """Whether a query is caught up now, and what is missing otherwise: at most ``max_lag_files`` input
+    files unprocessed (its steady lag), a batch committed after ``after_ts`` (it restarted), and, given
+    ``output_dir`` and ``watermark_ms``, a micro-batch ending after ``after_ts`` that used a watermark of
+    at least ``watermark_ms`` (the input's watermark when capacity came back: the drill's definition)."""
+    from spark_jobs.runtime.stream_lag import file_source_lag
+
+    try:
+        lag = file_source_lag(checkpoint, input_dir)
+    except (OSError, ValueError) as exc:  # a checkpoint file being written: the next poll reads it
+        return False, f"lag not readable yet: {exc}"
+    fresh = lag.last_commit_time is not None and lag.last_commit_time >= after_ts
+    reached = watermark_ms is None or output_dir is None or \
+        first_batch_reaching(Path(output_dir), watermark_ms, after_ts) is not None
+    if fresh and reached and lag.lag_files <= max_lag_files and lag.input_files > 0:
+        return True, ""
+    return False, (f"{lag.lag_files} input files not processed (steady: {max_lag_files}), output watermark "
+                   f"{'reached' if reached else 'not yet at'} {watermark_ms}" + ("" if fresh else " (no batch committed since)"))

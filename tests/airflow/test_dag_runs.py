@@ -9,6 +9,7 @@ the drill then relies on."""
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 
 import pytest
@@ -43,6 +44,7 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
 
     for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
         monkeypatch_module.setenv(name, value)
+    monkeypatch_module.setenv("FTOPS_DATABASE_URL", pg_server.url())  # for the commands the tests run
     root = tmp_path_factory.mktemp("job")
     state = root / "spark"
     cluster_up(ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
@@ -58,7 +60,8 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     res = run_cli("job", "register", "--name", JOB, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / JOB,
                   "--master", f"spark://127.0.0.1:{BASE + 77}", "--master-ui", f"http://127.0.0.1:{BASE + 90}",
                   "--standby-master", f"spark://127.0.0.1:{BASE + 78}", "--standby-ui", f"http://127.0.0.1:{BASE + 91}",
-                  "--cluster-state", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params, env=env)
+                  "--cluster-state", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", "--test-job",
+                  *params, env=env)
     assert res.code == 0, res.err
     store = HistoryStore(conn)
     dep = parse_deployment(store.job(JOB)["deployment"], JOB)
@@ -151,3 +154,126 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     assert drill["time_to_first_tentative_s"] is not None
     assert drill["params"]["failure_domain"] == "auto" and drill["dag_run_id"] == run.run_id
     assert len(drill["windows"]) >= 1 and all(0 <= w["accuracy"] <= 1 for w in drill["windows"])
+    experiment = store.experiment("drill", drill["drill_id"])
+    assert experiment.verdict == "passed" and experiment.dag_run_id == run.run_id
+    assert all(c.held for c in experiment.hypothesis_before) and all(c.held for c in experiment.hypothesis_after)
+    assert [p.fired for p in experiment.probes] == [False, False, False]
+    events = [e.event for e in experiment.timeline]
+    assert events[:2] == ["steady state checked", "failure injected"] and events[-1] == "passed"
+    assert events.index("replacement capacity joined") < events.index("primary caught up")
+    assert store.lease(JOB) is None  # released
+
+
+def _drill_command(dep, *extra: str) -> subprocess.Popen:
+    """``ftops drill job`` in the background, as an operator at a terminal starts it."""
+    import sys
+
+    return subprocess.Popen([sys.executable, "-m", "ft_core.cli.main", "drill", "job", JOB, "--replacement-delay-s", "5",
+                             "--timeout-s", "400", "--json", *extra], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _holder(store) -> str | None:
+    lease = store.lease(JOB)
+    return None if lease is None else lease["holder"]
+
+
+def test_a_dag_drill_beside_a_command_drill_is_refused_as_skipped(live_job):
+    dep, store = live_job
+    command = _drill_command(dep)
+    try:
+        wait_for(lambda: (_holder(store) or "").startswith("command ftops drill job"), timeout_s=120, interval_s=0.5,
+                 what="the command to take the job's lease")
+        before = {d["drill_id"] for d in store.drills(JOB)}
+        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
+        out, err = command.communicate(timeout=900)
+    finally:
+        command.kill()
+    assert run.state == "success"  # refused: skipped, not a failed drill
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["preflight"] == "skipped" and states["inject_failure"] == "skipped" and states["finish"] == "skipped"
+    assert command.returncode == 0, err
+    report = json.loads(out)
+    assert report["verdict"] == "passed" and report["dag_run_id"] is None
+    assert {d["drill_id"] for d in store.drills(JOB)} - before == {report["experiment_id"]}  # the command's drill only
+    assert store.lease(JOB) is None
+
+
+def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_capacity(live_job, smtp):
+    import os
+    import signal
+
+    from spark_jobs.drills.live import executor_domains, master_apps
+    from spark_jobs.cluster.standalone import require_state
+
+    dep, store = live_job
+    command = _drill_command(dep, "--lease-ttl-s", "45")
+    wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
+    os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
+    command.wait(timeout=30)
+    refused = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
+    assert {ti.task_id: ti.state for ti in refused.get_task_instances()}["preflight"] == "skipped"  # not expired yet
+    wait_for(lambda: store.lease(JOB) is None or store.lease(JOB)["expires_at"] < _now(store), timeout_s=60,
+             interval_s=1, what="the dead command's lease to expire")
+
+    # The next drill takes the lease over, but capacity comes back only after 120 s and the drill may
+    # run 30 s: the too-long probe fires while it waits, the drill is aborted and capacity restored.
+    run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 120, "max_duration_s": 30,
+                                                   "timeout_s": 400})
+    assert run.state == "failed"  # visibly
+    drill = store.drills(JOB)[-1]
+    assert drill["dag_run_id"] == run.run_id and drill["status"] == "aborted"
+    assert "longer than its bound of 30 s" in drill["error"]
+    experiment = store.experiment("drill", drill["drill_id"])
+    assert experiment.verdict == "aborted" and experiment.restored == ["replacement worker added"]
+    assert [p.name for p in experiment.probes if p.fired] == ["too_long"]
+    assert store.lease(JOB) is None
+    # capacity restored: the primary has an executor again and keeps up
+    app = next(a["id"] for a in master_apps(dep.primary_ui) if a["name"] == f"ftops-{JOB}-primary")
+    wait_for(lambda: sum(executor_domains(require_state(dep.cluster_state), app).values()) or None, timeout_s=300,
+             interval_s=2, what="the primary's executor on the restored capacity")
+    # the abort was notified through the ftops_notify connection (a local SMTP server here)
+    mail = wait_for(lambda: smtp.messages or None, timeout_s=60, interval_s=1, what="the abort's email")
+    assert mail[0]["To"] == "oncall@example.com" and "aborted" in mail[0]["Subject"]
+    assert "longer than its bound of 30 s" in _text(mail[0]) and run.run_id in _text(mail[0])
+
+
+def _now(store):
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("SELECT now()")
+        return cur.fetchone()[0]
+
+
+class _Inbox:
+    def __init__(self):
+        self.messages: list = []
+
+    async def handle_DATA(self, server, session, envelope):  # aiosmtpd's handler hook
+        from email import message_from_bytes
+
+        self.messages.append(message_from_bytes(envelope.content))
+        return "250 OK"
+
+
+def _text(mail) -> str:
+    return " ".join(part.get_payload(decode=True).decode() for part in mail.walk() if not part.is_multipart())
+
+
+@pytest.fixture
+def smtp(monkeypatch):
+    """A local SMTP server and the ``ftops_notify`` connection pointing at it."""
+    import socket
+
+    from aiosmtpd.controller import Controller
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inbox = _Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_NOTIFY", json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": port,
+        "extra": {"to": "oncall@example.com", "from_email": "ftops@example.com", "disable_tls": True, "disable_ssl": True}}))
+    yield inbox
+    controller.stop()

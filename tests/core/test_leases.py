@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from ft_core.errors import InputError
 from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.leases import BusyError, LeaseKeeper
@@ -66,6 +67,7 @@ def test_bad_lease_requests_name_the_field(store):
 
 KEEPER = """
 import sys, time
+from ft_core.errors import InputError
 from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore
 from ft_core.store.leases import LeaseKeeper
@@ -94,3 +96,27 @@ def test_a_holder_killed_while_holding_the_lease_lets_it_expire_and_a_keeper_rel
     with LeaseKeeper(lambda: HistoryStore(connect(pg_server.url())), "alerts", "recovery", "command me", ttl_s=5):
         assert store.lease("alerts")["holder"] == "command me"
     assert store.lease("alerts") is None  # released on exit
+
+
+def test_whoever_takes_the_lease_closes_drills_their_dead_holders_left_running(store):
+    from ft_core.store.experiments import Check, ExperimentReport, Probe
+
+    dead = store.start_drill("alerts", None, {"failure_domain": "rack-a"}, "manual__dead")
+    mine = store.start_drill("alerts", None, {"failure_domain": "rack-b"}, "manual__mine")
+    cli = store.start_drill("alerts", None, {"failure_domain": "rack-b"})  # a command's drill has no DAG run
+    assert store.abandon_running_drills("alerts", "its holder died", keep_dag_run_id="manual__mine") == [dead, cli]
+    assert store.drill_status(dead) == "aborted" and store.drill_status(mine) == "running"
+    assert store.drill_report(dead)["error"] == "its holder died"
+    assert store.abandon_running_drills("alerts", "again") == [mine]  # a command keeps none
+
+    assert store.experiment("drill", dead) is None  # no report until one is written
+    report = ExperimentReport(kind="drill", job="alerts", experiment_id=dead, verdict="aborted", reasons=["its holder died"],
+                              hypothesis_before=[Check(name="primary keeps up", expected="within 60 s", observed="2.0 s behind",
+                                                       held=True)],
+                              probes=[Probe(name="too_long", bound="drill shorter than 600 s", fired=True, reason="ran 700 s")])
+    store.save_experiment(report)
+    assert store.experiment("drill", dead) == report
+    with pytest.raises(InputError, match="drill 999999 does not exist"):
+        store.save_experiment(report.model_copy(update={"experiment_id": 999999}))
+    with pytest.raises(InputError, match="experiment kind 'chaos'"):
+        store.experiment("chaos", dead)

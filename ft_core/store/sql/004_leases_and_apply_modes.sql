@@ -17,3 +17,13 @@ ALTER TABLE ftops_job ADD COLUMN apply_mode text NOT NULL DEFAULT 'approve'
     CHECK (apply_mode IN ('auto', 'approve', 'recommend'));
 ALTER TABLE ftops_job ADD COLUMN test_job boolean NOT NULL DEFAULT false;
 ALTER TABLE ftops_job ADD COLUMN replica_cooldown_s double precision NOT NULL DEFAULT 3600 CHECK (replica_cooldown_s >= 0);
+
+-- A drill stopped on purpose (an abort probe fired, the steady state did not hold, nobody approved it)
+-- is neither passed nor failed: 'aborted', with the reason in its report.
+ALTER TABLE ftops_drill DROP CONSTRAINT ftops_drill_status_check;
+ALTER TABLE ftops_drill ADD CONSTRAINT ftops_drill_status_check CHECK (status IN ('running', 'passed', 'failed', 'aborted'));
+
+-- The experiment report of a drill or a recovery run (ft_core.store.experiments.ExperimentReport): its
+-- steady-state hypothesis, abort probes, timeline and verdict, written when the experiment ends.
+ALTER TABLE ftops_drill ADD COLUMN experiment jsonb;
+ALTER TABLE ftops_recovery_run ADD COLUMN experiment jsonb;

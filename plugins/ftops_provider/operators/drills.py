@@ -9,12 +9,45 @@ when output was lost or duplicated or the primary missed the job's recovery-time
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from ftops_provider.hooks.history import HistoryStoreHook
+from spark_jobs.drills.experiment import drill_experiment
+from spark_jobs.drills.job_drill import STALE_DRILL
+from spark_jobs.drills.probes import check_steady, other_workers, steady_lag_files
+
+
+def approved(decision: dict | None) -> bool:
+    """Whether an approval task's answer (its XCom) says Approve."""
+    return bool(decision) and "Approve" in (decision.get("chosen_options") or [])
+
+
+def drill_approval_body(pre: dict) -> str:
+    """What a person approves (Markdown): the job, the domain to fail, what the drill expects and risks."""
+    h = pre["hypothesis"]
+    return "\n".join([
+        f"ftops would fail **{pre['domain']}** under job **{pre['job']}** (drill #{pre['drill_id']}): SIGKILL of its "
+        f"workers{' and the primary driver' if pre['kill_driver'] else ''}, replacement capacity after "
+        f"{pre['replacement_delay_s']:.0f} s.", "",
+        f"- replication plan #{pre['plan_id']}: predicted output fidelity {pre['predicted_output_fidelity']:.3f}"
+        if pre["plan_id"] is not None else "- no replica runs: tentative output is lost during the failure",
+        f"- steady state now: the primary is {h['lag_s']:.1f} s behind its input (bound {h['steady_lag_bound_s']:.0f} s)",
+        f"- aborted if it runs past {pre['probes']['max_duration_s']:.0f} s, another domain is lost, or the primary "
+        f"falls {pre['probes']['max_lag_s']:.0f} s behind once capacity is back"])
+
+
+def lease_holder(context: Any) -> str:
+    """Who holds a job's lease for a DAG run: the run's DAG and id (what a refused experiment is told)."""
+    return f"dag run {context['dag'].dag_id}/{context['run_id']}"
+
+
+def release_drill_lease(store, job: str, context: Any) -> None:
+    if store.release_lease(job, lease_holder(context)):
+        context["ti"].log.info("released the lease on %s", job)
 
 
 class DrillFailed(Exception):
@@ -30,51 +63,73 @@ def _dep(store, job: str):
 class DrillPreflightOperator(BaseOperator):
     """Check the job can be drilled (streams running, domain known, plan stored) and open the drill record."""
 
-    template_fields = ("job_name", "domain", "kill_driver", "replacement_delay_s")
+    template_fields = ("job_name", "domain", "kill_driver", "replacement_delay_s", "timeout_s", "steady_lag_s",
+                       "max_duration_s", "max_lag_s")
 
     def __init__(self, *, job_name: str, domain: str, kill_driver: bool | str = False, replacement_delay_s: float | str = 30,
-                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+                 timeout_s: float | str = 600, steady_lag_s: float | str = 60, max_duration_s: float | str = 1800,
+                 max_lag_s: float | str = 600, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.job_name, self.domain = job_name, domain
         self.kill_driver, self.replacement_delay_s = kill_driver, replacement_delay_s
+        self.timeout_s = timeout_s
+        self.steady_lag_s, self.max_duration_s, self.max_lag_s = steady_lag_s, max_duration_s, max_lag_s
         self.ftops_db_conn_id = ftops_db_conn_id
 
+    @property
+    def lease_ttl_s(self) -> float:
+        """The drill's whole budget: the replacement delay, its waits (each up to ``timeout_s``) and the
+        verification; the run releases the lease when it ends, the expiry only matters if Airflow loses it."""
+        return float(self.replacement_delay_s) + 4 * float(self.timeout_s) + 900.0
+
     def execute(self, context: Any) -> dict[str, Any]:
+        import time
+
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from ft_core.store.leases import BusyError
         from spark_jobs.drills.live import preflight
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
         kill = self.kill_driver if isinstance(self.kill_driver, bool) else str(self.kill_driver).lower() == "true"
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
-            job, dep = _dep(store, self.job_name)
-            plan = _running_replica_plan(store, self.job_name)
-            ctx = preflight(dep, self.job_name, plan, self.domain, kill)
-            params = {"failure_domain": self.domain, "kill_driver": kill, "replacement_delay_s": float(self.replacement_delay_s)}
-            drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
+            try:  # one experiment per job: a second drill (or a recovery) at the same time is refused, not failed
+                store.acquire_lease(self.job_name, "drill", lease_holder(context), ttl_s=self.lease_ttl_s)
+            except BusyError as exc:
+                raise AirflowSkipException(str(exc)) from None
+            try:
+                stale = store.abandon_running_drills(self.job_name, STALE_DRILL, keep_dag_run_id=context["run_id"])
+                if stale:
+                    self.log.warning("closed drill(s) %s of %s as aborted: %s", stale, self.job_name, STALE_DRILL)
+                job, dep = _dep(store, self.job_name)
+                if job["apply_mode"] == "recommend":
+                    raise AirflowSkipException(f"job {self.job_name!r} is in recommend mode: ftops does not drill it")
+                plan = _running_replica_plan(store, self.job_name)
+                ctx = preflight(dep, self.job_name, plan, self.domain, kill)
+                lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, float(self.steady_lag_s))
+                params = {"failure_domain": self.domain, "kill_driver": kill,
+                          "replacement_delay_s": float(self.replacement_delay_s)}
+                drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
+            except BaseException:
+                release_drill_lease(store, self.job_name, context)
+                raise
         finally:
             store.conn.close()
         steady = steady_lag_files(dep.primary_checkpoint, dep.input)
-        self.log.info("drill #%s of %s: plan %s (predicted OF %.3f), failing %s; steady lag %d input files",
-                      drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity, self.domain, steady)
-        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "replacement_delay_s": float(self.replacement_delay_s),
+        self.log.info("drill #%s of %s: plan %s (predicted OF %.3f), failing %s; steady: %d input files, %.1f s behind",
+                      drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity, ctx.domain, steady, lag)
+        probes = {"domain": ctx.domain, "max_duration_s": float(self.max_duration_s), "max_lag_s": float(self.max_lag_s),
+                  "others": other_workers(dep.cluster_state, ctx.domain), "input_dir": str(dep.input),
+                  "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params}
+        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "checked_at": time.time(), "replacement_delay_s": float(self.replacement_delay_s),
+                "needs_approval": job["apply_mode"] == "approve", "probes": probes,
+                "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,
+                               "lag_s": round(lag, 1), "steady_lag_bound_s": float(self.steady_lag_s), "lag_files": steady},
                 "deployment": dep.model_dump(), "max_recovery_s": job.get("max_recovery_s"),
+                "paths": {"input": str(dep.input), "primary_output": str(dep.primary_output),
+                          "primary_checkpoint": str(dep.primary_checkpoint)},
                 "primary_app": primary_app_name(self.job_name), "primary_run_args": [str(a) for a in primary_run_argv(dep)]}
-
-
-def steady_lag_files(checkpoint, input_dir, polls: int = 6, interval_s: float = 1.0) -> int:
-    """The primary's lag (unprocessed input files) in steady state: the most seen over a few polls before
-    the failure. A stream fed in real time is never at lag zero for long (input arrives during every
-    micro-batch), so "caught up" after the failure means back to this lag, as Khaos defines recovery."""
-    import time
-
-    from ftops_provider.stream_lag import file_source_lag
-
-    seen = []
-    for i in range(polls):
-        seen.append(file_source_lag(checkpoint, input_dir).lag_files)
-        if i < polls - 1:
-            time.sleep(interval_s)
-    return max(seen)
 
 
 def _running_replica_plan(store, job: str) -> dict | None:
@@ -93,16 +148,20 @@ class InjectFailureOperator(BaseOperator):
         self.preflight_task_id = preflight_task_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowSkipException
+
         from spark_jobs.drills.live import DrillContext, inject
         from spark_jobs.runtime.job_streams import JobDeployment
 
         pre = context["ti"].xcom_pull(task_ids=self.preflight_task_id)
+        if pre["needs_approval"] and not approved(context["ti"].xcom_pull(task_ids="approve_drill")):
+            raise AirflowSkipException("nobody approved the drill: nothing was injected")
         dep = JobDeployment.model_validate(pre["deployment"])
         ctx = inject(dep, DrillContext.model_validate({k: pre[k] for k in DrillContext.model_fields if k in pre}))
         due = datetime.fromtimestamp(ctx.t_fail, tz=timezone.utc) + timedelta(seconds=pre["replacement_delay_s"])
         self.log.info("killed %s at %s; primary had delivered windows ending <= %s", ", ".join(ctx.killed),
                       ctx.t_fail, ctx.failure_end_ms)
-        return {**pre, **ctx.model_dump(), "capacity_due": due.isoformat()}
+        return {**pre, **ctx.model_dump(), "capacity_due": due.isoformat(), "probes": {**pre["probes"], "t_fail": ctx.t_fail}}
 
 
 class AddCapacityOperator(BaseOperator):
@@ -122,7 +181,7 @@ class AddCapacityOperator(BaseOperator):
         dep = JobDeployment.model_validate(doc["deployment"])
         ctx = add_replacement(dep, DrillContext.model_validate({k: doc[k] for k in DrillContext.model_fields}), self.domain)
         self.log.info("a %s worker joined %.1f s after the failure", self.domain, ctx.t_capacity - ctx.t_fail)
-        return {**doc, **ctx.model_dump()}
+        return {**doc, **ctx.model_dump(), "probes": {**doc["probes"], "lag_after": ctx.t_capacity}}
 
 
 class InjectFaultsOperator(BaseOperator):
@@ -175,6 +234,7 @@ class VerifyDrillOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from spark_jobs.drills.live import DrillContext, measure, verdict
+        from spark_jobs.drills.probes import event_lag_s
         from spark_jobs.runtime.job_streams import JobDeployment
 
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
@@ -184,10 +244,16 @@ class VerifyDrillOperator(BaseOperator):
         faults = context["ti"].xcom_pull(task_ids=self.faults_task_id)
         if faults:  # the injected faults are part of what the drill measured
             report = {**report, "faults": faults}
+        bound = doc["hypothesis"]["steady_lag_bound_s"]
+        lag = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
+        report = {**report, "steady_after": None if lag is None else {"lag_s": round(lag, 1), "bound_s": bound}}
         problems = verdict(report, doc.get("max_recovery_s"))
+        if lag is None or lag > bound:
+            problems.append(f"not back to steady state: the primary is {'-' if lag is None else f'{lag:.0f}'} s behind "
+                            f"its input, more than {bound:.0f} s")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
-            store.finish_drill(doc["drill_id"], report, "failed" if problems else "passed")
+            store.finish_drill(doc["drill_id"], {**report, "problems": problems}, "failed" if problems else "passed")
         finally:
             store.conn.close()
         acc = report["tentative_accuracy"]
@@ -201,23 +267,93 @@ class VerifyDrillOperator(BaseOperator):
         return report
 
 
-class MarkDrillFailedOperator(BaseOperator):
-    """When a step before the verdict failed: close the drill record as failed (the run stays failed)."""
+class FinishDrillOperator(BaseOperator):
+    """The drill's last step, whatever happened before (trigger rule ``all_done``): the verdict recorded,
+    the experiment report written (history store and ``<job root>/drills/drill-N/experiment.json``) and
+    the lease released on every path.
 
-    def __init__(self, *, preflight_task_id: str = "preflight", ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+    - refused (another experiment holds the job, recommend mode): skipped, nothing was started;
+    - not approved: recorded ``aborted`` (nothing was injected), skipped;
+    - an abort probe fired: capacity restored (the replacement worker, the primary resubmitted if its
+      driver died), recorded ``aborted`` with the reason, and this step fails, visibly;
+    - another step failed: recorded ``failed`` (unless verification already recorded it) and this step
+      fails: the run's leaf, so the run fails too;
+    - verified: the report written and the lease released."""
+
+    WAITS = ("wait_tentative", "wait_replacement_due", "wait_executors", "wait_caught_up")
+
+    def __init__(self, *, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
-        self.preflight_task_id = preflight_task_id
         self.ftops_db_conn_id = ftops_db_conn_id
 
-    def execute(self, context: Any) -> None:
-        pre = context["ti"].xcom_pull(task_ids=self.preflight_task_id)
+    def execute(self, context: Any) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        ti = context["ti"]
+        states = task_states(context)
+        pre = ti.xcom_pull(task_ids="preflight")
         if not pre:
+            if states.get("preflight") == "skipped":
+                raise AirflowSkipException("the drill was refused before it started (see the preflight's log)")
             raise AirflowFailException("the preflight failed: no drill was started")
+        injected, capacity = ti.xcom_pull(task_ids="inject_failure"), ti.xcom_pull(task_ids="add_capacity")
+        fired = next(((ti.xcom_pull(task_ids=w, key="abort_probe"), r) for w in self.WAITS
+                      if (r := ti.xcom_pull(task_ids=w, key="abort_reason"))), None)
+        failed = sorted(t for t, state in states.items() if state in ("failed", "upstream_failed") and t != self.task_id)
+        verdict, reasons, restored = self._verdict(pre, injected, fired, failed, ti)
+        report = ti.xcom_pull(task_ids="verify")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
-            if store.drill_status(pre["drill_id"]) == "running":
-                store.finish_drill(pre["drill_id"], {"error": "a step of the drill failed; see the DAG run"}, "failed")
+            if store.drill_status(pre["drill_id"]) == "running":  # verification records passed/failed itself
+                store.finish_drill(pre["drill_id"], {"error": "; ".join(reasons), "restored": restored}, verdict)
+            else:
+                verdict = store.drill_status(pre["drill_id"])
+                report = report or store.drill_report(pre["drill_id"])
+                reasons = reasons or list(report.get("problems") or [])
+            experiment = drill_experiment(pre, injected, capacity, report,
+                                          verdict=verdict, reasons=reasons, dag_run_id=context["run_id"], fired=fired,
+                                          restored=restored)
+            store.save_experiment(experiment)
+            release_drill_lease(store, pre["job"], context)
         finally:
             store.conn.close()
-        # Fail this leaf too: a run whose only failed leaf is upstream would otherwise end "success".
-        raise AirflowFailException(f"drill #{pre['drill_id']} failed and is recorded as failed")
+        self._write(pre, experiment)
+        if verdict == "aborted" and injected is None:
+            raise AirflowSkipException(f"drill #{pre['drill_id']}: {reasons[0]}; recorded as aborted")
+        if verdict != "passed":
+            raise AirflowFailException(f"drill #{pre['drill_id']} {verdict}: {'; '.join(reasons)}")
+        return experiment.model_dump()
+
+    def _verdict(self, pre, injected, fired, failed, ti) -> tuple[str, list[str], list[str]]:
+        if fired is not None:
+            return "aborted", [f"abort probe {fired[0]}: {fired[1]}"], self._restore(injected, ti)
+        if injected is None and not failed:
+            return "aborted", ["not approved: nothing was injected"], []
+        if failed:
+            return "failed", [f"step {', '.join(failed)} failed; see the DAG run"], []
+        return "passed", [], []
+
+
+    def _write(self, pre: dict, experiment) -> None:
+        from spark_jobs.runtime.atomic_json import write_json
+
+        path = Path(pre["deployment"]["root"]) / "drills" / f"drill-{pre['drill_id']}" / "experiment.json"
+        write_json(path, experiment)
+        self.log.info("%s; experiment report: %s (and the Fault tolerance view)", experiment.title, path)
+
+    def _restore(self, injected: dict | None, ti) -> list[str]:
+        from spark_jobs.drills.live import DrillContext, restore_capacity
+        from spark_jobs.runtime.job_streams import JobDeployment
+
+        if injected is None:
+            return []
+        return restore_capacity(JobDeployment.model_validate(injected["deployment"]),
+                                DrillContext.model_validate({k: injected[k] for k in DrillContext.model_fields}),
+                                capacity_added=ti.xcom_pull(task_ids="add_capacity") is not None)
+
+
+def task_states(context: Any) -> dict[str, str]:
+    """Task id -> state of this DAG run's tasks (through the Task SDK: a task cannot query the database)."""
+    ti = context["ti"]
+    states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id])
+    return {task: str(getattr(state, "value", state)) for task, state in states.get(ti.run_id, {}).items()}

@@ -4,6 +4,11 @@ The dynamic plan adaptation paper 000 left as future work: a replica keeps runni
 replication plan beats it by more than a threshold of output fidelity (or no replica runs yet and the plan
 replicates something). The new replica is a new query (other key groups), so it gets its own checkpoint
 lineage and output folder (``spark_jobs.runtime.job_streams``); the old one is stopped only after the new one runs.
+
+Guards (issue 16): a job in ``recommend`` mode gets its plans stored and never applied; in ``approve``
+mode a change waits for a person (the DAG's human-in-the-loop step, with the plan diff and the gain); a
+job's replica changes at most once per ``replica_cooldown_s`` (a replica that died is replaced at once:
+that is a repair, not a change).
 """
 
 from __future__ import annotations
@@ -49,13 +54,47 @@ def _change(store, name: str, threshold: float) -> dict | None:
         log.info("job %s: plan #%s gains %.4f OF over the applied #%s (threshold %.4f): the replica stays",
                  name, plan["plan_id"], gain, applied["plan_id"], threshold)
         return None
+    if job["apply_mode"] == "recommend":
+        log.info("job %s (recommend mode): plan #%s (gain %.4f) is stored, not applied", name, plan["plan_id"], gain)
+        store.log_event(name, "plan_recommended", {"plan_id": plan["plan_id"], "gain": gain})
+        return None
+    if alive and _in_cooldown(applied, job["replica_cooldown_s"]):
+        log.info("job %s: the replica changed less than %.0f s ago (cooldown): plan #%s waits", name,
+                 job["replica_cooldown_s"], plan["plan_id"])
+        return None
     log.info("job %s: replica plan #%s (OF %.4f, gain %.4f) replaces %s", name, plan["plan_id"], plan["objective"], gain,
              f"#{applied['plan_id']}" if applied else "no replica")
     return {"job": name, "plan_id": plan["plan_id"], "app_name": replica_app_name(name, plan["plan_id"]),
+            "needs_approval": job["apply_mode"] == "approve", "gain": round(gain, 6), "tasks": tasks,
+            "old_tasks": sorted(store.plan(applied["plan_id"])["payload"].get("tasks", [])) if applied else [],
             "run_args": [str(a) for a in replica_run_argv(dep, plan["plan_id"], tasks)], "master_ui": dep.standby_ui,
             "master_url": dep.standby_master, "old_plan_id": applied["plan_id"] if applied else None,
             # nothing to stop when the old replica is gone (its folder may even be the new one's: same plan)
             "old_output": str(dep.replica_output(applied["plan_id"])) if alive else ""}
+
+
+def _in_cooldown(applied: dict, cooldown_s: float) -> bool:
+    from datetime import datetime, timezone
+
+    return (datetime.now(timezone.utc) - applied["started_at"]).total_seconds() < cooldown_s
+
+
+def approval_body(changes: list[dict]) -> str:
+    """The request a person answers: per job, the plan diff and the predicted gain (Markdown)."""
+    lines = ["ftops would resubmit these replicas with new replication plans:", ""]
+    for c in changes:
+        added = sorted(set(c["tasks"]) - set(c["old_tasks"]))
+        removed = sorted(set(c["old_tasks"]) - set(c["tasks"]))
+        lines += [f"- **{c['job']}**: plan #{c['plan_id']} replaces "
+                  f"{'#' + str(c['old_plan_id']) if c['old_plan_id'] is not None else 'no replica'}; predicted output "
+                  f"fidelity +{c['gain']:.4f}; tasks added {', '.join(added) or 'none'}, removed {', '.join(removed) or 'none'}"]
+    return "\n".join(lines)
+
+
+def approved_changes(changes: list[dict], decision: dict | None) -> list[dict]:
+    """The changes to apply: every one that needs no approval, and those that do when a person approved."""
+    approved = bool(decision) and "Approve" in (decision.get("chosen_options") or [])
+    return [c for c in changes if not c["needs_approval"] or approved]
 
 
 def replacement_gain(store, name: str, plan: dict, applied_plan_id: int | None) -> float:

@@ -17,17 +17,23 @@ class WaitTimeout(Exception):
     """A deferred wait reached its timeout; the message says what was still missing."""
 
 
+class DrillAborted(Exception):
+    """An abort probe fired during a drill's wait; the DAG's last step restores capacity and records why."""
+
+
 class _DeferredWait(BaseOperator):
     """Base of the deferred waits: ``timeout_s`` (templated) bounds the wait, the trigger polls every
     ``poll_interval_s``; subclasses build the trigger in :meth:`make_trigger`."""
 
     ui_color = "#e8f1fb"
-    template_fields: tuple[str, ...] = ("timeout_s",)
+    template_fields: tuple[str, ...] = ("timeout_s", "probes")
 
-    def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, **kwargs):
+    def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, probes: dict | str | None = None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.timeout_s = timeout_s
         self.poll_interval_s = poll_interval_s
+        self.probes = probes  # a drill's abort probes (spark_jobs.drills.probes.Probes), checked by the trigger
 
     def make_trigger(self, context: Any):  # pragma: no cover - every subclass defines it
         raise NotImplementedError(f"{type(self).__name__} must define make_trigger")
@@ -39,7 +45,14 @@ class _DeferredWait(BaseOperator):
         # The trigger fires its own timeout event; the defer timeout is only a backstop.
         self.defer(trigger=trigger, method_name="execute_complete", timeout=timedelta(seconds=self.timeout_s + 120))
 
+    def _probes(self) -> dict | None:
+        return self.probes if isinstance(self.probes, dict) and self.probes else None
+
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if event and event.get("status") == "aborted":
+            context["ti"].xcom_push(key="abort_reason", value=event["reason"])
+            context["ti"].xcom_push(key="abort_probe", value=event.get("probe"))
+            raise DrillAborted(f"{self.task_id}: abort probe fired: {event['reason']}")
         if not event or event.get("status") != "ok":
             missing = "; ".join((event or {}).get("missing", ["no event"]))
             raise WaitTimeout(f"{self.task_id}: gave up after {self.timeout_s:.0f} s: {missing}")
@@ -51,7 +64,8 @@ class SparkCapacitySensor(_DeferredWait):
     """Wait for capacity on a standalone master (connection ``ftops_spark_master``): alive workers, free
     cores, new workers (not alive when the task started), executors of an application."""
 
-    template_fields = ("app_name", "min_alive_workers", "min_free_cores", "min_new_workers", "min_app_executors", "timeout_s")
+    template_fields = ("app_name", "min_alive_workers", "min_free_cores", "min_new_workers", "min_app_executors", "timeout_s",
+                       "probes")
 
     def __init__(self, *, spark_master_conn_id: str = "ftops_spark_master", min_alive_workers: int = 0,
                  min_free_cores: int = 0, min_new_workers: int = 0, app_name: str | None = None,
@@ -74,7 +88,7 @@ class SparkCapacitySensor(_DeferredWait):
                                     min_free_cores=int(self.min_free_cores), min_new_workers=int(self.min_new_workers),
                                     known_worker_ids=known, app_name=self.app_name,
                                     min_app_executors=int(self.min_app_executors), timeout_s=self.timeout_s,
-                                    poll_interval_s=self.poll_interval_s)
+                                    poll_interval_s=self.poll_interval_s, abort=self._probes())
 
 
 class SparkAppSensor(_DeferredWait):
@@ -102,7 +116,7 @@ class OutputArrivalSensor(_DeferredWait):
     """Wait for new output files in a sink folder (tentative outputs arriving): files changed after
     ``after_ts`` (epoch seconds; default: when this task started)."""
 
-    template_fields = ("folder", "after_ts", "timeout_s")
+    template_fields = ("folder", "after_ts", "timeout_s", "probes")
 
     def __init__(self, *, folder: str, after_ts: float | str | None = None, pattern: str = "batch-*.jsonl",
                  min_files: int = 1, **kwargs):
@@ -121,7 +135,7 @@ class OutputArrivalSensor(_DeferredWait):
             raise AirflowSkipException("no output folder to watch (no replica: the plan replicates nothing)")
         after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
         return OutputArrivalTrigger(self.folder, after_ts=after, pattern=self.pattern, min_files=self.min_files,
-                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes())
 
 
 class StreamCaughtUpSensor(_DeferredWait):
@@ -130,7 +144,8 @@ class StreamCaughtUpSensor(_DeferredWait):
     (default: when this task started) and, given ``output_dir`` and ``watermark_ms``, its output's
     watermark has reached ``watermark_ms``."""
 
-    template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s")
+    template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s",
+                       "probes")
 
     def __init__(self, *, checkpoint: str, input_dir: str, after_ts: float | str | None = None,
                  max_lag_files: int | str = 0, output_dir: str | None = None, watermark_ms: int | str | None = None,
@@ -151,13 +166,14 @@ class StreamCaughtUpSensor(_DeferredWait):
                                      max_lag_files=int(self.max_lag_files or 0), output_dir=self.output_dir or None,
                                      watermark_ms=None if self.watermark_ms in (None, "", "None") else int(self.watermark_ms),
                                      timeout_s=self.timeout_s,
-                                     poll_interval_s=self.poll_interval_s)
+                                     poll_interval_s=self.poll_interval_s, abort=self._probes())
 
 
 class WaitUntilSensor(_DeferredWait):
-    """Wait (deferred) until ``moment`` (an ISO 8601 time, templated: e.g. a failure time plus a delay)."""
+    """Wait (deferred) until ``moment`` (an ISO 8601 time, templated: e.g. a failure time plus a delay),
+    checking a drill's abort probes meanwhile."""
 
-    template_fields = ("moment",)
+    template_fields = ("moment", "probes")
 
     def __init__(self, *, moment: str, **kwargs):
         super().__init__(**kwargs)
@@ -165,10 +181,14 @@ class WaitUntilSensor(_DeferredWait):
 
     def make_trigger(self, context: Any):
         import pendulum
-        from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 
-        return DateTimeTrigger(pendulum.parse(str(self.moment)))
+        from ftops_provider.triggers.moment import MomentTrigger
 
-    def execute_complete(self, context: Any, event: Any = None) -> dict[str, Any]:
-        self.log.info("%s: it is %s", self.task_id, self.moment)
-        return {"status": "ok", "moment": str(self.moment)}
+        moment = pendulum.parse(str(self.moment)).timestamp()
+        self.timeout_s = max(self.timeout_s, moment - time.time())  # the backstop must not fire before the moment
+        return MomentTrigger(moment, poll_interval_s=self.poll_interval_s, abort=self._probes())
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        if event and event.get("status") == "ok":
+            self.log.info("%s: it is %s", self.task_id, self.moment)
+        return super().execute_complete(context, {**(event or {}), "moment": str(self.moment)})

@@ -9,28 +9,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-
-def new_outputs(folder: str | Path, pattern: str, after_ts: float) -> list[tuple[float, str]]:
-    """(mtime, name) of the non-empty files matching ``pattern`` changed after ``after_ts``, oldest first."""
-    found = []
-    for p in Path(folder).glob(pattern) if Path(folder).is_dir() else []:
-        try:
-            st = p.stat()
-        except FileNotFoundError:  # renamed away between the listing and the stat
-            continue
-        if p.is_file() and not p.name.startswith(".") and st.st_size > 0 and st.st_mtime > after_ts:
-            found.append((st.st_mtime, p.name))
-    return sorted(found)
+from ftops_provider.triggers.abort_probes import abort_event
+from spark_jobs.drills.progress import new_outputs
 
 
 class OutputArrivalTrigger(BaseTrigger):
     def __init__(self, folder: str, *, after_ts: float, pattern: str = "batch-*.jsonl", min_files: int = 1,
-                 timeout_s: float = 300.0, poll_interval_s: float = 1.0, started_at: float | None = None):
+                 timeout_s: float = 300.0, poll_interval_s: float = 1.0, started_at: float | None = None, abort: dict | None = None):
         super().__init__()
         self.folder = folder
         self.after_ts = after_ts
@@ -39,11 +28,12 @@ class OutputArrivalTrigger(BaseTrigger):
         self.timeout_s = timeout_s
         self.poll_interval_s = poll_interval_s
         self.started_at = time.time() if started_at is None else started_at
+        self.abort = abort  # a drill's abort probes (spark_jobs.drills.probes), checked every poll
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return ("ftops_provider.triggers.output_arrival.OutputArrivalTrigger", {
             "folder": self.folder, "after_ts": self.after_ts, "pattern": self.pattern, "min_files": self.min_files,
-            "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s, "started_at": self.started_at,
+            "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s, "started_at": self.started_at, "abort": self.abort,
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -53,6 +43,10 @@ class OutputArrivalTrigger(BaseTrigger):
             if len(found) >= self.min_files:
                 yield TriggerEvent({"status": "ok", "files": [n for _, n in found],
                                     "first_s": round(found[0][0] - self.after_ts, 2)})
+                return
+            aborted = await abort_event(self.abort)
+            if aborted is not None:
+                yield TriggerEvent(aborted)
                 return
             if time.time() >= deadline:
                 yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "files": [n for _, n in found],

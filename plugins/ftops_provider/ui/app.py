@@ -23,7 +23,9 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
+from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
@@ -94,9 +96,32 @@ def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse
     body = [nav, history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
-    body.append(drills_section([DrillOut.from_store(d) for d in store.drills(job)]))
+    body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
     body.append(recovery_section([RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
     return _page(f"Fault tolerance: {job}", "".join(body))
+
+
+@app.get("/jobs/{job}/drills/{drill_id}", response_class=HTMLResponse)
+def drill_page(job: str, drill_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """A drill's experiment report: hypothesis, probes, timeline, verdict."""
+    report = _experiment(store, job, "drill", drill_id)
+    back = escape(quote(job, safe=""))
+    return _page(f"Fault tolerance: {report.title}", f"<nav><a href='../../{back}'>Back to {escape(job)}</a>"
+                 f"<a href='../../../api/jobs/{back}/drills/{drill_id}/experiment'>JSON</a></nav>{experiment_section(report)}")
+
+
+def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) -> ExperimentReport:
+    from ft_core.errors import InputError
+
+    _known(store, job)
+    try:
+        report = store.experiment(kind, experiment_id)
+    except InputError:
+        report = None
+    if report is None or report.job != job:
+        raise HTTPException(status_code=404, detail=f"{kind} {experiment_id} of job {job!r} has no experiment report "
+                                                    "(it does not exist, is not this job's, or still runs)")
+    return report
 
 
 @app.get("/jobs/{job}/diff", response_class=HTMLResponse)
@@ -137,6 +162,12 @@ def drills_api(job: str, limit: int = Query(100, ge=1, le=1000), store: HistoryS
     """The job's drills, oldest first: predicted OF, measured accuracy (and per window), times, verdicts."""
     _known(store, job)
     return [DrillOut.from_store(d) for d in store.drills(job, limit)]
+
+
+@app.get("/api/jobs/{job}/drills/{drill_id}/experiment")
+def drill_experiment_api(job: str, drill_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
+    """A drill's experiment report as JSON."""
+    return _experiment(store, job, "drill", drill_id)
 
 
 @app.get("/api/jobs/{job}/recovery-runs")

@@ -82,7 +82,7 @@ def diff_section(diff: PlanDiff) -> str:
 
 # -- drills ---------------------------------------------------------------------------------------------
 
-def drills_section(drills: list[DrillOut]) -> str:
+def drills_section(job: str, drills: list[DrillOut]) -> str:
     """Predicted output fidelity against measured tentative accuracy per drill, over time, and the rows."""
     head = "<h2 id='drills'>Drills</h2>"
     if not drills:
@@ -92,15 +92,15 @@ def drills_section(drills: list[DrillOut]) -> str:
         Series("predicted output fidelity", "predicted", BLUE, [d.predicted_output_fidelity for d in drills], dashed=True),
         Series("measured tentative accuracy", "measured", ORANGE, [d.tentative_accuracy for d in drills]),
     ], title="Drills: predicted output fidelity vs measured tentative accuracy", y_label="fraction")
-    return head + f"<section id='drill-chart'>{chart}</section>" + _drill_table(drills)
+    return head + f"<section id='drill-chart'>{chart}</section>" + _drill_table(job, drills)
 
 
-def _drill_table(drills: list[DrillOut]) -> str:
+def _drill_table(job: str, drills: list[DrillOut]) -> str:
     header = ("<tr><th>drill</th><th>started</th><th>finished</th><th>status</th><th>failure domain</th><th>predicted OF</th>"
               "<th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up</th><th>lost windows</th>"
               "<th>duplicated windows</th><th>equals reference</th></tr>")
     rows = "".join(
-        f"<tr class='drill {escape(d.status)}'><td>#{d.drill_id}</td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
+        f"<tr class='drill {escape(d.status)}'><td><a href='{escape(quote(job, safe=''))}/drills/{d.drill_id}'>#{d.drill_id}</a></td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
         f"<td>{_status(d.status, d.error)}</td><td>{escape(str(d.params.get('failure_domain', '-')))}</td>"
         f"<td>{_num(d.predicted_output_fidelity)}</td><td>{_num(d.tentative_accuracy)}</td><td>{len(d.windows)}</td>"
         f"<td>{_secs(d.time_to_first_tentative_s)}</td><td>{_secs(d.time_to_caught_up_s)}</td>"
@@ -211,7 +211,7 @@ def _yes_no(v: bool | None) -> str:
 
 
 def _status(status: str, error: str | None = None) -> str:
-    css = {"passed": "ok", "succeeded": "ok", "failed": "bad"}.get(status, "")
+    css = {"passed": "ok", "succeeded": "ok", "failed": "bad", "aborted": "bad"}.get(status, "")
     tip = f" title='{escape(error, quote=True)}'" if error else ""
     return f"<span class='{css}'{tip}>{escape(status)}</span>"
 

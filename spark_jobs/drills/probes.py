@@ -1,0 +1,127 @@
+"""A drill's steady-state hypothesis and its abort probes (the guards chaos tools put around experiments).
+
+Before a drill, the job must be in its steady state: the primary running and keeping up with its input
+(its output watermark within a bound of the input's), the replica running where the plan says. During
+the drill the probes are checked at every poll of every wait; the first one that fires stops the
+experiment (the DAG restores capacity and records the drill as aborted with the reason):
+
+- *too long*: more than ``max_duration_s`` since the failure;
+- *a second domain lost*: a worker of another domain, alive when the drill started, died (the drill's
+  failure is no longer the only one: real trouble, stop adding to it);
+- *too far behind*: once capacity is back, the primary's watermark more than ``max_lag_s`` behind the
+  input's.
+
+A :class:`Probes` document travels with the DAG run (XCom) into the triggers.
+
+    >>> Probes(t_fail=0.0, max_duration_s=10, domain="rack-a").too_long(now=11.0)
+    'the drill ran 11 s, longer than its bound of 10 s'
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ft_core.errors import InputError
+
+
+class Probes(BaseModel):
+    """What the abort probes watch (all optional but the failure time and domain)."""
+
+    t_fail: float
+    domain: str
+    max_duration_s: float | None = None
+    max_lag_s: float | None = None
+    others: dict[str, int] = {}  # worker name -> pid: the other domains' workers alive at the start
+    input_dir: str | None = None
+    primary_output: str | None = None
+    pipeline: str | None = None
+    params: list[str] = []
+    lag_after: float | None = None  # the lag probe counts from here (capacity back)
+
+    def too_long(self, now: float | None = None) -> str | None:
+        elapsed = (time.time() if now is None else now) - self.t_fail
+        if self.max_duration_s is not None and elapsed > self.max_duration_s:
+            return f"the drill ran {elapsed:.0f} s, longer than its bound of {self.max_duration_s:.0f} s"
+        return None
+
+    def second_domain_lost(self) -> str | None:
+        from spark_jobs.runtime.processes import pid_alive
+
+        dead = sorted(name for name, pid in self.others.items() if not pid_alive(pid))
+        return f"a second failure domain was lost during the drill: {', '.join(dead)} died" if dead else None
+
+    def too_far_behind(self, now: float | None = None) -> str | None:
+        if self.max_lag_s is None or self.lag_after is None or (time.time() if now is None else now) < self.lag_after:
+            return None
+        lag = event_lag_s(self.pipeline, self.params, Path(self.input_dir), Path(self.primary_output))
+        if lag is not None and lag > self.max_lag_s:
+            return f"the primary is {lag:.0f} s behind its input, more than the bound of {self.max_lag_s:.0f} s"
+        return None
+
+    def fired(self) -> tuple[str, str] | None:
+        """The first probe that fires now (its name and reason), or None."""
+        for name, probe in (("too_long", self.too_long), ("second_domain_lost", self.second_domain_lost),
+                            ("too_far_behind", self.too_far_behind)):
+            reason = probe()
+            if reason is not None:
+                return name, reason
+        return None
+
+    def bounds(self) -> dict[str, str]:
+        """Each probe's bound, as the experiment report shows it."""
+        return {"too_long": "no bound" if self.max_duration_s is None else f"drill shorter than {self.max_duration_s:.0f} s",
+                "second_domain_lost": f"the {len(self.others)} workers outside {self.domain} stay alive",
+                "too_far_behind": "no bound" if self.max_lag_s is None
+                else f"primary within {self.max_lag_s:.0f} s of its input once capacity is back"}
+
+
+def other_workers(cluster_state: str | None, domain: str) -> dict[str, int]:
+    """The live workers outside ``domain`` (name -> pid): what the second-domain probe watches."""
+    from spark_jobs.cluster.standalone import ClusterState
+    from spark_jobs.runtime.processes import pid_alive
+
+    state = ClusterState.load(Path(cluster_state)) if cluster_state else None
+    if state is None:
+        return {}
+    return {w.name: w.pid for w in state.workers() if w.domain != domain and pid_alive(w.pid)}
+
+
+def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output: Path) -> float | None:
+    """How far (event-time seconds) the job's output watermark trails its input's; None when unknown."""
+    from spark_jobs.drills.progress import watermark_of
+    from spark_jobs.pipeline.input_files import input_watermark
+    from spark_jobs.pipeline.loading import load_workload
+
+    if not pipeline:
+        return None
+    mark, source = watermark_of(output), input_watermark(load_workload(pipeline, params), input_dir)
+    return None if mark is None or source is None else max(0.0, (source - mark) / 1000)
+
+
+def check_steady(pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
+    """The steady-state hypothesis before a drill: the primary keeps up with its input (its watermark within
+    ``bound_s`` of the input's); returns the lag, InputError naming it otherwise."""
+    lag = event_lag_s(pipeline, params, input_dir, output)
+    if lag is None:
+        raise InputError("steady state: the primary has no watermark yet (no micro-batch done): not drilling")
+    if lag > bound_s:
+        raise InputError(f"steady state: the primary is {lag:.0f} s behind its input, more than {bound_s:.0f} s: "
+                         "not drilling a job that is not keeping up")
+    return lag
+
+
+def steady_lag_files(checkpoint, input_dir, polls: int = 6, interval_s: float = 1.0) -> int:
+    """The primary's lag (unprocessed input files) in steady state: the most seen over a few polls before
+    the failure. A stream fed in real time is never at lag zero for long (input arrives during every
+    micro-batch), so "caught up" after the failure means back to this lag, as Khaos defines recovery."""
+    from spark_jobs.runtime.stream_lag import file_source_lag
+
+    seen = []
+    for i in range(polls):
+        seen.append(file_source_lag(checkpoint, input_dir).lag_files)
+        if i < polls - 1:
+            time.sleep(interval_s)
+    return max(seen)
