@@ -8,8 +8,9 @@ A job is registered in one of two ways:
   *deployment* (``spark_jobs.runtime.job_streams``: where its input, outputs and checkpoints live, its
   masters), so the DAGs profile, plan, drill, resubmit and recover it like the samples;
   ``ftops job start N`` submits its primary (detached), ``ftops job stop N`` stops its streams;
-- **plan-only**, from a topology document (``--topology FILE``): planning, what-if and history, no
-  streams to operate.
+- **plan-only**, from a topology document (``--topology FILE``) or discovered from a running Structured
+  Streaming application's Spark UI (``--spark-ui URL [--app-id ID]``, any job, even one not written
+  with the pipeline API: ``spark_jobs.cli.discovery``): planning, what-if and history, no streams to operate.
 
 The database is ``FTOPS_DATABASE_URL``, else the embedded server (``ftops db start``).
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
+from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.pipeline.loading import add_pipeline_arguments
 
 
@@ -35,6 +37,7 @@ def register(sub, groups) -> None:
     reg.add_argument("--name", required=True, help="the job's name in the history store")
     add_pipeline_arguments(reg)
     reg.add_argument("--topology", type=Path, help="plan-only: a topology document (.json, .yaml) instead of a pipeline")
+    add_spark_ui_arguments(reg, required=False)
     reg.add_argument("--input", type=Path, help="the job's input folder (one sub-folder per file source)")
     reg.add_argument("--root", type=Path, help="folder for its outputs and checkpoints (default <input>/../<name>)")
     reg.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
@@ -110,22 +113,26 @@ def _domains(path: Path | None) -> dict[str, str] | None:
 
 
 def build_registration(args: argparse.Namespace):
-    """The job (and its topology document) the options describe; InputError before anything is stored."""
+    """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored."""
     from pydantic import ValidationError
 
     from ft_core.store.history import JobSpec
     from spark_jobs.pipeline.loading import load_workload, pipeline_ref
 
     runnable = bool(args.workload or args.pipeline)
-    if runnable == (args.topology is not None):
-        raise InputError("--pipeline: give a pipeline (a runnable job) or --topology (a plan-only job), one of them")
+    if runnable + (args.topology is not None) + (args.spark_ui is not None) != 1:
+        raise InputError("--pipeline: give a pipeline (a runnable job), --topology or --spark-ui (a plan-only job), one of them")
     try:
+        if args.spark_ui is not None:
+            from spark_jobs.cli.discovery import discovered_registration
+
+            return discovered_registration(args)
         if not runnable:
             from ft_core.topology.document import load_topology
 
             topology = load_topology(args.topology).to_document()
             return JobSpec(name=args.name, workload="plan-only", replication_budget=args.budget,
-                           max_recovery_s=args.max_recovery_s, apply_mode="recommend"), topology
+                           max_recovery_s=args.max_recovery_s, apply_mode="recommend"), topology, None
         if args.input is None or args.master is None:
             raise InputError("--input and --master: a runnable job needs its input folder and its Spark master")
         ref = pipeline_ref(args)
@@ -147,18 +154,20 @@ def build_registration(args: argparse.Namespace):
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
                        query_priorities=workload.queries(), deployment=deployment.model_dump(), apply_mode=args.apply,
                        test_job=args.test_job, replica_cooldown_s=args.replica_cooldown_s)
-        return spec, workload.topology(name=args.name).to_document()
+        return spec, workload.topology(name=args.name).to_document(), None
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
 
 
 def _register(args: argparse.Namespace) -> int:
-    spec, topology = build_registration(args)
+    spec, topology, profile = build_registration(args)
     store = _store(args)
     try:
         job_id = store.register_job(spec)
         topology_id = store.save_topology(spec.name, topology)
+        if profile is not None:  # discovered: the measured rates, where it runs and where to discover it again
+            store.save_profile(spec.name, "rates", {**profile, "topology_id": topology_id})
     finally:
         store.conn.close()
     kind = "plan-only" if spec.deployment is None else "runnable"

@@ -1,4 +1,4 @@
-"""``ftops profile checkpoint|validate`` and ``ftops bench checkpoint`` (registered through the
+"""``ftops profile checkpoint|validate|topology`` and ``ftops bench checkpoint`` (registered through the
 ``ftops.commands`` entry point ``profiling = "spark_jobs.cli.profiling"``); the logic lives in
 :mod:`spark_jobs.profiling`, so Airflow operators run the same steps.
 
@@ -32,6 +32,7 @@ from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from spark_jobs.cli.discovery import register_topology_command
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 DEFAULT_BENCH_INTERVALS = "2,3,4,6,8"
@@ -39,7 +40,8 @@ DEFAULT_BENCH_PARAMS = ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", 
 
 
 def register(sub, groups) -> None:
-    profile = sub.add_parser("profile", help="checkpoint-interval profiling runs on Spark (paper 004, Chiron)")
+    profile = sub.add_parser("profile", help="profiling on Spark: checkpoint intervals (paper 004, Chiron); "
+                             "a running job's topology from its Spark UI")
     psub = profile.add_subparsers(dest="profile_command", required=True, parser_class=type(profile))
 
     cp = psub.add_parser("checkpoint", help="profile checkpoint intervals with injected failures; write the profiles document",
@@ -60,6 +62,8 @@ def register(sub, groups) -> None:
                      "recommendation restart on it, or does it need a new checkpoint lineage?")
     val.add_argument("--json", action="store_true", help="print the validation report as JSON")
     val.set_defaults(func=_validate)
+
+    register_topology_command(psub)  # ``profile topology``: discovery from a Spark UI (spark_jobs.cli.discovery)
 
     bench = groups["bench"].add_parser("checkpoint", help="profile >= 5 intervals, recommend, validate; writes "
                                        "docs/benchmarks/checkpoint.md")

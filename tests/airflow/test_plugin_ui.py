@@ -14,6 +14,7 @@ from ft_core.replication.planners import plan_replication
 from ft_core.samples import load_sample
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
@@ -188,6 +189,30 @@ def test_any_two_plans_can_be_compared(ui):
     assert client.get(f"/api/jobs/other/diff?a={a}&b={b}").status_code == 404
     assert client.get(f"/api/jobs/topk/diff?a={a}&b={recovery}").status_code == 400
     assert client.get(f"/jobs/topk/diff?a={a}").status_code == 422
+
+
+def test_the_pages_say_which_jobs_are_plan_only_and_why(ui):
+    """A job discovered from a Spark UI (recorded answers of a real job) and one registered from a topology
+    document are plan-only, each for its own reason; a job with a deployment is runnable."""
+    from spark_jobs.discovery.measured_topology import discover
+    from spark_jobs.discovery.rest_client import RecordedRestApi
+
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    recording = ROOT / "tests" / "data" / "discovery" / "broadcast-join.json.gz"
+    found = discover(RecordedRestApi.load(recording), last_batches=4, name="plain")
+    store.register_job(JobSpec(name="plain", workload="discovered"))
+    store.save_profile("plain", "rates", {**found.profile(), "topology_id": store.save_topology("plain", found.topology)})
+    store.register_job(JobSpec(name="ours", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/ours"}))
+    rows = dict(re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td>(.*?)</tr>", client.get("/").text))
+    assert f"<td>plan-only: discovered from the Spark UI at {found.spark_ui}</td>" in rows["plain"]
+    assert "<td>plan-only: from a topology document</td>" in rows["topk"]
+    assert "<td>runnable</td>" in rows["ours"]
+    page = client.get("/jobs/plain").text
+    assert f"<p id='kind'><b>plan-only</b>: discovered from the Spark UI at {found.spark_ui}, not written" in page
+    assert "cannot run a replica of it" in page
+    assert "<p id='kind'><b>plan-only</b>: registered from a topology document" in client.get("/jobs/topk").text
 
 
 def test_the_plugin_is_registered_through_its_entry_point():

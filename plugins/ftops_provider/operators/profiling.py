@@ -2,7 +2,8 @@
 
 - :class:`ProfileJobOperator`: task rates of a running job from its primary's per-micro-batch metrics
   (``spark_jobs.runtime.job_streams.measured_topology``), stored as a ``rates`` profile and a topology version,
-  which :class:`~ftops_provider.operators.planning.PlanReplicationOperator` then plans from.
+  which :class:`~ftops_provider.operators.planning.PlanReplicationOperator` then plans from; a job
+  discovered from a Spark UI (plan-only) is discovered there again (``spark_jobs.discovery.rediscovery``).
 - :class:`WhatIfRecoveryOperator`: for each failure domain of the job's primary pool, the failure timeline
   (``ft_core.simulation.failure_timeline``) if that domain failed now under the current replication plan: tentative
   output fidelity, the staged restart as replacement nodes arrive, per-query recovery times; stored as a
@@ -41,11 +42,15 @@ class ProfileJobOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.discovery.rediscovery import rediscover_job
         from spark_jobs.runtime.job_streams import measured_topology
 
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             _, dep = job_and_deployment(store, self.job_name, required=False)
+            if dep is None and (found := rediscover_job(store, self.job_name, self.last_batches, context["run_id"])):
+                self.log.info("job %s (discovered, plan-only): rates %s", self.job_name, found["source"])
+                return found
             if dep is None:
                 self.log.info("job %s has no deployment: planning from its stored topology", self.job_name)
                 return {"profile_id": None, "topology_id": None, "source": "stored topology (no deployment)"}

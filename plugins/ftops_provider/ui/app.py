@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.experiments import experiment_section
-from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut, plan_diff
+from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
@@ -79,9 +79,12 @@ def _known(store: HistoryStore, job: str) -> None:
 
 @app.get("/", response_class=HTMLResponse)
 def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    jobs = store.jobs()
+    kinds = {j["name"]: JobKind.from_store(store, j["name"]) for j in jobs}
     rows = "".join(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
-                   f"<td>{escape(j['workload'])}</td><td>{j['replication_budget']}</td></tr>" for j in store.jobs())
-    body = (f"<table><tr><th>job</th><th>workload</th><th>replica budget</th></tr>{rows}</table>"
+                   f"<td>{escape(j['workload'])}</td><td>{escape(kinds[j['name']].summary)}</td>"
+                   f"<td>{j['replication_budget']}</td></tr>" for j in jobs)
+    body = (f"<table><tr><th>job</th><th>workload</th><th>kind</th><th>replica budget</th></tr>{rows}</table>"
             if rows else "<p>No jobs registered yet.</p>")
     return _page("Fault tolerance: jobs", body)
 
@@ -93,7 +96,9 @@ def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse
     plans = store.plans(job, "replication")
     nav = ("<nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>Recovery runs</a>"
            "<a href='../'>All jobs</a></nav>")
-    body = [nav, history_section(job, plans, store.latest_topology(job) if plans else None)]
+    kind = JobKind.from_store(store, job)
+    body = [nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
+            history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
     body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))

@@ -1,5 +1,5 @@
-"""What the "Fault tolerance" JSON APIs return (pydantic: the OpenAPI schema documents them), and the
-comparison of two plans that both the diff page and its API show."""
+"""What the "Fault tolerance" JSON APIs return (pydantic: the OpenAPI schema documents them), the
+comparison of two plans that both the diff page and its API show, and what kind of job a job is."""
 
 from __future__ import annotations
 
@@ -7,6 +7,29 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
+
+
+class JobKind(BaseModel):
+    """Whether ftops runs the job's streams (``runnable``) or only plans for it (``plan-only``), and why."""
+
+    kind: str
+    summary: str
+    reason: str
+
+    @classmethod
+    def from_store(cls, store, job: str) -> JobKind:
+        if store.job(job).get("deployment"):
+            return cls(kind="runnable", summary="runnable", reason="written with the ftops pipeline API: ftops runs "
+                       "its primary and its replicas")
+        profile = store.latest_profile(job, "rates")
+        where = (profile or {}).get("doc", {}).get("rediscover")
+        if where:
+            return cls(kind="plan-only", summary=f"plan-only: discovered from the Spark UI at {where['spark_ui']}",
+                       reason=f"discovered from the Spark UI at {where['spark_ui']}, not written with the ftops pipeline "
+                       "API: ftops plans, simulates and keeps its history, but cannot run a replica of it")
+        return cls(kind="plan-only", summary="plan-only: from a topology document", reason="registered from a "
+                   "topology document: ftops plans, simulates and keeps its history, but has no deployment of its "
+                   "streams to run")
 
 
 class DrillWindowOut(BaseModel):
