@@ -67,7 +67,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.validation import validate
 
 MIN_INTERVALS = 3
 
@@ -128,14 +129,7 @@ def parse_profiles(data: Any, min_intervals: int = MIN_INTERVALS) -> ProfilesDoc
     ``min_intervals`` is the number of distinct intervals required: 3 (the default) for the
     quadratic models of :mod:`ft_core.checkpoint.tuning`; a profiling run that measured fewer
     intervals checks its document with a smaller value (at least 1)."""
-    if not isinstance(data, dict):
-        raise InputError(f"profiles document: expected an object, got {type(data).__name__}")
-    try:
-        doc = ProfilesDocument.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "profiles"
-        raise InputError(f"profiles document field {loc}: {err['msg']}") from None
+    doc = validate(ProfilesDocument, data, "profiles document")
     _check_intervals(doc, min_intervals)
     _check_timeouts(doc)
     return doc
@@ -143,7 +137,7 @@ def parse_profiles(data: Any, min_intervals: int = MIN_INTERVALS) -> ProfilesDoc
 
 def load_profiles(path: str | Path, min_intervals: int = MIN_INTERVALS) -> ProfilesDocument:
     """Read and validate a profiles document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_profiles(load_document(path, "profiles"), min_intervals)
+    return parse_profiles(read_document(path, "profiles"), min_intervals)
 
 
 def summarise(doc: ProfilesDocument) -> list[IntervalSummary]:

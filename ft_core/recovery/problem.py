@@ -181,9 +181,9 @@ def make_problem(
 
 def load_problem(path: str | Path) -> RecoveryProblem:
     """Read and validate a problem document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    from ft_core.topology.document import load_document
+    from ft_core.input.documents import read_document
 
-    return parse_problem(load_document(path, "recovery problem"))
+    return parse_problem(read_document(path, "recovery problem"))
 
 
 def parse_problem(data: Any) -> RecoveryProblem:

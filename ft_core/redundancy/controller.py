@@ -54,7 +54,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.validation import validate
 
 Movement = Literal["increase", "decrease", "hold"]
 
@@ -179,8 +180,8 @@ class RedundancyController:
     def from_dict(cls, data: Any) -> RedundancyController:
         if not isinstance(data, dict) or set(data) - {"params", "state"} or "params" not in data:
             raise InputError("controller: expected an object with 'params' and optional 'state'")
-        return cls(_validate(ControllerParams, data["params"], "params"),
-                   _validate(ControllerState, data.get("state") or {}, "state"))
+        return cls(validate(ControllerParams, data["params"], "params"),
+                   validate(ControllerState, data.get("state") or {}, "state"))
 
 
 class LatencyTrace(BaseModel):
@@ -200,16 +201,4 @@ class LatencyTrace(BaseModel):
 
 
 def load_trace(path: str | Path) -> LatencyTrace:
-    return _validate(LatencyTrace, load_document(path, "latency trace"), "latency trace")
-
-
-def _validate(model: type[BaseModel], data: Any, what: str) -> Any:
-    if not isinstance(data, dict):
-        raise InputError(f"{what}: expected an object, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
-        raise InputError(f"{what} field {loc}: {message}" if loc else f"{what}: {message}") from None
+    return validate(LatencyTrace, read_document(path, "latency trace"), "latency trace")

@@ -60,7 +60,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.errors import InfeasibleError, InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.validation import validate
 
 _EPS = 1e-9  # capacity and cost comparisons tolerate float noise of repeated sums
 
@@ -156,19 +157,12 @@ CostFunction = Callable[[str, str], float]
 
 def load_placement_problem(path: str | Path) -> PlacementProblem:
     """Read and validate a placement document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_placement_problem(load_document(path, "placement"))
+    return parse_placement_problem(read_document(path, "placement"))
 
 
 def parse_placement_problem(data: Any) -> PlacementProblem:
     """Validate a placement document given as a dict; InputError names the field."""
-    if not isinstance(data, dict):
-        raise InputError(f"placement document: expected an object, got {type(data).__name__}")
-    try:
-        problem = PlacementProblem.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "placement"
-        raise InputError(f"placement document field {loc}: {err['msg']}") from None
+    problem = validate(PlacementProblem, data, "placement document")
     _check_references(problem)
     _topological_order(problem)  # raises on a cycle
     return problem
