@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 
+from ft_core.errors import InputError
 from ft_core.input.limits import current_limits, exceeds
 from ft_core.input.validation import describe, value_error
 
@@ -69,6 +70,7 @@ FiniteNumber = Annotated[float, _finite()]
 NonNegative = Annotated[float, _finite(ge=0)]
 Positive = Annotated[float, _finite(gt=0)]
 Fraction = Annotated[float, _finite(ge=0, le=1)]
+PositiveFraction = Annotated[float, _finite(gt=0, le=1)]  # a usable share of a node
 # times after an event, or durations that may be zero (instant detection, stateless restore)
 Seconds = Annotated[float, _finite(ge=0), AtMost("max_duration_s")]
 # durations, intervals and time limits that must pass
@@ -93,6 +95,21 @@ def _adapter(kind: Any) -> TypeAdapter:
     return TypeAdapter(kind)
 
 
+def field_kind(model: type[BaseModel], name: str) -> Any:
+    """The type of a model's field with its constraints, so a flag for that field checks the same rules.
+
+    >>> from pydantic import BaseModel
+    >>> class Params(BaseModel):
+    ...     delay_s: Seconds = 10.0
+    >>> flag(field_kind(Params, "delay_s"))("1e18")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: exceeds the limit of 2592000 s (1e+18 given; set FTOPS_MAX_DURATION_S to raise it)
+    """
+    info = model.model_fields[name]
+    return Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+
+
 def check(kind: Any, value: Any, field: str) -> Any:
     """``value`` validated as ``kind``; :class:`InputError` ``<field>: <reason>`` otherwise."""
     try:
@@ -114,23 +131,35 @@ def flag(kind: Any):
     return parse
 
 
+def check_list(kind: Any, text: str, field: str, *, max_items: str | None = None, allow_empty: bool = True) -> list:
+    """``'a,b,c'`` with every item validated as ``kind``, at most limit ``max_items`` items;
+    :class:`InputError` naming the field and the item otherwise.
+
+    >>> check_list(PositiveNodes, "1, 0.5", "--arrivals")
+    [1.0, 0.5]
+    """
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items and not allow_empty:
+        raise InputError(f"{field}: expected a comma-separated list, got {text!r}", field=field)
+    if max_items is not None and len(items) > getattr(current_limits(), max_items):
+        raise InputError(f"{field}: {len(items)} items {exceeds(max_items, len(items))}", field=field)
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(_adapter(kind).validate_python(item))
+        except ValidationError as exc:
+            raise InputError(f"{field}: item {i + 1} ({item!r}): {describe(exc.errors()[0])}", field=field) from None
+    return out
+
+
 def comma_list(kind: Any, *, max_items: str | None = None, allow_empty: bool = True):
-    """An argparse ``type=`` for ``'a,b,c'``: every item validated as ``kind``; at most limit
-    ``max_items`` items; the message names the item."""
+    """An argparse ``type=`` for ``'a,b,c'`` (:func:`check_list`'s rules and messages)."""
 
     def parse(text: str) -> list:
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        if not items and not allow_empty:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
-        if max_items is not None and len(items) > getattr(current_limits(), max_items):
-            raise argparse.ArgumentTypeError(f"{len(items)} items: {exceeds(max_items, len(items))}")
-        out = []
-        for i, item in enumerate(items):
-            try:
-                out.append(_adapter(kind).validate_python(item))
-            except ValidationError as exc:
-                raise argparse.ArgumentTypeError(f"item {i + 1} ({item!r}): {describe(exc.errors()[0])}") from None
-        return out
+        try:
+            return check_list(kind, text, "", max_items=max_items, allow_empty=allow_empty)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(": ")) from None
 
     return parse
 

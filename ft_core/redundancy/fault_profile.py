@@ -250,14 +250,14 @@ def _check_targets(profile: FaultProfile) -> None:
             raise InputError(f"{where}: no fault given (slowdown, link_outage or crash)")
 
 
-def fault_schedule(profile: FaultProfile, duration_s: float, seed: int) -> list[FaultEvent]:
+def fault_schedule(profile: FaultProfile, duration_s: float, seed: int, *, field: str = "duration") -> list[FaultEvent]:
     """Every fault starting in ``[0, duration_s)``, sorted by (time, kind, target); deterministic in ``seed``.
 
-    At most ``FTOPS_MAX_FAULT_EVENTS`` faults: more is refused (InputError on ``duration``) as soon as
-    the count is passed, before memory or time run out."""
+    At most ``FTOPS_MAX_FAULT_EVENTS`` faults: more is refused (InputError on ``field``, the caller's name
+    for the duration) as soon as the count is passed, before memory or time run out."""
     if isinstance(duration_s, bool) or not isinstance(duration_s, (int, float)) or not math.isfinite(duration_s) or duration_s < 0:
-        raise InputError(f"duration: must be a finite number of seconds >= 0, got {duration_s!r}")
-    check(Seconds, duration_s, "duration")
+        raise InputError(f"{field}: must be a finite number of seconds >= 0, got {duration_s!r}", field=field)
+    check(Seconds, duration_s, field)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed: must be an integer, got {seed!r}")
     budget = current_limits().max_fault_events
@@ -265,9 +265,9 @@ def fault_schedule(profile: FaultProfile, duration_s: float, seed: int) -> list[
     for target, kind, spec in _processes(profile):
         events.extend(_process_events(target, kind, spec, float(duration_s), _stream(seed, target, kind), budget - len(events)))
         if len(events) > budget:
-            raise InputError(f"duration: {duration_s:g} s of fault profile {profile.name!r} hold more faults than "
+            raise InputError(f"{field}: {duration_s:g} s of fault profile {profile.name!r} hold more faults than "
                              f"the limit of {budget} (set {LIMITS['max_fault_events'].env} to raise it, or shorten "
-                             "the duration)", field="duration")
+                             "the duration)", field=field)
     events.sort(key=lambda e: (e.time_s, e.kind, e.target))
     return events
 

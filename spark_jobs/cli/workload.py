@@ -177,19 +177,10 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m spark_jobs.cli.workload ...``: the ``ftops workload`` commands alone."""
-    from ft_core.cli.main import _Parser
-    from ft_core.errors import FtopsError
+    """``python -m spark_jobs.cli.workload ...`` is ``ftops workload ...`` (same errors and exit codes)."""
+    from ft_core.cli.main import main as ftops_main
 
-    parser = _Parser(prog="ftops")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    register(sub, {})
-    args = parser.parse_args(["workload", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.func(args) or 0)
-    except FtopsError as exc:
-        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return ftops_main(["workload", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
