@@ -68,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.errors import InputError
 from ft_core.input.documents import read_document
+from ft_core.input.quantities import Milliseconds, NonNegative, Positive, PositiveMilliseconds, Seconds
 from ft_core.input.validation import validate
 
 MIN_INTERVALS = 3
@@ -81,24 +82,24 @@ class Repetition(_Strict):
     """One profiling run at one checkpoint interval (raw values, not aggregated)."""
 
     run_id: str | None = None
-    avg_ingress_rate: float = Field(ge=0, description="I_avg, events/s")
-    max_ingress_rate: float = Field(gt=0, description="I_max, events/s")
-    avg_latency_ms: float = Field(ge=0, description="L_avg, ms")
-    recovery_time_s: float = Field(ge=0, description="R_avg, s")
-    warmup_time_s: float = Field(ge=0, description="W_avg, s")
-    detection_timeout_s: float | None = Field(default=None, ge=0, description="T, s (overrides the document)")
-    checkpoint_duration_ms: float | None = Field(default=None, ge=0, description="checkpoint cost, ms")
+    avg_ingress_rate: NonNegative = Field(description="I_avg, events/s")
+    max_ingress_rate: Positive = Field(description="I_max, events/s")
+    avg_latency_ms: Milliseconds = Field(description="L_avg, ms")
+    recovery_time_s: Seconds = Field(description="R_avg, s")
+    warmup_time_s: Seconds = Field(description="W_avg, s")
+    detection_timeout_s: Seconds | None = Field(default=None, description="T, s (overrides the document)")
+    checkpoint_duration_ms: Milliseconds | None = Field(default=None, description="checkpoint cost, ms")
 
 
 class IntervalProfile(_Strict):
-    checkpoint_interval_ms: float = Field(gt=0)
+    checkpoint_interval_ms: PositiveMilliseconds
     repetitions: list[Repetition] = Field(min_length=1)
 
 
 class ProfilesDocument(_Strict):
     job: str | None = None
     description: str | None = None
-    detection_timeout_s: float | None = Field(default=None, ge=0)
+    detection_timeout_s: Seconds | None = None
     mtbf_s: float | None = Field(default=None, gt=0)
     profiles: list[IntervalProfile]
 

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 from ft_core.cli.contract import EXIT_INPUT, EXIT_INTERRUPTED, help_epilog, report_error
@@ -82,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@cache
+def _shared_parser() -> argparse.ArgumentParser:
+    """One parser per process: parsing leaves no state in it (each call gets a new namespace), and
+    in-process callers (tests, the property suites) run hundreds of commands."""
+    return build_parser()
+
+
 def _version() -> str:
     try:
         return version("ftops")
@@ -101,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = _shared_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except FtopsError as exc:
         return report_error(exc, as_json)

@@ -99,6 +99,11 @@ def _too_deep(label: str, what: str, line: int, limits: Limits) -> InputError:
                       f"(set {env} to raise it)", field=what)
 
 
+def _too_many(what: str, limits: Limits) -> InputError:
+    return InputError(f"{what}: more values than the limit of {limits.max_elements} (YAML aliases count once per "
+                      f"use; set {LIMITS['max_elements'].env} to raise it)", field=what)
+
+
 def _check_json_nesting(text: str, label: str, what: str, limits: Limits) -> None:
     if text.count("[") + text.count("{") <= limits.max_depth:
         return  # cannot nest deeper than it has brackets
@@ -132,10 +137,17 @@ def _parse_json(text: str, label: str, what: str) -> Any:
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """The safe loader with a nesting bound: the composer recurses once per collection level."""
+    """The safe loader with a nesting bound (the composer recurses once per collection level) and a bound
+    on the values the document expands to, counted as it is composed: an alias counts its anchor's whole
+    size at every use, so ten levels of ten aliases (10^10 values in a few hundred bytes) stop here."""
 
     max_depth = 64
-    _depth = 0
+    max_elements = 2_000_000
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> values it expands to (scalars: 1)
 
     def compose_sequence_node(self, anchor):
         return self._nested(super().compose_sequence_node, anchor)
@@ -147,25 +159,33 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth += 1
         try:
             if self._depth > self.max_depth:
-                raise _YamlTooDeep(self.peek_event().start_mark.line + 1)
-            return compose(anchor)
+                raise _YamlTooLarge(self.peek_event().start_mark.line + 1, "deep")
+            node = compose(anchor)
         finally:
             self._depth -= 1
+        children = node.value if isinstance(node, yaml.SequenceNode) else [n for pair in node.value for n in pair]
+        size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
+        if size > self.max_elements:
+            raise _YamlTooLarge(node.start_mark.line + 1, "many")
+        self._sizes[id(node)] = size
+        return node
 
 
-class _YamlTooDeep(Exception):
-    def __init__(self, line: int):
-        super().__init__(line)
-        self.line = line
+class _YamlTooLarge(Exception):
+    def __init__(self, line: int, how: str):
+        super().__init__(line, how)
+        self.line, self.how = line, how
 
 
 def _parse_yaml(text: str, label: str, what: str, limits: Limits) -> Any:
     loader = _BoundedLoader(text)
-    loader.max_depth = limits.max_depth
+    loader.max_depth, loader.max_elements = limits.max_depth, limits.max_elements
     try:
         return loader.get_single_data()
-    except _YamlTooDeep as exc:
-        raise _too_deep(label, what, exc.line, limits) from None
+    except _YamlTooLarge as exc:
+        if exc.how == "deep":
+            raise _too_deep(label, what, exc.line, limits) from None
+        raise _too_many(what, limits) from None
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         # ValueError: a date like 2024-02-30, an integer of over 4300 digits
         message = " ".join(str(exc).split())
@@ -177,6 +197,9 @@ def _parse_yaml(text: str, label: str, what: str, limits: Limits) -> Any:
 def check_tree(value: Any, what: str, limits: Limits | None = None) -> None:
     """Step 5 of the module docstring on a parsed value, without recursion."""
     limits = limits or current_limits()
+    if not isinstance(value, (dict, list)):
+        _check_scalar(value, (), what)
+        return
     stack: list[tuple[Any, tuple]] = [(value, ())]
     seen = 0
     while stack:
@@ -188,8 +211,7 @@ def check_tree(value: Any, what: str, limits: Limits | None = None) -> None:
         for key, child in children:
             seen += 1
             if seen > limits.max_elements:
-                raise InputError(f"{what}: more values than the limit of {limits.max_elements} (YAML aliases count once per "
-                                 f"use; set {LIMITS['max_elements'].env} to raise it)", field=what)
+                raise _too_many(what, limits)
             if isinstance(node, dict) and not isinstance(key, str):
                 raise InputError(f"{what} field {_dotted(path)}: key {key!r} is not a string; quote it "
                                  "(YAML reads yes/no/on/off as booleans and 1 as a number)", field=_dotted(path) or what)
@@ -197,8 +219,6 @@ def check_tree(value: Any, what: str, limits: Limits | None = None) -> None:
                 stack.append((child, (*path, key)))
             else:
                 _check_scalar(child, (*path, key), what)
-    if not isinstance(value, (dict, list)):
-        _check_scalar(value, (), what)
 
 
 def _check_scalar(value: Any, path: tuple, what: str) -> None:
