@@ -134,7 +134,7 @@ class _Identity(BaseModel):
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    at: float = Field(ge=0)
+    at: Seconds
     row: dict[str, Any] | None = None
     punctuation: float | str | None = None
 

@@ -53,6 +53,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # noqa: D401 - argparse API
         raise usage_error(message, self.prog)
 
+    def _get_values(self, action, arg_strings):
+        # `--flag=--`: argparse drops the '--' and hands the command an empty list, never calling the type
+        if action.option_strings and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected a value, got '--'")
+        return super()._get_values(action, arg_strings)
+
 
 def usage_error(message: str, prog: str) -> UsageError:
     """argparse's message as ``<field>: <reason>`` naming the flag, with where to read more.

@@ -37,19 +37,21 @@ from ft_core.input.validation import describe, value_error
 
 @dataclass(frozen=True, slots=True)
 class AtMost:
-    """Pydantic metadata: the value must not exceed limit ``limit`` (times ``scale``, e.g. 1000 for ms).
+    """Pydantic metadata: the value (with ``length``: the number of items) must not exceed limit ``limit``
+    (times ``scale``, e.g. 1000 for ms).
 
     The limit is read when a value is checked (and when a JSON schema is made), not at import."""
 
     limit: str
     scale: float = 1.0
+    length: bool = False
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
         return core_schema.no_info_after_validator_function(self.check, handler(source))
 
     def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict:
         json_schema = handler(schema)
-        json_schema["maximum"] = self.allowed()
+        json_schema["maxItems" if self.length else "maximum"] = self.allowed()
         return json_schema
 
     def allowed(self) -> float:
@@ -57,8 +59,9 @@ class AtMost:
         return allowed if self.scale == 1 else allowed * self.scale
 
     def check(self, value: Any) -> Any:
-        if value > self.allowed():
-            raise ValueError(exceeds(self.limit, value / self.scale))
+        size = len(value) if self.length else value
+        if size > self.allowed():
+            raise ValueError(f"{size} items {exceeds(self.limit, size)}" if self.length else exceeds(self.limit, size / self.scale))
         return value
 
 
