@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ft_core.cli.output import print_json
+from ft_core.input.quantities import PositiveSeconds, TaskBudget, flag
+from ft_core.input.validation import validate
 from ft_core.store.connection import connect
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 from ft_core.store.history import HistoryStore, JobSpec
@@ -19,27 +22,20 @@ def register(sub, groups) -> None:
     reg.add_argument("--name", required=True)
     reg.add_argument("--workload", required=True)
     reg.add_argument("--topology", required=True, help="topology document (.json, .yaml)")
-    reg.add_argument("--budget", type=int, required=True, help="replication budget R")
+    reg.add_argument("--budget", type=flag(TaskBudget), required=True, help="replication budget R")
     reg.add_argument("--primary-master", default=None)
     reg.add_argument("--standby-master", default=None)
-    reg.add_argument("--max-recovery-s", type=float, default=None)
+    reg.add_argument("--max-recovery-s", type=flag(PositiveSeconds), default=None)
     reg.add_argument("--state-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder")
+    reg.add_argument("--json", action="store_true", help="print the ids as JSON")
     reg.set_defaults(func=_register)
 
 
 def _register(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
-
-    from ft_core.errors import InputError
-
     topology = load_topology(args.topology)
-    try:
-        spec = JobSpec(name=args.name, workload=args.workload, replication_budget=args.budget,
-                       primary_master=args.primary_master, standby_master=args.standby_master,
-                       max_recovery_s=args.max_recovery_s)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(f"job field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    spec = validate(JobSpec, dict(name=args.name, workload=args.workload, replication_budget=args.budget,
+                                  primary_master=args.primary_master, standby_master=args.standby_master,
+                                  max_recovery_s=args.max_recovery_s), "job")
     conn = connect(database_url(args.state_dir))
     try:
         upgrade(conn)
@@ -48,5 +44,8 @@ def _register(args: argparse.Namespace) -> int:
         topology_id = store.save_topology(spec.name, topology.to_document())
     finally:
         conn.close()
-    print(f"job {spec.name} registered (id {job_id}), topology version id {topology_id}")
+    if args.json:
+        print_json({"job": spec.name, "job_id": job_id, "topology_id": topology_id})
+    else:
+        print(f"job {spec.name} registered (id {job_id}), topology version id {topology_id}")
     return 0

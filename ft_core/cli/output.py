@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -19,6 +20,19 @@ def print_json(doc: BaseModel | dict | list) -> None:
         doc = doc.model_dump(mode="json", by_alias=True)
     json.dump(doc, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def emit_report(report: str, out: str | None, as_json: bool) -> None:
+    """A benchmark's markdown report: written to ``out`` (if any, said on stderr), then printed, or with
+    ``as_json`` printed as ``{"out": ..., "report": ...}``."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(report)
+        print(f"wrote {out}", file=sys.stderr)
+    if as_json:
+        print_json({"out": out, "report": report})
+    else:
+        print(report)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFraction, PositiveNodes, PositiveSeconds,
                                       TaskCount, check_list, comma_list, flag)
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
@@ -55,6 +54,7 @@ def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("recovery", help="paper 003's planner comparison (Fig. 16), Fig. 2 schedules, scale")
     bench.add_argument("--quick", action="store_true", help="a small run for CI smoke tests (seconds, not minutes)")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/recovery.md; --quick: stdout only)")
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     bench.add_argument("--instances", type=flag(TaskCount), default=None, help="synthetic instances per setting (default 100)")
     bench.set_defaults(func=_bench)
 
@@ -104,11 +104,6 @@ def _bench(args: argparse.Namespace) -> int:
         config = BenchConfig(**{**config.__dict__, "instances_per_setting": args.instances})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench recovery"
     report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    out = args.out or (None if args.quick else "docs/benchmarks/recovery.md")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
-        print(f"wrote {out}", file=sys.stderr)
-    print(report)
+    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/recovery.md"), args.json)
     return 0
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.cli.topology import load_graph
 from ft_core.errors import InputError
 from ft_core.input.limits import current_limits, exceeds
@@ -59,6 +59,7 @@ def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("simulate", help="failure timeline simulation time at 1,000 and 10,000 tasks")
     bench.add_argument("--quick", action="store_true", help="1,000 tasks only, report on stdout")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/simulate.md; --quick: stdout only)")
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     bench.set_defaults(func=_bench)
 
 
@@ -86,12 +87,7 @@ def _bench(args: argparse.Namespace) -> int:
     command = "ftops bench simulate" + (" --quick" if args.quick else "")
     report = run_benchmark(QUICK_SIZES if args.quick else SIZES, command,
                            progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    out = args.out or (None if args.quick else "docs/benchmarks/simulate.md")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
-        print(f"wrote {out}", file=sys.stderr)
-    print(report)
+    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/simulate.md"), args.json)
     return 0
 
 

@@ -57,7 +57,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import InfeasibleError, InputError
 from ft_core.input.documents import read_document
