@@ -13,9 +13,9 @@ A bad input raises :class:`ft_core.errors.InputError` (exit 2) with its ``field`
 started or written before the input has passed.
 """
 
-from ft_core.input.documents import read_document
+from ft_core.input.documents import read_document, read_json_lines
 from ft_core.input.limits import Limits, current_limits
 from ft_core.input.quantities import check, comma_list, flag, param_schema
 from ft_core.input.validation import validate
 
-__all__ = ["Limits", "check", "comma_list", "current_limits", "flag", "param_schema", "read_document", "validate"]
+__all__ = ["Limits", "check", "comma_list", "current_limits", "flag", "param_schema", "read_document", "read_json_lines", "validate"]

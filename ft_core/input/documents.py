@@ -61,13 +61,25 @@ def read_document(path: str | Path, what: str) -> Any:
     limits = current_limits()
     data = _read_bounded(path, what, limits)
     text = decode_text(data, f"{what} file {str(path)!r}")
-    return parse_text(text, "yaml" if path.suffix.lower() in YAML_SUFFIXES else "json", what, limits, where=path)
+    return parse_text(text, "yaml" if path.suffix.lower() in YAML_SUFFIXES else "json", what, limits,
+                      label=f"{what} file {str(path)!r}")
 
 
-def parse_text(text: str, syntax: str, what: str, limits: Limits | None = None, where: Path | None = None) -> Any:
-    """Parse ``text`` as ``syntax`` (``json`` or ``yaml``) with steps 3-5 of the module docstring."""
+def read_json_lines(path: str | Path, what: str) -> list[Any]:
+    """A JSON-lines file (one document per line, blank lines skipped) through the same gate as
+    :func:`read_document`; an error names the line."""
+    path = Path(path)
+    limits = current_limits()
+    text = decode_text(_read_bounded(path, what, limits), f"{what} file {str(path)!r}")
+    return [parse_text(line, "json", what, limits, label=f"{what} file {str(path)!r} line {number}")
+            for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+
+def parse_text(text: str, syntax: str, what: str, limits: Limits | None = None, label: str | None = None) -> Any:
+    """Parse ``text`` as ``syntax`` (``json`` or ``yaml``) with steps 3-5 of the module docstring; messages
+    start with ``label`` (default ``what``), the field of the error is ``what``."""
     limits = limits or current_limits()
-    label = f"{what} file {str(where)!r}" if where is not None else what
+    label = label or what
     if syntax == "json":
         _check_json_nesting(text, label, what, limits)
         value = _parse_json(text, label, what)

@@ -28,9 +28,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.input.documents import read_document
+from ft_core.input.validation import validate
 from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
@@ -77,14 +79,7 @@ class RecoveryReport(BaseModel):
 def load_schedule(path: Path, root: Path) -> StagedSchedule:
     """Read ``ftops plan stages --json`` output and check it against the deployment's last failure."""
     failure = last_failure(root)
-    try:
-        schedule = StagedSchedule.model_validate_json(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(f"--schedule: file {str(path)!r} does not exist") from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"--schedule: not a `ftops plan stages --json` document: {where}: {err['msg']}") from None
+    schedule = validate(StagedSchedule, read_document(path, "--schedule"), "--schedule (a `ftops plan stages --json` document)")
     planned = [u for s in schedule.stages for u in s.partitions]
     unknown = [u for u in planned if u not in failure.units]
     if unknown:

@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.input.documents import read_document
 from spark_jobs.recovery_units.deployment import (AppRecord, Deployment, Failure, app_dir, load, locked, now,
                                                   read_progress, read_status)
 from spark_jobs.recovery_units.spec import SmartCitySpec, check_workload, make_units_spec
@@ -51,12 +52,7 @@ class Placement(BaseModel):
 
 def load_placement(path: Path, spec: SmartCitySpec) -> Placement:
     """Read and check a placement: known units, each in exactly one application, every unit placed."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(f"--placement: file {str(path)!r} does not exist") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"--placement: {str(path)!r} is not readable JSON: {exc}") from None
+    doc = read_document(path, "--placement")
     apps = doc.get("apps") if isinstance(doc, dict) else None
     if not isinstance(apps, dict) or not apps:
         raise InputError("--placement: expected {\"apps\": {\"<app>\": [\"<unit>\", ...]}} with at least one application")

@@ -33,16 +33,17 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import AtMost, PositiveSeconds, Seconds
 from ft_core.topology.document import Topology, parse_topology, split_task_id
 
 # --- the key-group function -------------------------------------------------------------------
@@ -133,16 +134,17 @@ class SourceDef:
 class WorkloadSpec(BaseModel):
     """Parameters shared by every workload (event time, windows, generator pacing)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # finite numbers; durations, key spaces, rates and parallelism within ft_core's input limits
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     workload: ClassVar[str] = ""
 
     seed: int = 7
-    rate: float = Field(default=200.0, gt=0, description="input records per second of event time")
-    file_s: float = Field(default=1.0, gt=0, description="event-time seconds per input file")
-    start_ms: int = Field(default=1_700_000_000_000, ge=0, description="event time of the first record (epoch ms)")
-    window_s: int = Field(default=10, ge=1)
-    slide_s: int | None = Field(default=None, ge=1, description="sliding step (default: tumbling)")
-    watermark_s: float = Field(default=2.0, ge=0)
+    rate: Annotated[float, AtMost("max_elements")] = Field(default=200.0, gt=0, description="input records per second of event time")
+    file_s: PositiveSeconds = Field(default=1.0, description="event-time seconds per input file")
+    start_ms: int = Field(default=1_700_000_000_000, ge=0, le=2**62, description="event time of the first record (epoch ms)")
+    window_s: Annotated[int, AtMost("max_duration_s")] = Field(default=10, ge=1)
+    slide_s: Annotated[int, AtMost("max_duration_s")] | None = Field(default=None, ge=1, description="sliding step (default: tumbling)")
+    watermark_s: Seconds = 2.0
 
     @model_validator(mode="after")
     def _check_common(self):
@@ -257,15 +259,15 @@ class TopkSpec(WorkloadSpec):
     World Cup 1998 log) -> O1 per-server-group window aggregates -> O2 merge -> O3 global top-k."""
 
     workload: ClassVar[str] = "topk"
-    n_servers: int = Field(default=32, ge=1)
-    n_pages: int = Field(default=200, ge=1)
+    n_servers: Annotated[int, AtMost("max_elements")] = Field(default=32, ge=1)
+    n_pages: Annotated[int, AtMost("max_elements")] = Field(default=200, ge=1)
     server_zipf: float = Field(default=1.0, ge=0)
     page_zipf: float = Field(default=1.0, ge=0)
     page_affinity: float = Field(default=0.0, ge=0, le=1, description="share of requests whose page popularity "
                                  "is the server's own (its Zipf ranking rotated by server); 0: one popularity for all")
-    k: int = Field(default=10, ge=1)
-    p1: int = Field(default=4, ge=1)
-    p2: int | None = Field(default=None, ge=1, description="merge parallelism (default p1 // 2, at least 1)")
+    k: Annotated[int, AtMost("max_elements")] = Field(default=10, ge=1)
+    p1: Annotated[int, AtMost("max_tasks")] = Field(default=4, ge=1)
+    p2: Annotated[int, AtMost("max_tasks")] | None = Field(default=None, ge=1, description="merge parallelism (default p1 // 2, at least 1)")
 
     @property
     def merge_parallelism(self) -> int:
@@ -300,16 +302,16 @@ class IncidentsSpec(WorkloadSpec):
     O1 segment speed, O2 distinct incidents, O3 their join (jams), O4 jams per window."""
 
     workload: ClassVar[str] = "incidents"
-    n_users: int = Field(default=1000, ge=1)
-    n_segments: int = Field(default=100, ge=1)
+    n_users: Annotated[int, AtMost("max_elements")] = Field(default=1000, ge=1)
+    n_segments: Annotated[int, AtMost("max_elements")] = Field(default=100, ge=1)
     segment_zipf: float = Field(default=0.5, ge=0)
-    incident_interval_s: float = Field(default=2.0, gt=0)
-    report_spread_s: float = Field(default=3.0, ge=0, description="reports arrive within this delay after the incident")
+    incident_interval_s: Annotated[float, AtMost("max_duration_s")] = Field(default=2.0, gt=0)
+    report_spread_s: Annotated[float, AtMost("max_duration_s")] = Field(default=3.0, ge=0, description="reports arrive within this delay after the incident")
     jam_prob: float = Field(default=0.5, ge=0, le=1, description="share of incidents that slow their segment down")
-    jam_duration_s: float = Field(default=20.0, ge=0)
+    jam_duration_s: Annotated[float, AtMost("max_duration_s")] = Field(default=20.0, ge=0)
     jam_speed: float = Field(default=50.0, gt=0, description="a window's average speed below this is a jam")
-    p1: int = Field(default=4, ge=1)
-    p2: int | None = Field(default=None, ge=1, description="distinct-incident and join parallelism (default p1 // 2)")
+    p1: Annotated[int, AtMost("max_tasks")] = Field(default=4, ge=1)
+    p2: Annotated[int, AtMost("max_tasks")] | None = Field(default=None, ge=1, description="distinct-incident and join parallelism (default p1 // 2)")
 
     @property
     def join_parallelism(self) -> int:
@@ -373,13 +375,7 @@ def parse_params(items: list[str]) -> dict[str, str]:
 def load_plan_tasks(path: str | Path, spec: WorkloadSpec) -> frozenset[str]:
     """The tasks of a replication plan (``ftops plan replication --json``) checked against the
     workload's topology; a task the workload does not have is an InputError naming it."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"--plan: file {str(path)!r} does not exist") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"--plan: {str(path)!r} is not a readable JSON plan: {exc}") from None
+    doc = read_document(path, "--plan")
     tasks = doc.get("tasks") if isinstance(doc, dict) else None
     if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
         raise InputError(f"--plan: {str(path)!r} has no 'tasks' list of task ids")
