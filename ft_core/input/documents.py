@@ -29,7 +29,7 @@ Example::
     >>> parse_text("[" * 100 + "]" * 100, "json", "topology")
     Traceback (most recent call last):
     ...
-    ft_core.errors.InputError: topology: nested deeper than the limit of 64 levels at line 1 (set FTOPS_MAX_DEPTH to raise it)
+    ft_core.errors.InputError: topology: nested deeper than the limit of 64 levels (set FTOPS_MAX_DEPTH to raise it)
     >>> os.unlink(f.name)
 """
 
@@ -105,9 +105,10 @@ def _read_bounded(path: Path, what: str, limits: Limits) -> bytes:
     return data
 
 
-def _too_deep(label: str, what: str, line: int, limits: Limits) -> InputError:
+def _too_deep(label: str, what: str, line: int | None, limits: Limits) -> InputError:
     env = LIMITS["max_depth"].env
-    return InputError(f"{label}: nested deeper than the limit of {limits.max_depth} levels at line {line} "
+    where = f" at line {line}" if line is not None else ""
+    return InputError(f"{label}: nested deeper than the limit of {limits.max_depth} levels{where} "
                       f"(set {env} to raise it)", field=what)
 
 
@@ -125,7 +126,8 @@ def _check_json_nesting(text: str, label: str, what: str, limits: Limits) -> Non
         if token in "[{":
             depth += 1
             if depth > limits.max_depth:
-                raise _too_deep(label, what, text.count("\n", 0, match.start()) + 1, limits)
+                line = text.count("\n", 0, match.start()) + 1 if "\n" in text else None  # JSON lines: the label says
+                raise _too_deep(label, what, line, limits)
         elif token in "]}":
             depth -= 1
 
