@@ -51,7 +51,8 @@ class AtMost:
 
     def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler) -> dict:
         json_schema = handler(schema)
-        json_schema["maxItems" if self.length else "maximum"] = self.allowed()
+        allowed = self.allowed()
+        json_schema["maxItems" if self.length else "maximum"] = int(allowed) if float(allowed).is_integer() else allowed
         return json_schema
 
     def allowed(self) -> float:
@@ -90,6 +91,9 @@ TaskBudget = Annotated[int, Field(ge=0), AtMost("max_tasks")]
 NodeCount = Annotated[int, Field(ge=0), AtMost("max_nodes")]
 PositiveNodeCount = Annotated[int, Field(ge=1), AtMost("max_nodes")]
 Port = Annotated[int, Field(ge=1, le=65535)]
+# the JSON-schema pattern of a comma-separated list of non-negative decimals (a trigger form's text field;
+# the values themselves are then checked with check_list)
+NUMBER_LIST_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?(\s*,\s*[0-9]+(\.[0-9]+)?)*\s*$"
 Seed = Annotated[int, Field(ge=-(2**63), le=2**64 - 1)]
 
 

@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.documents import read_document
+from ft_core.input.quantities import PositiveFraction, PositiveNodes, check, check_list
 from ft_core.input.validation import validate
 from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
@@ -150,18 +151,18 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
     from ft_core.recovery.problem import parse_problem
-    from ft_core.recovery.staged import plan_stages
+    from ft_core.recovery.staged import POLICIES, plan_stages
     from spark_jobs.recovery_units.spec import problem_document
 
+    if policy not in (*POLICIES, "blocking"):
+        raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
+    node_cap = check(PositiveFraction, node_cap, "node_cap")
+    sizes = check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes")
     dep = load(root)
     running = dep.unit_apps()
     down = [u for u in last_failure(root).units if u not in running]
     if not down:
         raise InputError("every unit of the last failure runs again: nothing to recover")
-    try:
-        sizes = [float(x) for x in str(arrivals).split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"arrivals: expected comma-separated node sizes, got {arrivals!r}") from None
     problem = problem_document(dep.spec, down, unit_costs(root, cost))
     capacity = survivor_capacity(root, node_cap) or 0.0
     if policy == "blocking":

@@ -14,6 +14,8 @@ from typing import Any
 from airflow.sdk.exceptions import AirflowFailException
 from airflow.sdk import BaseOperator
 
+from ft_core.input.quantities import PositiveSeconds, Seconds, Seed
+from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -43,20 +45,21 @@ class DrillPreflightOperator(BaseOperator):
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
         from spark_jobs.drills.live import preflight
 
-        kill = self.kill_driver if isinstance(self.kill_driver, bool) else str(self.kill_driver).lower() == "true"
+        kill = checked(bool, self.kill_driver, "kill_driver")
+        delay = checked(Seconds, self.replacement_delay_s, "replacement_delay_s")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             job, dep = _dep(store, self.job_name)
             plan = _running_replica_plan(store, self.job_name)
             ctx = preflight(dep, self.job_name, plan, self.domain, kill)
-            params = {"failure_domain": self.domain, "kill_driver": kill, "replacement_delay_s": float(self.replacement_delay_s)}
+            params = {"failure_domain": self.domain, "kill_driver": kill, "replacement_delay_s": delay}
             drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
         finally:
             store.conn.close()
         steady = steady_lag_files(dep.primary_checkpoint, dep.input)
         self.log.info("drill #%s of %s: plan %s (predicted OF %.3f), failing %s; steady lag %d input files",
                       drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity, self.domain, steady)
-        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "replacement_delay_s": float(self.replacement_delay_s),
+        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "replacement_delay_s": delay,
                 "deployment": dep.model_dump(), "max_recovery_s": job.get("max_recovery_s"),
                 "primary_app": primary_app_name(self.job_name), "primary_run_args": [str(a) for a in primary_run_argv(dep)]}
 
@@ -145,15 +148,18 @@ class InjectFaultsOperator(BaseOperator):
 
         from airflow.sdk.exceptions import AirflowSkipException
 
-        from ft_core.redundancy.fault_profile import load_fault_profile
+        from ft_core.redundancy.fault_profile import fault_schedule, load_fault_profile
         from spark_jobs.fault_injection import inject
 
         if not self.profile:
             raise AirflowSkipException("no fault profile given")
-        profile = load_fault_profile(self.profile)  # a bad profile fails here, naming the field
+        duration, seed = checked(PositiveSeconds, self.duration_s, "fault_duration_s"), checked(Seed, self.seed, "fault_seed")
+        with bad_input_fails_the_task():  # a bad profile, or one with too many faults, fails here, naming the field
+            profile = load_fault_profile(self.profile)
+            fault_schedule(profile, duration, seed, field="fault_duration_s")
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         root = Path(doc["deployment"]["root"])
-        report = inject(profile, duration_s=float(self.duration_s), seed=int(self.seed), output=root / "primary",
+        report = inject(profile, duration_s=duration, seed=seed, output=root / "primary",
                         state_dir=Path(doc["deployment"]["cluster_state"]) if doc["deployment"].get("cluster_state") else None,
                         log=self.log.info)
         self.log.info("%s: %s applied, %d skipped, paused %s", report.profile, report.applied, report.skipped,
