@@ -33,19 +33,21 @@ _BOMS = (
 )
 
 
-def decode_text(data: bytes, what: str) -> str:
-    """``data`` as text; :class:`InputError` (field ``what``) naming the encoding problem and its byte offset."""
+def decode_text(data: bytes, what: str, field: str | None = None) -> str:
+    """``data`` as text; :class:`InputError` (``<what>: ...``, field ``field`` or ``what``) naming the encoding
+    problem and its byte offset."""
+    field = field or what
     for bom, codec, name in _BOMS:
         if data.startswith(bom):
-            return _decode(data, len(bom), codec, name, what)
+            return _decode(data, len(bom), codec, name, what, field)
     nul = data.find(b"\x00")
     if nul >= 0:
         raise InputError(f"{what}: not text: a NUL byte at offset {nul} (a binary file, or UTF-16/UTF-32 without a "
-                         "byte order mark); save the file as UTF-8", field=what)
-    return _decode(data, 0, "utf-8", "UTF-8", what)
+                         "byte order mark); save the file as UTF-8", field=field)
+    return _decode(data, 0, "utf-8", "UTF-8", what, field)
 
 
-def _decode(data: bytes, start: int, codec: str, name: str, what: str) -> str:
+def _decode(data: bytes, start: int, codec: str, name: str, what: str, field: str) -> str:
     try:
         return data[start:].decode(codec)
     except UnicodeDecodeError as exc:
@@ -53,4 +55,4 @@ def _decode(data: bytes, start: int, codec: str, name: str, what: str) -> str:
         shown = data[offset:offset + min(exc.end - exc.start, 4)].hex(" ")
         byte = "byte" if exc.end - exc.start == 1 else "bytes"
         raise InputError(f"{what}: not {name} text: {byte} 0x{shown.replace(' ', ' 0x')} at offset {offset} "
-                         f"({exc.reason}); save the file as UTF-8", field=what) from None
+                         f"({exc.reason}); save the file as UTF-8", field=field) from None

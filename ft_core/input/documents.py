@@ -60,7 +60,7 @@ def read_document(path: str | Path, what: str) -> Any:
     path = Path(path)
     limits = current_limits()
     data = _read_bounded(path, what, limits)
-    text = decode_text(data, f"{what} file {str(path)!r}")
+    text = decode_text(data, f"{what} file {str(path)!r}", field=what)
     return parse_text(text, "yaml" if path.suffix.lower() in YAML_SUFFIXES else "json", what, limits,
                       label=f"{what} file {str(path)!r}")
 
@@ -70,7 +70,7 @@ def read_json_lines(path: str | Path, what: str) -> list[Any]:
     :func:`read_document`; an error names the line."""
     path = Path(path)
     limits = current_limits()
-    text = decode_text(_read_bounded(path, what, limits), f"{what} file {str(path)!r}")
+    text = decode_text(_read_bounded(path, what, limits), f"{what} file {str(path)!r}", field=what)
     return [parse_text(line, "json", what, limits, label=f"{what} file {str(path)!r} line {number}")
             for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
