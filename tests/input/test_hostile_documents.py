@@ -108,7 +108,7 @@ def test_every_sample_command_succeeds(work):
         assert res.code == 0, (name, res.err)
 
 
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(data=st.data(), name=st.sampled_from(NAMES), syntax=st.sampled_from(["json", "yaml"]))
 def test_a_wrong_kind_of_number_is_refused_naming_the_field(work, data, name, syntax):
     sample, what, argv = COMMANDS[name]

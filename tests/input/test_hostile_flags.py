@@ -84,7 +84,7 @@ def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile-flags")
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_any_flag_exits_2_naming_the_flag(work, data, case):
     command, flag = case
@@ -129,7 +129,8 @@ def test_limits_are_configurable_per_run(work, monkeypatch):
     argv = ["faults", "schedule", f"{S}/fault-profile.yaml", "--seed", "1", "--duration", "4000000"]
     rejected(argv, work, "FTOPS_MAX_DURATION_S")
     monkeypatch.setenv("FTOPS_MAX_DURATION_S", "5000000")
-    rejected(argv, work, "FTOPS_MAX_FAULT_EVENTS")  # now the count of faults is what is too large
+    monkeypatch.setenv("FTOPS_MAX_FAULT_EVENTS", "1000")
+    rejected(argv, work, "more faults than the limit of 1000 (set FTOPS_MAX_FAULT_EVENTS")  # now the count is too large
     monkeypatch.setenv("FTOPS_MAX_FAULT_EVENTS", "20000000")
     monkeypatch.setenv("FTOPS_MAX_DURATION_S", "not a number")
     rejected(argv, work, "FTOPS_MAX_DURATION_S: Input should be a valid number")

@@ -74,7 +74,7 @@ def test_every_poison_stops_its_command_before_anything_starts(work):
         assert res.code == 2 and res.err.count("\n") == 1, (command, res.err)
 
 
-@settings(max_examples=90, **SETTINGS)
+@settings(max_examples=70, **SETTINGS)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_a_spark_flag_exits_2_naming_it(work, data, case):
     command, flag = case
@@ -98,7 +98,7 @@ DOCUMENTS = {
 DOC_NAMES = sorted(DOCUMENTS)
 
 
-@settings(max_examples=50, **SETTINGS)
+@settings(max_examples=40, **SETTINGS)
 @given(name=st.sampled_from(DOC_NAMES), kind=st.sampled_from(GARBAGE), noise=st.binary(min_size=1, max_size=64))
 def test_unreadable_documents_are_refused_before_anything_starts(work, name, kind, noise):
     argv, what = DOCUMENTS[name]
