@@ -98,7 +98,7 @@ def _params(args: argparse.Namespace) -> TimelineParams:
             doc[field] = getattr(args, flag)
     if args.arrivals is not None:
         doc["arrivals"] = [a.model_dump() for a in args.arrivals]
-    return validate(TimelineParams, doc, "timeline parameter")
+    return validate(TimelineParams, doc, "--params")  # flags were checked as they were parsed
 
 
 def parse_arrivals(text: str) -> list[Arrival]:

@@ -22,9 +22,18 @@ from tests.input.harness import rejected, run, write_document
 FREE_FORM = ("reference", "row", "punctuation")
 
 
+# a timeline parameters document (`simulate --params`) has no sample file: this one sets every kind of field
+INLINE = {"timeline-params.json": {"detection_s": 5, "restore_s": 2, "restore_s_per_task": {"O1[0]": 3},
+                                   "checkpoint_interval_s": 4, "case": "max", "utilisation": 0.6, "capacity": 0.5,
+                                   "arrivals": [{"size": 1, "at_s": 30}], "node_cap": 0.7, "task_cost": 0.2,
+                                   "cost": {"O1[0]": 0.3}, "priority": {"O4[0]": 2}, "max_points": 20}}
+
+
 def _sample(name: str):
     import yaml
 
+    if name in INLINE:
+        return copy.deepcopy(INLINE[name])
     text = (SAMPLES / name).read_text()
     return yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text)
 
@@ -44,12 +53,22 @@ COMMANDS = {
     "plan redundancy --model": ("redundancy-model.yaml", "redundancy model", lambda p: ["plan", "redundancy", "--model", p]),
     "plan redundancy --trace": ("latency-trace.yaml", "latency trace", lambda p: ["plan", "redundancy", "--trace", p]),
     "simulate": ("q2-incidents.json", "topology", lambda p: ["simulate", p, "--fail", "O1[0],O2[1]", "--arrivals", "1@60"]),
+    "simulate --params": ("timeline-params.json", "--params",
+                          lambda p: ["simulate", f"{SAMPLES}/q2-incidents.json", "--fail", "O1[0]", "--params", p]),
     "transparency check": ("replica-streams.yaml", "replica streams", lambda p: ["transparency", "check", p]),
     "faults validate": ("fault-profile.yaml", "fault profile", lambda p: ["faults", "validate", p]),
     "faults schedule": ("fault-profile.yaml", "fault profile",
                         lambda p: ["faults", "schedule", p, "--duration", "600", "--seed", "1"]),
 }
 NAMES = sorted(COMMANDS)
+# documents a command reads only in part (a plan's tasks, a placement of tasks in domains): whole-document attacks
+PARTIAL = {
+    "simulate --plan": ("fig2-join.json", "--plan", lambda p: ["simulate", f"{SAMPLES}/fig2-join.json", "--fail", "O2[1]",
+                                                              "--plan", p]),
+    "simulate --domains": ("fig2-join.json", "--domains", lambda p: ["simulate", f"{SAMPLES}/fig2-join.json",
+                                                                      "--fail-domain", "rack-a", "--domains", p]),
+}
+WHOLE = {**COMMANDS, **PARTIAL}
 
 # Values that are never right where the document wants a number: (value, literal text or None).
 WRONG_NUMBERS = [("x", None), ([1], None), ({"n": 1}, None), ("@nan", "NaN"), ("@inf", "Infinity"),
@@ -76,7 +95,7 @@ def _numeric_leaves(doc, path=()) -> list[tuple]:
 
 
 def _objects(doc, path=()) -> list[tuple]:
-    """Paths of the objects where every key is checked (rows, plans and free maps excluded)."""
+    """Paths of the objects where every key is checked (rows excluded)."""
     if isinstance(doc, list):
         return [p for i, v in enumerate(doc) for p in _objects(v, (*path, i))]
     if not isinstance(doc, dict):
@@ -177,9 +196,9 @@ _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 
 
 @settings(max_examples=40, **SETTINGS)
-@given(name=st.sampled_from(NAMES), doc=_JSON.filter(lambda d: d != {}), syntax=st.sampled_from(["json", "yaml"]))
+@given(name=st.sampled_from(sorted(WHOLE)), doc=_JSON.filter(lambda d: d != {}), syntax=st.sampled_from(["json", "yaml"]))
 def test_arbitrary_json_values_are_refused(work, name, doc, syntax):
-    _, what, argv = COMMANDS[name]
+    _, what, argv = WHOLE[name]
     res = rejected(argv(write_document(work, f"any.{syntax}", doc)), work, "")
     assert what in res.err or "field" in res.err, res.err
 
@@ -216,10 +235,10 @@ GARBAGE = ["random", "utf-16 without a byte order mark", "latin-1", "cut inside 
 
 
 @settings(max_examples=60, **SETTINGS)
-@given(name=st.sampled_from(NAMES), kind=st.sampled_from(GARBAGE), noise=st.binary(min_size=1, max_size=64))
+@given(name=st.sampled_from(sorted(WHOLE)), kind=st.sampled_from(GARBAGE), noise=st.binary(min_size=1, max_size=64))
 def test_unreadable_bytes_are_refused_with_the_problem_and_offset(work, name, kind, noise):
-    sample, what, argv = COMMANDS[name]
-    data, needle = _garbage(noise, kind, (SAMPLES / sample).read_text())
+    sample, what, argv = WHOLE[name]
+    data, needle = _garbage(noise, kind, json.dumps(_sample(sample)))
     suffix = ".yaml" if "yaml" in kind else ".json" if "json" in kind else Path(sample).suffix
     path = work / f"garbage{suffix}"
     path.write_bytes(data)
@@ -231,8 +250,8 @@ def test_unreadable_bytes_are_refused_with_the_problem_and_offset(work, name, ki
 def test_utf16_and_utf8_with_a_byte_order_mark_read_like_utf8(work, name):
     """Exports from spreadsheets and PowerShell carry a byte order mark; the mark names the encoding."""
     sample, _, argv = COMMANDS[name]
-    text = (SAMPLES / sample).read_text()
-    plain = run(argv(SAMPLES / sample), work)
+    text = json.dumps(_sample(sample)) if sample in INLINE else (SAMPLES / sample).read_text()
+    plain = run(argv(write_document(work, sample, _sample(sample))), work)
     for encoding in ("utf-16", "utf-8-sig", "utf-32"):
         path = work / f"bom-{encoding}{Path(sample).suffix}"
         path.write_bytes(text.encode(encoding))

@@ -84,13 +84,18 @@ def work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("hostile-flags")
 
 
+def refuse_a_bad_number(table: dict, case: tuple[str, str], data, work: Path) -> None:
+    """Draw a value the flag must refuse (its kind and limit from ``table``) and check the refusal."""
+    command, flag = case
+    argv, flags = table[command]
+    value = data.draw(_bad_values(*flags[flag]), label="value")
+    rejected([*argv, f"{flag}={value}"], work, flag)
+
+
 @settings(max_examples=100, **SETTINGS)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_any_flag_exits_2_naming_the_flag(work, data, case):
-    command, flag = case
-    argv, flags = BASE[command]
-    value = data.draw(_bad_values(*flags[flag]), label="value")
-    rejected([*argv, f"{flag}={value}"], work, flag)
+    refuse_a_bad_number(BASE, case, data, work)
 
 
 def test_json_errors_for_flags_are_one_document_on_stdout(work):

@@ -19,7 +19,7 @@ from ft_core.input.limits import current_limits
 from tests.conftest import SAMPLES
 from tests.input.harness import rejected, run, write_document
 from tests.input.test_hostile_documents import _JSON, GARBAGE, SETTINGS, _garbage
-from tests.input.test_hostile_flags import _bad_values
+from tests.input.test_hostile_flags import refuse_a_bad_number
 
 LIMITS = current_limits()
 NOWHERE = "/nonexistent/ftops-input-test"
@@ -77,10 +77,7 @@ def test_every_poison_stops_its_command_before_anything_starts(work):
 @settings(max_examples=70, **SETTINGS)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_a_spark_flag_exits_2_naming_it(work, data, case):
-    command, flag = case
-    argv, flags = FLAGS[command]
-    value = data.draw(_bad_values(*flags[flag]), label="value")
-    rejected([*argv, f"{flag}={value}"], work, flag)
+    refuse_a_bad_number(FLAGS, case, data, work)
 
 
 # command -> (argv around the document, what the message names, a valid sample or None)
