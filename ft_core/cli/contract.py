@@ -33,12 +33,8 @@ from typing import Any
 from ft_core.errors import FtopsError
 from ft_core.input.limits import limits_help
 
-EXIT_OK = 0
-EXIT_CHECK_FAILED = 1
-EXIT_INPUT = 2
-EXIT_INFEASIBLE = 3
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE: distinct from every code a command returns on purpose
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 
 def error_document(exc: BaseException) -> dict[str, Any]:

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
-from ft_core.cli.contract import EXIT_INPUT, EXIT_INTERRUPTED, help_epilog, report_error
+from ft_core.cli.contract import help_epilog, report_error
 from ft_core.errors import FtopsError, InputError
 
-EXIT_INPUT_ERROR = EXIT_INPUT  # also argparse's usage errors
 _ARGUMENT = re.compile(r"^argument (?P<names>[^:]+): (?P<reason>.*)$", re.DOTALL)
 _REQUIRED = "the following arguments are required: "
 
@@ -122,9 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `ftops ... | head`: the reader left, nothing more to say
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt as exc:
-        report_error(exc, as_json)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # exit 130, after the command's own cleanup ran
+        return report_error(exc, as_json)
     except Exception as exc:  # a bug: say so in one line; FTOPS_DEBUG=1 keeps the traceback
         if os.environ.get("FTOPS_DEBUG"):
             raise
