@@ -29,6 +29,8 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Param, task
 
+from ft_core.input.quantities import PositiveSeconds, Seconds, Seed
+from ftops_provider.arguments import bounded_param
 from ftops_provider.notifications import FtopsNotifier
 from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflightOperator, FinishDrillOperator,
                                              InjectFailureOperator, InjectFaultsOperator, VerifyDrillOperator)
@@ -50,21 +52,21 @@ with DAG(
     doc_md=__doc__,
     render_template_as_native_obj=True,
     params={
-        "job": Param("topk", type="string", description="registered job to drill"),
-        "failure_domain": Param("auto", type="string",
+        "job": Param("topk", type="string", minLength=1, description="registered job to drill"),
+        "failure_domain": Param("auto", type="string", minLength=1,
                                 description="failure domain of the primary pool to kill ('auto': where the primary's executors run)"),
         "kill_driver": Param(False, type="boolean", description="kill the primary driver too (restarted from its checkpoint)"),
-        "replacement_delay_s": Param(30, type="number", minimum=0, description="seconds until replacement capacity arrives"),
-        "timeout_s": Param(600, type="number", minimum=30, description="deadline of each wait"),
+        "replacement_delay_s": bounded_param(30, Seconds, "seconds until replacement capacity arrives"),
+        "timeout_s": bounded_param(600, PositiveSeconds, "deadline of each wait", minimum=30),
         "fault_profile": Param("", type="string", description="optional fault profile (YAML/JSON, absolute path) applied "
                                "to the primary once it runs again: slowdowns, crashes (empty: none)"),
-        "fault_duration_s": Param(60, type="number", minimum=1, maximum=3600, description="how long the profile's faults run"),
-        "fault_seed": Param(1, type="integer", description="seed of the fault schedule (same seed, same faults)"),
-        "steady_lag_s": Param(60, type="number", minimum=1, description="steady state: the primary's output at most this "
-                              "far (event-time seconds) behind its input, before the drill and after it"),
-        "max_duration_s": Param(1800, type="number", minimum=30, description="abort probe: the drill runs at most this long"),
-        "max_lag_s": Param(600, type="number", minimum=1, description="abort probe: once capacity is back, the primary "
-                           "at most this far behind its input"),
+        "fault_duration_s": bounded_param(60, PositiveSeconds, "how long the profile's faults run", minimum=1, maximum=3600),
+        "fault_seed": bounded_param(1, Seed, "seed of the fault schedule (same seed, same faults)"),
+        "steady_lag_s": bounded_param(60, PositiveSeconds, "steady state: the primary's output at most this far (event-time "
+                                      "seconds) behind its input, before the drill and after it", minimum=1),
+        "max_duration_s": bounded_param(1800, PositiveSeconds, "abort probe: the drill runs at most this long", minimum=30),
+        "max_lag_s": bounded_param(600, PositiveSeconds, "abort probe: once capacity is back, the primary at most this far "
+                                   "behind its input", minimum=1),
     },
 ) as dag:
     preflight = DrillPreflightOperator(task_id="preflight", job_name="{{ params.job }}", domain="{{ params.failure_domain }}",

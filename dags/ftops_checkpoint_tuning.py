@@ -18,6 +18,8 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG, Param, task
 
+from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveSeconds, TaskCount
+from ftops_provider.arguments import bounded_param
 from ftops_provider.operators.checkpoint import ApplyIntervalOperator, ProfileIntervalOperator, RecommendIntervalOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
@@ -36,11 +38,12 @@ with DAG(
     doc_md=__doc__,
     render_template_as_native_obj=True,
     params={
-        "job": Param("topk", type="string", description="registered job whose workload is profiled"),
-        "intervals_s": Param("1,2,4", type="string", description="candidate trigger intervals in seconds (>= 3)"),
-        "failures": Param(1, type="integer", minimum=1, description="driver kills per profiling copy"),
-        "duration_s": Param(60, type="number", minimum=10, description="steady seconds per copy"),
-        "max_recovery_s": Param(None, type=["null", "number"], description="bound (default: the job's max_recovery_s)"),
+        "job": Param("topk", type="string", minLength=1, description="registered job whose workload is profiled"),
+        "intervals_s": Param("1,2,4", type="string", pattern=NUMBER_LIST_PATTERN,
+                             description="candidate trigger intervals in seconds, comma-separated (>= 3)"),
+        "failures": bounded_param(1, TaskCount, "driver kills per profiling copy"),
+        "duration_s": bounded_param(60, PositiveSeconds, "steady seconds per copy", minimum=10),
+        "max_recovery_s": bounded_param(None, PositiveSeconds | None, "bound (default: the job's max_recovery_s)"),
         "case": Param("avg", enum=["min", "avg", "max"], description="Chiron's recovery-time case"),
         "resubmit": Param(False, type="boolean", description="restart the primary with the recommended interval"),
     },
@@ -48,9 +51,12 @@ with DAG(
 
     @task
     def candidate_intervals(params=None) -> list[float]:
+        from ft_core.input.quantities import check_list
+        from ftops_provider.arguments import bad_input_fails_the_task
         from spark_jobs.profiling import check_intervals
 
-        return check_intervals([float(x) for x in str(params["intervals_s"]).split(",") if x.strip()])
+        with bad_input_fails_the_task():
+            return check_intervals(check_list(PositiveSeconds, str(params["intervals_s"]), "intervals_s", max_items="max_tasks"))
 
     profiled = ProfileIntervalOperator.partial(
         task_id="profile_interval", pool="ftops_profiling", job_name="{{ params.job }}",

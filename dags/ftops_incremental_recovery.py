@@ -21,6 +21,9 @@ from pathlib import Path
 import pendulum
 from airflow.sdk import DAG, Param
 
+from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveFraction, PositiveSeconds
+from ftops_provider.arguments import bounded_param
+from ft_core.recovery.staged import POLICIES
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
                                                QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
@@ -39,13 +42,15 @@ with DAG(
     tags=["ftops"],
     doc_md=__doc__,
     params={
-        "units_dir": Param(DEFAULT_UNITS_DIR, type="string", description="the recovery-units deployment folder (absolute)"),
-        "job": Param("smartcity", type="string", description="registered job the run is recorded under"),
-        "arrivals": Param("1,1", type="string", description="expected replacement nodes (sizes, 1 = a node), in order"),
-        "cost": Param("measured", type="string", description="'measured' unit costs, or 'declared:X' (X of a node each)"),
-        "policy": Param("order-then-pack", enum=["order-then-pack", "per-stage", "operator-centric", "blocking"]),
-        "node_cap": Param(0.8, type="number", exclusiveMinimum=0, maximum=1, description="usable share of a node"),
-        "timeout_s": Param(900, type="number", minimum=30, description="deadline of each wait"),
+        "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
+        "job": Param("smartcity", type="string", minLength=1, description="registered job the run is recorded under"),
+        "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,
+                          description="expected replacement nodes (sizes, 1 = a node), in order, comma-separated"),
+        "cost": Param("measured", type="string", pattern=r"^(measured|declared:(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?))$",
+                      description="'measured' unit costs, or 'declared:X' (X of a node each, 0 < X <= 1)"),
+        "policy": Param("order-then-pack", enum=[*POLICIES, "blocking"]),
+        "node_cap": bounded_param(0.8, PositiveFraction, "usable share of a node"),
+        "timeout_s": bounded_param(900, PositiveSeconds, "deadline of each wait", minimum=30),
     },
 ) as dag:
     units_dir = "{{ params.units_dir }}"

@@ -23,8 +23,10 @@ from datetime import timedelta
 import pendulum
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.hitl import ApprovalOperator
-from airflow.sdk import DAG, Asset, Param, task
+from airflow.sdk import DAG, Asset, task
 
+from ft_core.input.quantities import Fraction
+from ftops_provider.arguments import bounded_param
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
@@ -41,8 +43,8 @@ with DAG(
     max_active_runs=1,
     tags=["ftops"],
     doc_md=__doc__,
-    params={"of_threshold": Param(0.02, type="number", minimum=0, maximum=1,
-                                  description="resubmit the replica when the new plan's OF beats the applied one by more")},
+    params={"of_threshold": bounded_param(0.02, Fraction, "resubmit the replica when the new plan's OF beats the applied "
+                                                          "one by more")},
 ) as dag:
     upgrade = UpgradeHistoryOperator(task_id="upgrade_history")
 
@@ -65,7 +67,9 @@ with DAG(
     def replica_changes(names: list[str], params=None) -> list[dict]:
         from ftops_provider.operators.replicas import replica_changes as changes
 
-        return changes(names, float(params["of_threshold"]))
+        from ftops_provider.arguments import checked
+
+        return changes(names, checked(Fraction, params["of_threshold"], "of_threshold"))
 
     changes = replica_changes(jobs)
 

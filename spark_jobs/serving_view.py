@@ -55,6 +55,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ft_core.errors import InputError
+from ft_core.input.quantities import Fraction, PositiveSeconds, flag
 from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 
 Window = tuple[int, int]
@@ -351,11 +352,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--primary", type=Path, required=True, help="the primary run's output folder (accurate rows)")
     parser.add_argument("--replica", type=Path, help="the replica run's output folder (tentative rows)")
     parser.add_argument("--out", type=Path, required=True, help="the view folder consumers read")
-    parser.add_argument("--predicted-of", type=float, help="predicted OF of tentative rows (default: from the replica's plan)")
+    parser.add_argument("--predicted-of", type=flag(Fraction), help="predicted OF of tentative rows (default: from the replica's plan)")
     parser.add_argument("--key", action="append", help="key field of a row within its window (repeatable; default: "
                         "the pipeline's, from the runs' _run.json)")
-    parser.add_argument("--poll-s", type=float, default=0.5, help="seconds between refreshes (default 0.5)")
-    parser.add_argument("--duration-s", type=float, help="stop after this many seconds (default: until SIGTERM/SIGINT)")
+    parser.add_argument("--poll-s", type=flag(PositiveSeconds), default=0.5, help="seconds between refreshes (default 0.5)")
+    parser.add_argument("--duration-s", type=flag(PositiveSeconds), help="stop after this many seconds (default: until SIGTERM/SIGINT)")
     parser.add_argument("--once", action="store_true", help="refresh once, print the manifest summary, exit")
 
 

@@ -64,10 +64,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import Milliseconds, NonNegative, Positive, PositiveMilliseconds, Seconds
+from ft_core.input.validation import validate
 
 MIN_INTERVALS = 3
 
@@ -80,24 +82,24 @@ class Repetition(_Strict):
     """One profiling run at one checkpoint interval (raw values, not aggregated)."""
 
     run_id: str | None = None
-    avg_ingress_rate: float = Field(ge=0, description="I_avg, events/s")
-    max_ingress_rate: float = Field(gt=0, description="I_max, events/s")
-    avg_latency_ms: float = Field(ge=0, description="L_avg, ms")
-    recovery_time_s: float = Field(ge=0, description="R_avg, s")
-    warmup_time_s: float = Field(ge=0, description="W_avg, s")
-    detection_timeout_s: float | None = Field(default=None, ge=0, description="T, s (overrides the document)")
-    checkpoint_duration_ms: float | None = Field(default=None, ge=0, description="checkpoint cost, ms")
+    avg_ingress_rate: NonNegative = Field(description="I_avg, events/s")
+    max_ingress_rate: Positive = Field(description="I_max, events/s")
+    avg_latency_ms: Milliseconds = Field(description="L_avg, ms")
+    recovery_time_s: Seconds = Field(description="R_avg, s")
+    warmup_time_s: Seconds = Field(description="W_avg, s")
+    detection_timeout_s: Seconds | None = Field(default=None, description="T, s (overrides the document)")
+    checkpoint_duration_ms: Milliseconds | None = Field(default=None, description="checkpoint cost, ms")
 
 
 class IntervalProfile(_Strict):
-    checkpoint_interval_ms: float = Field(gt=0)
+    checkpoint_interval_ms: PositiveMilliseconds
     repetitions: list[Repetition] = Field(min_length=1)
 
 
 class ProfilesDocument(_Strict):
     job: str | None = None
     description: str | None = None
-    detection_timeout_s: float | None = Field(default=None, ge=0)
+    detection_timeout_s: Seconds | None = None
     mtbf_s: float | None = Field(default=None, gt=0)
     profiles: list[IntervalProfile]
 
@@ -128,14 +130,7 @@ def parse_profiles(data: Any, min_intervals: int = MIN_INTERVALS) -> ProfilesDoc
     ``min_intervals`` is the number of distinct intervals required: 3 (the default) for the
     quadratic models of :mod:`ft_core.checkpoint.tuning`; a profiling run that measured fewer
     intervals checks its document with a smaller value (at least 1)."""
-    if not isinstance(data, dict):
-        raise InputError(f"profiles document: expected an object, got {type(data).__name__}")
-    try:
-        doc = ProfilesDocument.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "profiles"
-        raise InputError(f"profiles document field {loc}: {err['msg']}") from None
+    doc = validate(ProfilesDocument, data, "profiles document")
     _check_intervals(doc, min_intervals)
     _check_timeouts(doc)
     return doc
@@ -143,7 +138,7 @@ def parse_profiles(data: Any, min_intervals: int = MIN_INTERVALS) -> ProfilesDoc
 
 def load_profiles(path: str | Path, min_intervals: int = MIN_INTERVALS) -> ProfilesDocument:
     """Read and validate a profiles document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_profiles(load_document(path, "profiles"), min_intervals)
+    return parse_profiles(read_document(path, "profiles"), min_intervals)
 
 
 def summarise(doc: ProfilesDocument) -> list[IntervalSummary]:

@@ -5,33 +5,26 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark
+from ft_core.cli.output import emit_report
+from ft_core.input.quantities import TaskCount, flag
 
 
 def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("replication", help="paper 000's planner comparisons (Fig. 13, Fig. 14, optimality, scale)")
     bench.add_argument("--quick", action="store_true", help="a small run for CI smoke tests (seconds, not minutes)")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/replication.md; --quick: stdout only)")
-    bench.add_argument("--topologies", type=int, default=None, help="random topologies per setting (default 100)")
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
+    bench.add_argument("--topologies", type=flag(TaskCount), default=None, help="random topologies per setting (default 100)")
     bench.set_defaults(func=_bench)
 
 
 def _bench(args: argparse.Namespace) -> int:
     config = QUICK if args.quick else BenchConfig()
     if args.topologies is not None:
-        if args.topologies < 1:
-            from ft_core.errors import InputError
-
-            raise InputError(f"--topologies: must be >= 1, got {args.topologies}")
         config = BenchConfig(**{**config.__dict__, "topologies_per_setting": args.topologies})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench replication"
     report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    out = args.out or (None if args.quick else "docs/benchmarks/replication.md")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
-        print(f"wrote {out}", file=sys.stderr)
-    print(report)
+    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/replication.md"), args.json)
     return 0

@@ -19,6 +19,7 @@ from ft_core.checkpoint.profiles import load_profiles
 from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
 from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
 from ft_core.cli.output import print_json, print_table
+from ft_core.input.quantities import Positive, PositiveSeconds, flag
 
 
 def register(sub, groups) -> None:
@@ -26,14 +27,15 @@ def register(sub, groups) -> None:
         "checkpoint", help="choose the checkpoint interval from profiling runs (paper 004, Chiron)",
         description="Lowest-latency checkpoint interval whose predicted total recovery time meets a bound.")
     cp.add_argument("profiles", help="profiles document (.json, .yaml)")
-    cp.add_argument("--max-recovery-s", type=float, required=True, help="bound C_TRT on the total recovery time, s")
+    cp.add_argument("--max-recovery-s", type=flag(PositiveSeconds), required=True,
+                    help="bound C_TRT on the total recovery time, s")
     cp.add_argument("--case", choices=CASES, default=DEFAULT_CASE,
                     help=f"reprocessing case E = 0 / CI/2 / CI (default {DEFAULT_CASE}, as in the paper's experiments)")
     cp.add_argument("--variant", choices=VARIANTS, default=DEFAULT_VARIANT,
                     help=f"total-recovery-time heuristic (default {DEFAULT_VARIANT}, the equations as printed)")
-    cp.add_argument("--eps-ms", type=float, default=PAPER_EPS_MS,
+    cp.add_argument("--eps-ms", type=flag(Positive), default=PAPER_EPS_MS,
                     help="series truncation threshold in ms (default 1, the paper's 'less than one')")
-    cp.add_argument("--mtbf-s", type=float, default=None, help="MTBF for the Young/Daly baselines (overrides the document)")
+    cp.add_argument("--mtbf-s", type=flag(Positive), default=None, help="MTBF for the Young/Daly baselines (overrides the document)")
     cp.add_argument("--json", action="store_true", help="print the plan as JSON")
     cp.set_defaults(func=_plan)
 

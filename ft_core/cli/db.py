@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ft_core.cli.output import print_json
+from ft_core.input.quantities import Port, flag
 from ft_core.store.connection import connect, redact
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 
@@ -19,10 +20,9 @@ def register(sub, groups) -> None:
                              ("status", _status, "schema version and row counts")):
         p = dsub.add_parser(name, help=text)
         p.add_argument("--state-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder (default .state/postgres)")
-        p.add_argument("--port", type=int, default=5433, help="embedded server port (default 5433)")
+        p.add_argument("--port", type=flag(Port), default=5433, help="embedded server port (default 5433)")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=func)
-        if name == "status":
-            p.add_argument("--json", action="store_true")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -30,7 +30,11 @@ def _start(args: argparse.Namespace) -> int:
 
     server = EmbeddedPostgres(args.state_dir, args.port)
     server.start()
-    print(f"PostgreSQL running: {redact(server.url())} (password in {server.state_dir / 'password'})")
+    doc = {"running": True, "database": redact(server.url()), "password_file": str(server.state_dir / "password")}
+    if args.json:
+        print_json(doc)
+    else:
+        print(f"PostgreSQL running: {doc['database']} (password in {doc['password_file']})")
     return 0
 
 
@@ -38,7 +42,10 @@ def _stop(args: argparse.Namespace) -> int:
     from ft_core.store.embedded import EmbeddedPostgres
 
     stopped = EmbeddedPostgres(args.state_dir, args.port).stop()
-    print("PostgreSQL stopped" if stopped else "PostgreSQL was not running")
+    if args.json:
+        print_json({"stopped": bool(stopped)})
+    else:
+        print("PostgreSQL stopped" if stopped else "PostgreSQL was not running")
     return 0
 
 
@@ -51,7 +58,10 @@ def _upgrade(args: argparse.Namespace) -> int:
         version = current_version(conn)
     finally:
         conn.close()
-    print(f"schema at version {version}" + (f" (applied {', '.join(map(str, applied))})" if applied else " (up to date)"))
+    if args.json:
+        print_json({"schema_version": version, "applied": list(applied)})
+    else:
+        print(f"schema at version {version}" + (f" (applied {', '.join(map(str, applied))})" if applied else " (up to date)"))
     return 0
 
 

@@ -39,19 +39,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import Fraction, NodeCount, NonNegative, Seconds, Seed, flag
+from ft_core.input.validation import validate
 from ft_core.errors import InputError
 from ft_core.redundancy.allocation import load_redundancy_model, plan_allocation, speculation_settings
 from ft_core.redundancy.controller import ControllerState, RedundancyController, load_trace, run_trace
 from ft_core.redundancy.fault_profile import FaultProfile, fault_schedule, load_fault_profile
-from ft_core.topology.document import load_document
 from ft_core.transparency.duplicate_filter import Item, Punctuation, RowIdentity, TransparencyReport, check_transparency
 from ft_core.transparency.placement import PlacementPlan, load_placement_problem, place_replicas
 
@@ -84,9 +85,9 @@ def _register_placement(plan) -> None:
                     "no copy of the task uses), then prune the least useful per unit of cost while the total exceeds "
                     "--cost-target (Algorithm 6), keeping --k-min replicas. Exit 3 when k_min cannot be placed.")
     pl.add_argument("nodes", help="placement document (.yaml, .json): nodes, cost, tasks")
-    pl.add_argument("--k-min", type=int, required=True, help="replicas (besides the primary) every task must keep")
-    pl.add_argument("--k-max", type=int, default=None, help="replicas to deploy before pruning (default: k-min)")
-    pl.add_argument("--cost-target", type=float, default=None, help="prune while the total stream cost exceeds this")
+    pl.add_argument("--k-min", type=flag(NodeCount), required=True, help="replicas (besides the primary) every task must keep")
+    pl.add_argument("--k-max", type=flag(NodeCount), default=None, help="replicas to deploy before pruning (default: k-min)")
+    pl.add_argument("--cost-target", type=flag(NonNegative), default=None, help="prune while the total stream cost exceeds this")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     pl.set_defaults(func=_plan_placement)
 
@@ -100,7 +101,7 @@ def _register_redundancy(plan) -> None:
     source = rd.add_mutually_exclusive_group(required=True)
     source.add_argument("--model", help="redundancy model document (.yaml, .json)")
     source.add_argument("--trace", help="latency trace document (.yaml, .json)")
-    source.add_argument("--level", type=float, help="a replication fraction in [0, 1]")
+    source.add_argument("--level", type=flag(Fraction), help="a replication fraction in [0, 1]")
     rd.add_argument("--mode", default=None, help="with --model: the application mode (default: the first)")
     rd.add_argument("--state", default=None, help="with --trace: controller state file to resume from and save to")
     rd.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -116,8 +117,8 @@ def _register_faults(sub) -> None:
     val.set_defaults(func=_faults_validate)
     sch = fsub.add_parser("schedule", help="the faults of a profile over a duration, deterministic in the seed")
     sch.add_argument("profile", help="fault profile (.yaml, .json)")
-    sch.add_argument("--duration", type=float, required=True, help="seconds of schedule from t = 0")
-    sch.add_argument("--seed", type=int, required=True, help="random seed (same seed, same schedule)")
+    sch.add_argument("--duration", type=flag(Seconds), required=True, help="seconds of schedule from t = 0")
+    sch.add_argument("--seed", type=flag(Seed), required=True, help="random seed (same seed, same schedule)")
     sch.add_argument("--json", action="store_true", help="print the events as JSON")
     sch.set_defaults(func=_faults_schedule)
 
@@ -133,7 +134,7 @@ class _Identity(BaseModel):
 
 class _Event(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    at: float = Field(ge=0)
+    at: Seconds
     row: dict[str, Any] | None = None
     punctuation: float | str | None = None
 
@@ -154,7 +155,7 @@ class _StreamsDoc(BaseModel):
 
 
 def _transparency_check(args: argparse.Namespace) -> int:
-    doc = _validated(_StreamsDoc, load_document(args.streams, "replica streams"), "replica streams")
+    doc = validate(_StreamsDoc, read_document(args.streams, "replica streams"), "replica streams")
     identity = RowIdentity(tuple(doc.identity.window), tuple(doc.identity.key), doc.identity.timestamp)
     streams = {name: [_stream_event(identity, name, i, e) for i, e in enumerate(events)] for name, events in doc.replicas.items()}
     _check_in_order(doc)
@@ -230,15 +231,10 @@ def _print_transparency(name: str, report: TransparencyReport) -> None:
 # --- placement ----------------------------------------------------------------------------------
 
 def _plan_placement(args: argparse.Namespace) -> int:
-    problem = load_placement_problem(args.nodes)
-    target = args.cost_target
-    if target is not None and not (math.isfinite(target) and target >= 0):
-        raise InputError(f"--cost-target: must be a finite number >= 0, got {target:g}")
-    if args.k_min < 0:
-        raise InputError(f"--k-min: must be >= 0, got {args.k_min}")
     if args.k_max is not None and args.k_max < args.k_min:
         raise InputError(f"--k-max: must be >= --k-min ({args.k_min}), got {args.k_max}")
-    plan = place_replicas(problem, args.k_min, k_max=args.k_max, cost_target=target)
+    problem = load_placement_problem(args.nodes)
+    plan = place_replicas(problem, args.k_min, k_max=args.k_max, cost_target=args.cost_target)
     if args.json:
         print_json(plan)
     else:
@@ -273,8 +269,6 @@ def _plan_redundancy(args: argparse.Namespace) -> int:
         return _redundancy_from_model(args)
     if args.trace is not None:
         return _redundancy_from_trace(args)
-    if not 0 <= args.level <= 1:
-        raise InputError(f"--level: must be a replication fraction in [0, 1], got {args.level:g}")
     _emit_redundancy(args, {"source": "level"}, args.level, speculation_settings(args.level))
     return 0
 
@@ -313,7 +307,7 @@ def _redundancy_from_trace(args: argparse.Namespace) -> int:
 def _load_state(path: str) -> ControllerState | None:
     if not Path(path).exists():
         return None  # the first run creates it
-    return RedundancyController.from_dict(load_document(path, "controller state")).state
+    return RedundancyController.from_dict(read_document(path, "controller state")).state
 
 
 def _emit_redundancy(args: argparse.Namespace, doc: dict, level: float, settings: dict[str, str]) -> None:
@@ -367,9 +361,7 @@ def _size(dist, field: str) -> str:
 
 def _faults_schedule(args: argparse.Namespace) -> int:
     profile = load_fault_profile(args.profile)
-    if not (math.isfinite(args.duration) and args.duration >= 0):
-        raise InputError(f"--duration: must be a finite number of seconds >= 0, got {args.duration:g}")
-    events = fault_schedule(profile, args.duration, args.seed)
+    events = fault_schedule(profile, args.duration, args.seed, field="--duration")
     if args.json:
         print_json({"profile": profile.name, "duration_s": args.duration, "seed": args.seed,
                     "events": [e.model_dump(mode="json") for e in events]})
@@ -382,13 +374,3 @@ def _faults_schedule(args: argparse.Namespace) -> int:
                   "-" if e.duration_s is None else e.duration_s] for e in events])
     return 0
 
-
-def _validated(model: type[BaseModel], data: Any, what: str) -> Any:
-    if not isinstance(data, dict):
-        raise InputError(f"{what}: expected an object, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or what
-        raise InputError(f"{what} field {loc}: {err['msg'].removeprefix('Value error, ')}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -20,6 +21,19 @@ def print_json(doc: BaseModel | dict | list) -> None:
         doc = doc.model_dump(mode="json", by_alias=True)
     json.dump(doc, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+
+
+def emit_report(report: str, out: str | None, as_json: bool) -> None:
+    """A benchmark's markdown report: written to ``out`` (if any, said on stderr), then printed, or with
+    ``as_json`` printed as ``{"out": ..., "report": ...}``."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(report)
+        print(f"wrote {out}", file=sys.stderr)
+    if as_json:
+        print_json({"out": out, "report": report})
+    else:
+        print(report)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
-from ft_core.cli.output import print_json, print_table
-from ft_core.errors import InputError
+from ft_core.cli.output import emit_report, print_json, print_table
+from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFraction, PositiveNodes, PositiveSeconds,
+                                      TaskCount, check_list, comma_list, flag)
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
 from ft_core.recovery.problem import load_problem
 from ft_core.recovery.staged import DEFAULT_NODE_CAP, POLICIES, plan_stages
@@ -23,9 +23,10 @@ def register(sub, groups) -> None:
         description="Choose the failed partitions to restart within budget R, maximising the priority of the "
                     "recovered queries (a query is recovered iff all its failed partitions are). " + _UNITS)
     rec.add_argument("problem", help="recovery problem document (.json, .yaml): explicit queries or topology + failed")
-    rec.add_argument("--budget", "-R", type=float, required=True, help="available resources R (same unit as the costs)")
+    rec.add_argument("--budget", "-R", type=flag(NonNegative), required=True,
+                     help="available resources R (same unit as the costs)")
     rec.add_argument("--algorithm", choices=ALGORITHMS, default="best-density")
-    rec.add_argument("--time-limit", type=float, default=60.0, help="seconds for the exact planner (default 60)")
+    rec.add_argument("--time-limit", type=flag(PositiveSeconds), default=60.0, help="seconds for the exact planner (default 60)")
     rec.add_argument("--json", action="store_true", help="print the plan as JSON")
     rec.set_defaults(func=_plan)
 
@@ -38,12 +39,14 @@ def register(sub, groups) -> None:
     st.add_argument("problem", help="recovery problem document (.json, .yaml)")
     st.add_argument("--capacity", required=True,
                     help="free capacity of the surviving nodes under the cap: one number (pooled) or one per node, comma-separated")
-    st.add_argument("--arrivals", default="", help="sizes of the nodes arriving one by one, comma-separated (1.0 = one node)")
-    st.add_argument("--node-cap", type=float, default=DEFAULT_NODE_CAP, help="usable fraction of a node's CPU (default 0.8)")
+    st.add_argument("--arrivals", type=comma_list(PositiveNodes, max_items="max_nodes"), default=[],
+                    help="sizes of the nodes arriving one by one, comma-separated (1.0 = one node)")
+    st.add_argument("--node-cap", type=flag(PositiveFraction), default=DEFAULT_NODE_CAP,
+                    help="usable fraction of a node's CPU (default 0.8)")
     st.add_argument("--policy", choices=POLICIES, default="order-then-pack",
                     help="order-then-pack (default: BestDensity order, packed into every stage), per-stage (BestDensity "
                          "per stage, whole queries only) or operator-centric (the paper's OC baseline)")
-    st.add_argument("--failures", type=int, default=None,
+    st.add_argument("--failures", type=flag(NodeCount), default=None,
                     help="node failures since the last global checkpoint; below 2 recovery is blocking (default: incremental)")
     st.add_argument("--json", action="store_true", help="print the schedule as JSON")
     st.set_defaults(func=_stages)
@@ -51,14 +54,15 @@ def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("recovery", help="paper 003's planner comparison (Fig. 16), Fig. 2 schedules, scale")
     bench.add_argument("--quick", action="store_true", help="a small run for CI smoke tests (seconds, not minutes)")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/recovery.md; --quick: stdout only)")
-    bench.add_argument("--instances", type=int, default=None, help="synthetic instances per setting (default 100)")
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
+    bench.add_argument("--instances", type=flag(TaskCount), default=None, help="synthetic instances per setting (default 100)")
     bench.set_defaults(func=_bench)
 
 
 def _plan(args: argparse.Namespace) -> int:
     problem = load_problem(args.problem)
-    options = {"time_limit": _time_limit(args.time_limit)} if args.algorithm == "exact" else {}
-    plan = plan_recovery(problem, _finite(args.budget, "--budget"), args.algorithm, **options)
+    options = {"time_limit": args.time_limit} if args.algorithm == "exact" else {}
+    plan = plan_recovery(problem, args.budget, args.algorithm, **options)
     doc = plan.model_dump(mode="json")
     if args.json:
         print_json(doc)
@@ -74,13 +78,11 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _stages(args: argparse.Namespace) -> int:
+    capacity = check_list(Nodes, args.capacity, "--capacity", max_items="max_nodes", allow_empty=False)
     problem = load_problem(args.problem)
-    capacity = _numbers(args.capacity, "--capacity")
-    if not capacity:
-        raise InputError("--capacity: expected a number or a comma-separated list of numbers")
     schedule = plan_stages(
         problem, capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity,
-        _numbers(args.arrivals, "--arrivals"), node_cap=args.node_cap, policy=args.policy, failures=args.failures,
+        args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures,
     )
     if args.json:
         print_json(schedule)
@@ -99,42 +101,9 @@ def _bench(args: argparse.Namespace) -> int:
 
     config = QUICK if args.quick else BenchConfig()
     if args.instances is not None:
-        if args.instances < 1:
-            raise InputError(f"--instances: must be >= 1, got {args.instances}")
         config = BenchConfig(**{**config.__dict__, "instances_per_setting": args.instances})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench recovery"
     report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    out = args.out or (None if args.quick else "docs/benchmarks/recovery.md")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
-        print(f"wrote {out}", file=sys.stderr)
-    print(report)
+    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/recovery.md"), args.json)
     return 0
 
-
-def _numbers(text: str, flag: str) -> list[float]:
-    out = []
-    for item in (t.strip() for t in text.split(",")):
-        if not item:
-            continue
-        try:
-            value = float(item)
-        except ValueError:
-            raise InputError(f"{flag}: {item!r} is not a number") from None
-        out.append(_finite(value, flag))
-    return out
-
-
-def _finite(value: float, flag: str) -> float:
-    if value != value or value in (float("inf"), float("-inf")):
-        raise InputError(f"{flag}: must be a finite number, got {value}")
-    if value < 0:
-        raise InputError(f"{flag}: must be >= 0, got {value:g}")
-    return value
-
-
-def _time_limit(value: float) -> float:
-    if not value > 0:
-        raise InputError(f"--time-limit: must be > 0 seconds, got {value:g}")
-    return value

@@ -9,11 +9,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.cli.topology import load_graph
 from ft_core.errors import InputError
+from ft_core.input.limits import current_limits, exceeds
+from ft_core.input.quantities import field_kind, flag
+from ft_core.input.validation import describe, validate
 from ft_core.simulation.failure_timeline import Arrival, Timeline, TimelineParams, simulate
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
 from ft_core.topology.task_graph import TaskGraph
 
 _FLAGS = {  # flag attribute -> TimelineParams field
@@ -38,15 +41,17 @@ def register(sub, groups) -> None:
     sim.add_argument("--domains", help="placement document: {task or operator: domain} or {domain: [tasks or operators]}")
     sim.add_argument("--params", help="timeline parameters document (JSON/YAML; fields as in the JSON output's params); "
                                       "flags override it")
-    sim.add_argument("--detection-s", type=float, help="failure detection time (default 10)")
-    sim.add_argument("--restore-s", type=float, help="state restore time per restarted task (default 5)")
-    sim.add_argument("--checkpoint-interval-s", type=float, help="checkpoint (trigger) interval (default 10)")
+    sim.add_argument("--detection-s", type=_flag("detection_s"), help="failure detection time (default 10)")
+    sim.add_argument("--restore-s", type=_flag("restore_s"), help="state restore time per restarted task (default 5)")
+    sim.add_argument("--checkpoint-interval-s", type=_flag("checkpoint_interval_s"), help="checkpoint (trigger) interval (default 10)")
     sim.add_argument("--case", choices=("min", "avg", "max"), help="input since the last checkpoint: 0, half or a whole interval (default avg)")
-    sim.add_argument("--utilisation", type=float, help="input rate / processing rate of a task, in (0, 1) (default 0.5)")
-    sim.add_argument("--capacity", type=float, help="free capacity of the survivors at detection, in nodes (default 0)")
-    sim.add_argument("--arrivals", default=None, help="replacement nodes as SIZE@SECONDS, comma-separated, e.g. '1@60,1@120'")
-    sim.add_argument("--node-cap", type=float, help="usable fraction of a node's CPU (default 0.8)")
-    sim.add_argument("--task-cost", type=float, help="CPU share of one task, in nodes, unless the params' cost map names it (default 0.1)")
+    sim.add_argument("--utilisation", type=_flag("utilisation"), help="input rate / processing rate of a task, in (0, 1) (default 0.5)")
+    sim.add_argument("--capacity", type=_flag("capacity"), help="free capacity of the survivors at detection, in nodes (default 0)")
+    sim.add_argument("--arrivals", type=_arrivals_flag, default=None,
+                     help="replacement nodes as SIZE@SECONDS, comma-separated, e.g. '1@60,1@120'")
+    sim.add_argument("--node-cap", type=_flag("node_cap"), help="usable fraction of a node's CPU (default 0.8)")
+    sim.add_argument("--task-cost", type=_flag("task_cost"),
+                     help="CPU share of one task, in nodes, unless the params' cost map names it (default 0.1)")
     sim.add_argument("--policy", choices=("order-then-pack", "blocking"), help="restart order (default order-then-pack)")
     sim.add_argument("--json", action="store_true", help="print the timeline as JSON")
     sim.set_defaults(func=_simulate)
@@ -54,7 +59,13 @@ def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("simulate", help="failure timeline simulation time at 1,000 and 10,000 tasks")
     bench.add_argument("--quick", action="store_true", help="1,000 tasks only, report on stdout")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/simulate.md; --quick: stdout only)")
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     bench.set_defaults(func=_bench)
+
+
+def _flag(field: str):
+    """The flag of a :class:`TimelineParams` field: the same rules as in a ``--params`` document."""
+    return flag(field_kind(TimelineParams, field))
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -76,12 +87,7 @@ def _bench(args: argparse.Namespace) -> int:
     command = "ftops bench simulate" + (" --quick" if args.quick else "")
     report = run_benchmark(QUICK_SIZES if args.quick else SIZES, command,
                            progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    out = args.out or (None if args.quick else "docs/benchmarks/simulate.md")
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(report)
-        print(f"wrote {out}", file=sys.stderr)
-    print(report)
+    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/simulate.md"), args.json)
     return 0
 
 
@@ -91,35 +97,44 @@ def _params(args: argparse.Namespace) -> TimelineParams:
         if getattr(args, flag) is not None:
             doc[field] = getattr(args, flag)
     if args.arrivals is not None:
-        doc["arrivals"] = [a.model_dump() for a in parse_arrivals(args.arrivals)]
-    try:
-        return TimelineParams.model_validate(doc)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"timeline parameter {where}: {err['msg']}") from None
+        doc["arrivals"] = [a.model_dump() for a in args.arrivals]
+    return validate(TimelineParams, doc, "--params")  # flags were checked as they were parsed
 
 
 def parse_arrivals(text: str) -> list[Arrival]:
-    """``'1@60,0.5@120'`` -> nodes of size 1 at 60 s and 0.5 at 120 s."""
+    """``'1@60,0.5@120'`` -> nodes of size 1 at 60 s and 0.5 at 120 s (at most ``FTOPS_MAX_NODES``).
+
+    >>> parse_arrivals("1@60, 0.5@120")
+    [Arrival(size=1.0, at_s=60.0), Arrival(size=0.5, at_s=120.0)]
+    """
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    limits = current_limits()
+    if len(items) > limits.max_nodes:
+        raise InputError(f"--arrivals: {len(items)} nodes {exceeds('max_nodes', len(items), limits)}")
     out = []
-    for item in (t.strip() for t in text.split(",")):
-        if not item:
-            continue
+    for item in items:
         size, sep, at = item.partition("@")
+        if not sep:
+            raise InputError(f"--arrivals: {item!r} is not SIZE@SECONDS (e.g. '1@60')")
         try:
-            if not sep:
-                raise ValueError
-            out.append(Arrival(size=float(size), at_s=float(at)))
-        except (ValueError, ValidationError):
-            raise InputError(f"--arrivals: {item!r} is not SIZE@SECONDS with SIZE > 0 and SECONDS >= 0 (e.g. '1@60')") from None
+            out.append(Arrival(size=size, at_s=at))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(f"--arrivals: {item!r}: {err['loc'][0]} {describe(err)}") from None
     return out
+
+
+def _arrivals_flag(text: str) -> list[Arrival]:
+    try:
+        return parse_arrivals(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--arrivals: ")) from None
 
 
 def _document(path: str, flag: str) -> Any:
     if not Path(path).is_file():
         raise InputError(f"{flag}: no such file {path!r}")
-    doc = load_document(path, flag)
+    doc = read_document(path, flag)
     if not isinstance(doc, dict):
         raise InputError(f"{flag}: expected an object in {path}")
     return doc

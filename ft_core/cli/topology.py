@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ft_core.cli.output import print_json, print_table
-from ft_core.errors import InputError
+from ft_core.input.quantities import PositiveSeconds, TaskBudget, flag
 from ft_core.replication.fidelity import fidelity_report
 from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
@@ -29,9 +29,9 @@ def register(sub, groups) -> None:
 
     rep = groups["plan"].add_parser("replication", help="choose tasks to replicate actively (paper 000, PPA)")
     rep.add_argument("topology", help="topology document (.json, .yaml)")
-    rep.add_argument("--budget", "-R", type=int, required=True, help="number of active replicas R")
+    rep.add_argument("--budget", "-R", type=flag(TaskBudget), required=True, help="number of active replicas R")
     rep.add_argument("--algorithm", choices=ALGORITHMS, default="structure-aware")
-    rep.add_argument("--time-limit", type=float, default=60.0, help="seconds for the exact planner (default 60)")
+    rep.add_argument("--time-limit", type=flag(PositiveSeconds), default=60.0, help="seconds for the exact planner (default 60)")
     rep.add_argument("--json", action="store_true", help="print the plan as JSON")
     rep.set_defaults(func=_plan)
 
@@ -75,10 +75,6 @@ def _fidelity(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    if args.budget < 0:
-        raise InputError(f"--budget: must be >= 0, got {args.budget}")
-    if args.time_limit <= 0:
-        raise InputError(f"--time-limit: must be > 0 seconds, got {args.time_limit}")
     graph = load_graph(args.topology)
     plan = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit)
     if args.json:

@@ -51,6 +51,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ft_core.errors import InputError
+from ft_core.input.limits import current_limits, exceeds
 
 _META_FIELDS = {"name", "description"}
 _EXPLICIT_FIELDS = {"queries", "cost"} | _META_FIELDS
@@ -181,9 +182,9 @@ def make_problem(
 
 def load_problem(path: str | Path) -> RecoveryProblem:
     """Read and validate a problem document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    from ft_core.topology.document import load_document
+    from ft_core.input.documents import read_document
 
-    return parse_problem(load_document(path, "recovery problem"))
+    return parse_problem(read_document(path, "recovery problem"))
 
 
 def parse_problem(data: Any) -> RecoveryProblem:
@@ -220,6 +221,12 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
+def _within_task_limit(count: int, where: str, what: str) -> None:
+    limits = current_limits()
+    if count > limits.max_tasks:
+        raise InputError(f"{where}: {count} {what} {exceeds('max_tasks', count, limits)}")
+
+
 def _mapping(value: Any, where: str) -> dict:
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected an object, got {type(value).__name__}")
@@ -231,15 +238,18 @@ def _parse_explicit_form(data: dict) -> RecoveryProblem:
     raw_queries = _mapping(data["queries"], "queries")
     if not raw_queries:
         raise InputError("queries: must list at least one failed query")
+    _within_task_limit(len(raw_queries), "queries", "queries")
     queries = {str(qid): _parse_query(qid, spec) for qid, spec in raw_queries.items()}
     used = list(dict.fromkeys(p for _, ps in queries.values() for p in ps))
+    _within_task_limit(len(used), "queries", "failed partitions")
     if "cost" in data:
         cost = {str(p): _number(v, f"cost.{p}") for p, v in _mapping(data["cost"], "cost").items()}
         for qid, (_, ps) in queries.items():
             for p in ps:
                 if p not in cost:
                     raise InputError(f"queries.{qid}.partitions: unknown partition {p!r} (it has no entry in cost)")
-        unused = [p for p in cost if p not in set(used)]
+        listed = set(used)
+        unused = [p for p in cost if p not in listed]
         if unused:
             raise InputError(f"cost.{unused[0]}: unknown partition (no query lists it)")
     else:

@@ -36,12 +36,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.limits import current_limits, exceeds
+from ft_core.input.quantities import PositiveMilliseconds, TaskCount
+from ft_core.input.validation import validate
 
 # Spark 4.x defaults (read from spark-core 4.3.0's config package): the level-0 end of the mapping.
 SPARK_DEFAULT_QUANTILE = 0.9
@@ -88,7 +91,11 @@ def model_based_allocation(
         _positive(latency, f"latency_ms.{name}")
         effective_period = sender_period / sender_parallelism
         # 1e-9: a latency that is an exact multiple of the period must not round up through float noise
-        count = max(1, math.ceil(latency / effective_period - 1e-9))
+        needed = latency / effective_period - 1e-9
+        if not needed <= current_limits().max_tasks:  # also inf: a period of 1e-300 ms
+            raise InputError(f"latency_ms.{name}: {latency:g} ms per tuple every {effective_period:g} ms needs "
+                             f"{needed:.3g} active instances, which {exceeds('max_tasks', needed)}")
+        count = max(1, math.ceil(needed))
         allocation[name] = count
         sender_period, sender_parallelism = float(latency), count
     if aggregator is not None:
@@ -164,8 +171,8 @@ class _Doc(BaseModel):
 
 
 class Source(_Doc):
-    period_ms: float = Field(gt=0, description="ms per tuple per source instance")
-    parallelism: int = Field(ge=1, strict=True)
+    period_ms: PositiveMilliseconds = Field(description="ms per tuple per source instance")
+    parallelism: Annotated[TaskCount, Field(strict=True)]
 
 
 class RedundancyModel(_Doc):
@@ -186,8 +193,8 @@ class RedundancyModel(_Doc):
     aggregator: str | None = None
     source: Source
     source_by_mode: dict[str, Source] = Field(default_factory=dict)
-    instances: dict[str, int] = Field(default_factory=dict)
-    modes: dict[str, dict[str, float]] = Field(min_length=1)
+    instances: dict[str, Annotated[TaskCount, Field(strict=True)]] = Field(default_factory=dict)
+    modes: dict[str, dict[str, PositiveMilliseconds]] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> RedundancyModel:
@@ -228,19 +235,11 @@ class AllocationPlan(BaseModel):
 
 
 def load_redundancy_model(path: str | Path) -> RedundancyModel:
-    return parse_redundancy_model(load_document(path, "redundancy model"))
+    return parse_redundancy_model(read_document(path, "redundancy model"))
 
 
 def parse_redundancy_model(data: Any) -> RedundancyModel:
-    if not isinstance(data, dict):
-        raise InputError(f"redundancy model: expected an object, got {type(data).__name__}")
-    try:
-        return RedundancyModel.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "model"
-        message = err["msg"].removeprefix("Value error, ")
-        raise InputError(f"redundancy model field {loc}: {message}" if loc != "model" else f"redundancy model: {message}") from None
+    return validate(RedundancyModel, data, "redundancy model")
 
 
 def plan_allocation(model: RedundancyModel, mode: str | None = None) -> AllocationPlan:

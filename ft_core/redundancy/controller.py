@@ -13,7 +13,9 @@ Algorithm (hill climbing, one step per period, O(1)): ``dl = metric - bound``.
 - Below the bound: decrease R only when the latency is below the bound by at least
   ``perf_margin x bound`` and ``dl`` changed; otherwise hold.
 - Step: ``max(step_min, dl / bound x gain)`` with ``gain_inc`` or ``gain_dec``; R never below
-  ``min_redundancy_pct`` (0 unless set) nor above ``max_redundancy_pct`` (if set).
+  ``min_redundancy_pct`` (0 unless set) nor above ``max_redundancy_pct`` (if set), nor above
+  ``MAX_REDUNDANCY_PCT`` (a thousand copies of every tuple: an arithmetic bound far past anything Spark
+  applies, which runs at most one extra copy).
 
 Corrections to the printed pseudocode (see the digest, Sec. 3.5), all on by default:
 
@@ -49,14 +51,21 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import Milliseconds, PositiveMilliseconds, PositiveSeconds
+from ft_core.input.validation import validate
 
 Movement = Literal["increase", "decrease", "hold"]
+MAX_REDUNDANCY_PCT = 100_000.0
+# Redundancy, steps and gains in percent, at most MAX_REDUNDANCY_PCT, so that a period's step (gain x
+# latency / bound, with the latency and the bound within their limits) stays a finite number.
+Percent = Annotated[float, Field(ge=0, le=MAX_REDUNDANCY_PCT, allow_inf_nan=False)]
+MIN_BOUND_MS = 0.001  # a microsecond: below it no stream processor measures latency
 
 
 class ControllerParams(BaseModel):
@@ -64,13 +73,13 @@ class ControllerParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    latency_bound_ms: float = Field(gt=0)
-    step_min_pct: float = Field(default=10.0, gt=0)
-    gain_inc: float = Field(default=5.0, ge=0)
-    gain_dec: float = Field(default=5.0, ge=0)
+    latency_bound_ms: Annotated[PositiveMilliseconds, Field(ge=MIN_BOUND_MS)]
+    step_min_pct: Annotated[Percent, Field(gt=0)] = 10.0
+    gain_inc: Percent = 5.0
+    gain_dec: Percent = 5.0
     perf_margin: float = Field(default=0.1, ge=0, lt=1, description="fraction of the bound kept as a safety band")
-    min_redundancy_pct: float = Field(default=0.0, ge=0)
-    max_redundancy_pct: float | None = Field(default=None, ge=0)
+    min_redundancy_pct: Percent = 0.0
+    max_redundancy_pct: Percent | None = None
     rule: Literal["corrected", "printed"] = "corrected"
 
     @model_validator(mode="after")
@@ -85,7 +94,7 @@ class ControllerState(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    redundancy_pct: float = Field(default=0.0, ge=0)
+    redundancy_pct: Percent = 0.0
     movement: Movement = "increase"
     last_difference_ms: float | None = None
     periods: int = Field(default=0, ge=0)
@@ -142,7 +151,7 @@ def _clamp(params: ControllerParams, redundancy: float) -> float:
     redundancy = max(params.min_redundancy_pct, redundancy)
     if params.max_redundancy_pct is not None:
         redundancy = min(params.max_redundancy_pct, redundancy)
-    return round(redundancy, 9)  # percentage points: keep repeated float steps readable
+    return round(min(redundancy, MAX_REDUNDANCY_PCT), 9)  # percentage points: keep repeated float steps readable
 
 
 def run_trace(params: ControllerParams, metrics_ms: Iterable[float], state: ControllerState | None = None) -> list[ControllerState]:
@@ -179,8 +188,8 @@ class RedundancyController:
     def from_dict(cls, data: Any) -> RedundancyController:
         if not isinstance(data, dict) or set(data) - {"params", "state"} or "params" not in data:
             raise InputError("controller: expected an object with 'params' and optional 'state'")
-        return cls(_validate(ControllerParams, data["params"], "params"),
-                   _validate(ControllerState, data.get("state") or {}, "state"))
+        return cls(validate(ControllerParams, data["params"], "params"),
+                   validate(ControllerState, data.get("state") or {}, "state"))
 
 
 class LatencyTrace(BaseModel):
@@ -194,22 +203,10 @@ class LatencyTrace(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str = "trace"
-    period_s: float | None = Field(default=None, gt=0)
+    period_s: PositiveSeconds | None = None
     controller: ControllerParams
-    metric_ms: list[float] = Field(min_length=1)
+    metric_ms: list[Milliseconds] = Field(min_length=1)
 
 
 def load_trace(path: str | Path) -> LatencyTrace:
-    return _validate(LatencyTrace, load_document(path, "latency trace"), "latency trace")
-
-
-def _validate(model: type[BaseModel], data: Any, what: str) -> Any:
-    if not isinstance(data, dict):
-        raise InputError(f"{what}: expected an object, got {type(data).__name__}")
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"])
-        message = err["msg"].removeprefix("Value error, ")
-        raise InputError(f"{what} field {loc}: {message}" if loc else f"{what}: {message}") from None
+    return validate(LatencyTrace, read_document(path, "latency trace"), "latency trace")

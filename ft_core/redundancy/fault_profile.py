@@ -55,12 +55,15 @@ import math
 import random
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.errors import InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.limits import LIMITS, current_limits, exceeds
+from ft_core.input.quantities import AtMost, PositiveSeconds, Seconds, check
+from ft_core.input.validation import validate
 
 FaultKind = Literal["slowdown", "link_outage", "crash", "domain"]
 _MIN_MASS = 1e-12  # a truncation range with less probability than this is a typo, not a model
@@ -72,14 +75,19 @@ class _Doc(BaseModel):
 
 
 class Exponential(_Doc):
-    """Exponential with ``mean`` (the untruncated mean), truncated to ``[min, max]``."""
+    """Exponential with ``mean`` (the untruncated mean), truncated to ``[min, max]``; in seconds, as the
+    gaps between faults are. A mean gap below ``1 / FTOPS_MAX_FAULT_RATE_PER_S`` is refused: a fault every
+    1e-300 s is a typo that would otherwise fill memory with faults."""
 
     mean: float = Field(gt=0)
-    min: float = Field(default=0.0, ge=0)
-    max: float | None = Field(default=None, gt=0)
+    min: Seconds = 0.0
+    max: PositiveSeconds | None = None
 
     @model_validator(mode="after")
     def _range(self) -> Exponential:
+        rate = 1.0 / self.mean
+        if rate > current_limits().max_fault_rate_per_s:
+            raise ValueError(f"mean: a fault every {self.mean:g} s on average {exceeds('max_fault_rate_per_s', rate)}")
         high = math.inf if self.max is None else self.max
         if self.min >= high:
             raise ValueError(f"min ({self.min:g}) must be < max ({high:g})")
@@ -95,7 +103,12 @@ class Exponential(_Doc):
 
 
 class Gaussian(_Doc):
-    """Gaussian with ``mean`` and ``stddev``, truncated to ``[min, max]`` (``min`` defaults to 0)."""
+    """Gaussian with ``mean`` and ``stddev``, truncated to ``[min, max]`` (``min`` defaults to 0).
+
+    As a fault's size (a pause, an outage, a time down) its unit is in the field's name; ``mean``,
+    ``stddev`` and ``max`` must then lie within ``FTOPS_MAX_DURATION_S`` (``per_second`` units a second)."""
+
+    per_second: ClassVar[float | None] = None
 
     mean: float
     stddev: float = Field(ge=0)
@@ -104,6 +117,7 @@ class Gaussian(_Doc):
 
     @model_validator(mode="after")
     def _range(self) -> Gaussian:
+        self._within_duration_limit()
         high = math.inf if self.max is None else self.max
         if self.min >= high:
             raise ValueError(f"min ({self.min:g}) must be < max ({high:g})")
@@ -113,6 +127,14 @@ class Gaussian(_Doc):
         elif self._cdf(high) - self._cdf(self.min) < _MIN_MASS:
             raise ValueError(f"[{self.min:g}, {high:g}] has no probability for mean {self.mean:g}, stddev {self.stddev:g}")
         return self
+
+    def _within_duration_limit(self) -> None:
+        if self.per_second is None:
+            return
+        for name in ("mean", "stddev", "max", "min"):
+            value = getattr(self, name)
+            if value is not None and abs(value) > current_limits().max_duration_s * self.per_second:
+                raise ValueError(f"{name}: {exceeds('max_duration_s', abs(value) / self.per_second)}")
 
     def _cdf(self, x: float) -> float:
         return 1.0 if x == math.inf else _STANDARD.cdf((x - self.mean) / self.stddev)
@@ -127,20 +149,30 @@ class Gaussian(_Doc):
         return min(max(self.mean + self.stddev * _STANDARD.inv_cdf(u), self.min), high)
 
 
+class Milliseconds(Gaussian):
+    """A fault's size in milliseconds (a slowdown's pause, a link outage)."""
+
+    per_second: ClassVar[float | None] = 1000.0
+
+
+class SecondsDown(Gaussian):
+    """A fault's size in seconds (a crash's or a domain's time down)."""
+
+    per_second: ClassVar[float | None] = 1.0
+
+
 class _Arrivals(_Doc):
     """When faults happen: exactly one of ``every_s``, ``rate_per_hour``, ``at_s``."""
 
     every_s: Exponential | None = None
-    rate_per_hour: float | None = Field(default=None, gt=0)
-    at_s: list[float] | None = None
+    rate_per_hour: Annotated[float, Field(gt=0), AtMost("max_fault_rate_per_s", 3600.0)] | None = None
+    at_s: list[Seconds] | None = None
 
     @model_validator(mode="after")
     def _one_arrival_rule(self) -> _Arrivals:
         given = [name for name in ("every_s", "rate_per_hour", "at_s") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of every_s, rate_per_hour, at_s (got {', '.join(given) or 'none'})")
-        if self.at_s is not None and any(t < 0 for t in self.at_s):
-            raise ValueError("at_s: times must be >= 0")
         return self
 
     def gap_distribution(self) -> Exponential | None:
@@ -150,23 +182,23 @@ class _Arrivals(_Doc):
 
 
 class Slowdown(_Arrivals):
-    magnitude_ms: Gaussian
+    magnitude_ms: Milliseconds
 
 
 class LinkOutage(_Arrivals):
-    duration_ms: Gaussian
+    duration_ms: Milliseconds
 
 
 class Crash(_Arrivals):
-    down_s: Gaussian | None = None
+    down_s: SecondsDown | None = None
 
 
 class DomainFault(_Arrivals):
-    down_s: Gaussian | None = None
+    down_s: SecondsDown | None = None
 
 
 class OperatorFaults(_Doc):
-    instances: list[int] | None = Field(default=None, min_length=1)
+    instances: list[Annotated[int, AtMost("max_tasks")]] | None = Field(default=None, min_length=1)
     slowdown: Slowdown | None = None
     link_outage: LinkOutage | None = None
     crash: Crash | None = None
@@ -194,19 +226,12 @@ class FaultEvent(BaseModel):
 
 def load_fault_profile(path: str | Path) -> FaultProfile:
     """Read and validate a fault profile from a ``.yaml``, ``.yml`` or ``.json`` file."""
-    return parse_fault_profile(load_document(path, "fault profile"))
+    return parse_fault_profile(read_document(path, "fault profile"))
 
 
 def parse_fault_profile(data: Any) -> FaultProfile:
     """Validate a fault profile given as a dict; InputError names the field."""
-    if not isinstance(data, dict):
-        raise InputError(f"fault profile: expected an object, got {type(data).__name__}")
-    try:
-        profile = FaultProfile.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "profile"
-        raise InputError(f"fault profile field {loc}: {err['msg'].removeprefix('Value error, ')}") from None
+    profile = validate(FaultProfile, data, "fault profile")
     _check_targets(profile)
     return profile
 
@@ -225,15 +250,24 @@ def _check_targets(profile: FaultProfile) -> None:
             raise InputError(f"{where}: no fault given (slowdown, link_outage or crash)")
 
 
-def fault_schedule(profile: FaultProfile, duration_s: float, seed: int) -> list[FaultEvent]:
-    """Every fault starting in ``[0, duration_s)``, sorted by (time, kind, target); deterministic in ``seed``."""
+def fault_schedule(profile: FaultProfile, duration_s: float, seed: int, *, field: str = "duration") -> list[FaultEvent]:
+    """Every fault starting in ``[0, duration_s)``, sorted by (time, kind, target); deterministic in ``seed``.
+
+    At most ``FTOPS_MAX_FAULT_EVENTS`` faults: more is refused (InputError on ``field``, the caller's name
+    for the duration) as soon as the count is passed, before memory or time run out."""
     if isinstance(duration_s, bool) or not isinstance(duration_s, (int, float)) or not math.isfinite(duration_s) or duration_s < 0:
-        raise InputError(f"duration: must be a finite number of seconds >= 0, got {duration_s!r}")
+        raise InputError(f"{field}: must be a finite number of seconds >= 0, got {duration_s!r}", field=field)
+    check(Seconds, duration_s, field)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed: must be an integer, got {seed!r}")
+    budget = current_limits().max_fault_events
     events: list[FaultEvent] = []
     for target, kind, spec in _processes(profile):
-        events.extend(_process_events(target, kind, spec, float(duration_s), _stream(seed, target, kind)))
+        events.extend(_process_events(target, kind, spec, float(duration_s), _stream(seed, target, kind), budget - len(events)))
+        if len(events) > budget:
+            raise InputError(f"{field}: {duration_s:g} s of fault profile {profile.name!r} hold more faults than "
+                             f"the limit of {budget} (set {LIMITS['max_fault_events'].env} to raise it, or shorten "
+                             "the duration)", field=field)
     events.sort(key=lambda e: (e.time_s, e.kind, e.target))
     return events
 
@@ -254,12 +288,14 @@ def _stream(seed: int, target: str, kind: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def _process_events(target: str, kind: str, spec: _Arrivals, duration_s: float, rng: random.Random) -> list[FaultEvent]:
+def _process_events(target: str, kind: str, spec: _Arrivals, duration_s: float, rng: random.Random,
+                    budget: int) -> list[FaultEvent]:
+    """One process's faults; stops once it has more than ``budget`` (the caller refuses the schedule)."""
     if spec.at_s is not None:
         return [_event(target, kind, spec, float(t), rng) for t in sorted(spec.at_s) if t < duration_s]
     gap = spec.gap_distribution()
     events, t = [], 0.0
-    while True:
+    while len(events) <= budget:
         t += gap.sample(rng)
         if t >= duration_s:
             return events
@@ -267,6 +303,7 @@ def _process_events(target: str, kind: str, spec: _Arrivals, duration_s: float, 
         events.append(event)
         # the next gap starts when this fault is over: one target's faults never overlap
         t += (event.magnitude_ms or 0.0) / 1000.0 + (event.duration_s or 0.0)
+    return events
 
 
 def _event(target: str, kind: str, spec: _Arrivals, time_s: float, rng: random.Random) -> FaultEvent:

@@ -58,6 +58,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ft_core.input.limits import current_limits, exceeds
+from ft_core.input.quantities import NonNegative, Nodes, PositiveFraction, PositiveNodes, PositiveSeconds, Seconds
 from ft_core.recovery.best_density import best_density_order
 from ft_core.errors import InputError
 from ft_core.replication.fidelity import information_loss, output_fidelity
@@ -71,36 +73,35 @@ CASE_FRACTION = {"min": 0.0, "avg": 0.5, "max": 1.0}
 class Arrival(BaseModel):
     """A replacement node of ``size`` (1.0 = one whole node) registering ``at_s`` after the failure."""
 
-    model_config = ConfigDict(extra="forbid")
-    size: float = Field(gt=0)
-    at_s: float = Field(ge=0)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    size: PositiveNodes
+    at_s: Seconds
 
 
 class TimelineParams(BaseModel):
     """The timing and capacity model of a simulation (see the module docstring)."""
 
-    model_config = ConfigDict(extra="forbid")
-    detection_s: float = Field(10.0, ge=0)
-    restore_s: float = Field(5.0, ge=0)
-    restore_s_per_task: dict[str, float] = Field(default_factory=dict)
-    checkpoint_interval_s: float = Field(10.0, ge=0)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    detection_s: Seconds = 10.0
+    restore_s: Seconds = 5.0
+    restore_s_per_task: dict[str, Seconds] = Field(default_factory=dict)
+    checkpoint_interval_s: PositiveSeconds = 10.0
     case: Literal["min", "avg", "max"] = "avg"
     utilisation: float = Field(0.5, gt=0, lt=1)
-    capacity: float = Field(0.0, ge=0)
+    capacity: Nodes = 0.0
     arrivals: list[Arrival] = Field(default_factory=list)
-    node_cap: float = Field(DEFAULT_NODE_CAP, gt=0, le=1)
-    task_cost: float = Field(0.1, gt=0)
-    cost: dict[str, float] = Field(default_factory=dict)
-    priority: dict[str, float] = Field(default_factory=dict)
+    node_cap: PositiveFraction = DEFAULT_NODE_CAP
+    task_cost: PositiveNodes = 0.1
+    cost: dict[str, Nodes] = Field(default_factory=dict)
+    priority: dict[str, NonNegative] = Field(default_factory=dict)
     policy: Literal["order-then-pack", "blocking"] = "order-then-pack"
-    max_points: int = Field(50, ge=2)
+    max_points: int = Field(50, ge=2, le=10_000)
 
-    @field_validator("restore_s_per_task", "cost", "priority")
+    @field_validator("arrivals")
     @classmethod
-    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
-        for key, v in value.items():
-            if not math.isfinite(v) or v < 0:
-                raise ValueError(f"{key}: must be a finite number >= 0, got {v}")
+    def _few_enough_nodes(cls, value: list[Arrival]) -> list[Arrival]:
+        if len(value) > current_limits().max_nodes:
+            raise ValueError(f"{len(value)} nodes {exceeds('max_nodes', len(value))}")
         return value
 
 

@@ -8,7 +8,7 @@
   benchmarks and property tests.
 """
 
-from ft_core.topology.document import Operator, Stream, Topology, load_document, load_topology, parse_topology, split_task_id
+from ft_core.topology.document import Operator, Stream, Topology, load_topology, parse_topology, split_task_id
 from ft_core.topology.task_graph import TaskGraph, build_task_graph
 
-__all__ = ["Operator", "Stream", "Topology", "load_document", "load_topology", "parse_topology", "split_task_id", "TaskGraph", "build_task_graph"]
+__all__ = ["Operator", "Stream", "Topology", "load_topology", "parse_topology", "split_task_id", "TaskGraph", "build_task_graph"]

@@ -25,16 +25,18 @@ Every validation failure raises :class:`~ft_core.errors.InputError` naming the f
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.limits import current_limits, exceeds
+from ft_core.input.quantities import AtMost
+from ft_core.input.validation import validate
 
 InputModel = Literal["independent", "correlated"]
 Partitioning = Literal["one_to_one", "split", "merge", "full"]
@@ -47,7 +49,7 @@ class _Doc(BaseModel):
 
 class Operator(_Doc):
     name: str = Field(min_length=1)
-    parallelism: int = Field(ge=1, strict=True)
+    parallelism: Annotated[int, Field(ge=1, strict=True), AtMost("max_tasks")]
     input_model: InputModel = "independent"
 
     @field_validator("name")
@@ -111,46 +113,19 @@ def split_task_id(task_id: str) -> tuple[str, int]:
 
 def parse_topology(data: Any) -> Topology:
     """Validate a topology document given as a dict (parsed JSON or YAML)."""
-    if not isinstance(data, dict):
-        raise InputError(f"topology: expected an object, got {type(data).__name__}")
-    try:
-        topo = Topology.model_validate(data)
-    except ValidationError as exc:
-        raise InputError(_describe(exc)) from None
+    topo = validate(Topology, data, "topology")
     _check_structure(topo)
     return topo
 
 
 def load_topology(path: str | Path) -> Topology:
     """Read and validate a topology document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_topology(load_document(path, "topology"))
-
-
-def load_document(path: str | Path, what: str) -> Any:
-    """Parse a JSON or YAML file; errors name the file and the problem."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise InputError(f"{what} file {str(path)!r} does not exist") from None
-    except OSError as exc:
-        raise InputError(f"{what} file {str(path)!r} cannot be read: {exc.strerror}") from None
-    try:
-        if path.suffix.lower() in {".yaml", ".yml"}:
-            return yaml.safe_load(text)
-        return json.loads(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"{what} file {str(path)!r} is not valid {path.suffix.lstrip('.') or 'JSON'}: {exc}") from None
-
-
-def _describe(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(part) for part in err["loc"]) or "topology"
-    return f"topology field {loc}: {err['msg']}"
+    return parse_topology(read_document(path, "topology"))
 
 
 def _check_structure(topo: Topology) -> None:
     ops = _unique_operators(topo)
+    _check_size(topo)
     _check_streams(topo, ops)
     _check_acyclic(topo)
     _check_connected(topo)
@@ -165,6 +140,23 @@ def _unique_operators(topo: Topology) -> dict[str, Operator]:
             raise InputError(f"topology field operators.{i}.name: duplicate operator name {op.name!r}")
         ops[op.name] = op
     return ops
+
+
+def _check_size(topo: Topology) -> None:
+    """Tasks and substreams within the limits, counted before any is built (a ``full`` stream between two
+    operators of 10^5 tasks is 10^10 substreams)."""
+    limits = current_limits()
+    tasks = sum(op.parallelism for op in topo.operators)
+    if tasks > limits.max_tasks:
+        raise InputError(f"topology field operators: {tasks} tasks in all {exceeds('max_tasks', tasks, limits)}")
+    parallelism = {op.name: op.parallelism for op in topo.operators}
+    substreams = 0
+    for i, s in enumerate(topo.streams):
+        n1, n2 = parallelism.get(s.source, 1), parallelism.get(s.target, 1)
+        substreams += n1 * n2 if s.partitioning == "full" else max(n1, n2)
+        if substreams > limits.max_substreams:
+            raise InputError(f"topology field streams.{i}: {substreams} substreams up to this stream "
+                             f"{exceeds('max_substreams', substreams, limits)}")
 
 
 def _check_streams(topo: Topology, ops: dict[str, Operator]) -> None:

@@ -55,12 +55,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import InfeasibleError, InputError
-from ft_core.topology.document import load_document
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import AtMost, NonNegative, PositiveFraction
+from ft_core.input.validation import validate
 
 _EPS = 1e-9  # capacity and cost comparisons tolerate float noise of repeated sums
 
@@ -74,8 +76,8 @@ class Node(_Doc):
 
     name: str = Field(min_length=1)
     domain: str = Field(min_length=1)
-    capacity: float = Field(ge=0)
-    load: float = Field(default=0.0, ge=0)
+    capacity: NonNegative
+    load: NonNegative = 0.0
 
 
 class CostModel(_Doc):
@@ -104,10 +106,10 @@ class PlacementProblem(_Doc):
 
     name: str = "placement"
     description: str | None = None
-    headroom: float = Field(default=1.0, gt=0, le=1)
-    nodes: list[Node] = Field(min_length=1)
+    headroom: PositiveFraction = 1.0
+    nodes: Annotated[list[Node], Field(min_length=1), AtMost("max_nodes", length=True)]
     cost: CostModel = Field(default_factory=CostModel)
-    tasks: list[Task] = Field(min_length=1)
+    tasks: Annotated[list[Task], Field(min_length=1), AtMost("max_tasks", length=True)]
 
 
 class Placement(BaseModel):
@@ -156,19 +158,12 @@ CostFunction = Callable[[str, str], float]
 
 def load_placement_problem(path: str | Path) -> PlacementProblem:
     """Read and validate a placement document from a ``.json``, ``.yaml`` or ``.yml`` file."""
-    return parse_placement_problem(load_document(path, "placement"))
+    return parse_placement_problem(read_document(path, "placement"))
 
 
 def parse_placement_problem(data: Any) -> PlacementProblem:
     """Validate a placement document given as a dict; InputError names the field."""
-    if not isinstance(data, dict):
-        raise InputError(f"placement document: expected an object, got {type(data).__name__}")
-    try:
-        problem = PlacementProblem.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(part) for part in err["loc"]) or "placement"
-        raise InputError(f"placement document field {loc}: {err['msg']}") from None
+    problem = validate(PlacementProblem, data, "placement document")
     _check_references(problem)
     _topological_order(problem)  # raises on a cycle
     return problem
@@ -351,6 +346,7 @@ class _State:
         """Algorithm 5: one replica per task per phase; returns the best-effort shortfall."""
         shortfall: dict[str, int] = {}
         for phase in range(1, k_max + 1):
+            placed = 0
             for t in self.order:
                 best = self._cheapest_candidate(t)
                 if best is None:
@@ -359,6 +355,13 @@ class _State:
                 self.copies[t].append(best)
                 self.load[best] += self.demand[t]
                 self.phase_of[(t, best)] = phase
+                placed += 1
+            if not placed:
+                # Loads only grow and used domains only accumulate, so no later phase can place a replica
+                # either: count the remaining phases as shortfall at once (a --k-max of 10^4 costs nothing).
+                for t in self.order:
+                    shortfall[self._name(t)] += k_max - phase
+                break
         return shortfall
 
     def _cheapest_candidate(self, t: int) -> int | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
+from ft_core.input.quantities import NodeCount, Port, PositiveNodeCount, check, flag
 
 DEFAULT_STATE = Path(".state/spark")
 
@@ -17,13 +18,13 @@ def register(sub, groups) -> None:
     csub = cluster.add_subparsers(dest="cluster_command", required=True, parser_class=type(cluster))
     up = csub.add_parser("up", help="start both masters and their workers, wait until all are alive")
     up.add_argument("--workers", default="rack-a:1,rack-b:1", help="primary workers per failure domain (default rack-a:1,rack-b:1)")
-    up.add_argument("--standby-workers", type=int, default=1)
-    up.add_argument("--cores", type=int, default=1, help="cores per worker")
+    up.add_argument("--standby-workers", type=flag(NodeCount), default=1)
+    up.add_argument("--cores", type=flag(PositiveNodeCount), default=1, help="cores per worker")
     up.add_argument("--memory", default="1g", help="memory per worker")
-    up.add_argument("--primary-port", type=int, default=7077)
-    up.add_argument("--primary-ui", type=int, default=8090)
-    up.add_argument("--standby-port", type=int, default=7078)
-    up.add_argument("--standby-ui", type=int, default=8091)
+    up.add_argument("--primary-port", type=flag(Port), default=7077)
+    up.add_argument("--primary-ui", type=flag(Port), default=8090)
+    up.add_argument("--standby-port", type=flag(Port), default=7078)
+    up.add_argument("--standby-ui", type=flag(Port), default=8091)
     up.set_defaults(func=_up)
     for name, func, helptext in (("down", _down, "stop everything the cluster started, drivers included"),
                                  ("status", _status, "workers, domains, cores and applications from the masters' JSON")):
@@ -37,7 +38,7 @@ def register(sub, groups) -> None:
     add = csub.add_parser("add-worker", help="replacement capacity: start one worker in a domain and wait for it")
     add.add_argument("--domain", required=True)
     add.add_argument("--pool", choices=("primary", "standby"), default="primary")
-    add.add_argument("--cores", type=int, default=1)
+    add.add_argument("--cores", type=flag(PositiveNodeCount), default=1)
     add.add_argument("--memory", default="1g")
     add.set_defaults(func=_add)
     for p in (up, kill, add, *(csub.choices[n] for n in ("down", "status"))):
@@ -50,7 +51,7 @@ def parse_domains(text: str) -> tuple[tuple[str, int], ...]:
         name, _, count = part.partition(":")
         if not name or not count.isdigit() or int(count) < 1:
             raise InputError(f"--workers: expected 'domain:count,...' with counts >= 1, got {part!r}")
-        out.append((name, int(count)))
+        out.append((name, check(PositiveNodeCount, count, "--workers")))
     if not out:
         raise InputError("--workers: at least one domain is needed")
     return tuple(out)

@@ -16,6 +16,8 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, Seconds, TaskBudget,
+                                      comma_list, flag)
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
@@ -27,15 +29,15 @@ def register(sub, groups) -> None:
     add_pipeline_arguments(run)
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
-    source.add_argument("--budget", type=int, help="plan R replicas for the pipeline's topology instead")
+    source.add_argument("--budget", type=flag(TaskBudget), help="plan R replicas for the pipeline's topology instead")
     run.add_argument("--algorithm", choices=("exact", "structure-aware", "greedy"), default="structure-aware")
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
     run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
-    run.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
-    run.add_argument("--primary-workers", type=int, default=2, help="one-core workers in the failure domain (default 2)")
-    run.add_argument("--trigger-s", type=float, default=1.0, help="micro-batch and checkpoint interval (default 1)")
-    run.add_argument("--speedup", type=float, default=1.0, help="event seconds generated per wall second (default 1)")
+    run.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
+    run.add_argument("--primary-workers", type=flag(PositiveNodeCount), default=2, help="one-core workers in the failure domain (default 2)")
+    run.add_argument("--trigger-s", type=flag(PositiveSeconds), default=1.0, help="micro-batch and checkpoint interval (default 1)")
+    run.add_argument("--speedup", type=flag(Positive), default=1.0, help="event seconds generated per wall second (default 1)")
     run.add_argument("--serve", action="store_true", help="also run the serving view over both sinks and report gaps and final content")
     _common(run)
     run.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -45,8 +47,9 @@ def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
     bench.add_argument("--workloads", default="topk,incidents", help="pipelines to drill, comma-separated (sample names "
                        "or module:attribute references)")
-    bench.add_argument("--ratios", default="0.25,0.5,0.75,1.0")
-    bench.add_argument("--new-capacity-after", type=float, default=30.0, metavar="S")
+    bench.add_argument("--ratios", type=comma_list(PositiveFraction, allow_empty=False), default="0.25,0.5,0.75,1.0",
+                       help="replication ratios in (0, 1] (default 0.25,0.5,0.75,1.0)")
+    bench.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S")
     bench.add_argument("--kill-driver", action="store_true")
     bench.add_argument("--param", action="append", default=[], metavar="WORKLOAD:KEY=VALUE",
                        help="override a workload parameter of the benchmark (repeatable), e.g. topk:page_affinity=1")
@@ -60,7 +63,7 @@ def _common(parser) -> None:
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, outputs, checkpoints, logs (default: a new temp folder)")
     parser.add_argument("--port-base", type=int, default=7000,
                         help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 (default 7000)")
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
+    parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 
 
 
@@ -83,10 +86,8 @@ def _run(args: argparse.Namespace) -> int:
 
     config = _validated(DrillConfig, pipeline=pipeline_ref(args), params=args.param, plan=args.plan, budget=args.budget,
                          algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver,
-                         new_capacity_after_s=_non_negative(args.new_capacity_after, "--new-capacity-after"),
-                         primary_workers=_positive(args.primary_workers, "--primary-workers"),
-                         trigger_s=_positive(args.trigger_s, "--trigger-s"), speedup=_positive(args.speedup, "--speedup"),
-                         port_base=args.port_base, timeout_s=_positive(args.timeout_s, "--timeout-s"),
+                         new_capacity_after_s=args.new_capacity_after, primary_workers=args.primary_workers,
+                         trigger_s=args.trigger_s, speedup=args.speedup, port_base=args.port_base, timeout_s=args.timeout_s,
                          work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve)
     _interrupt_on_sigterm()
     report = run_drill(config, progress=Progress("drill"))
@@ -129,7 +130,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise InputError(f"--workloads: expected a comma-separated list of pipelines, got {args.workloads!r}")
     for ref in workloads:
         load_pipeline(ref)  # an unknown pipeline is refused before anything starts
-    ratios = _ratios(args.ratios)
+    ratios = args.ratios
     config = _validated(BenchDrillsConfig, workloads=workloads, params=_bench_params(args.param), ratios=ratios, new_capacity_after_s=args.new_capacity_after,
                                kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),
                                port_base=args.port_base, timeout_s=args.timeout_s)
@@ -175,28 +176,6 @@ def _bench_params(items: list[str]) -> dict[str, list[str]]:
     return params
 
 
-def _ratios(text: str) -> list[float]:
-    try:
-        ratios = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--ratios: expected comma-separated numbers in (0, 1], got {text!r}") from None
-    if not ratios or any(not 0 < r <= 1 for r in ratios):
-        raise InputError(f"--ratios: expected comma-separated numbers in (0, 1], got {text!r}")
-    return ratios
-
-
-def _positive(value: float, flag: str) -> float:
-    if value <= 0:
-        raise InputError(f"{flag}: must be positive, got {value}")
-    return value
-
-
-def _non_negative(value: float, flag: str) -> float:
-    if value < 0:
-        raise InputError(f"{flag}: must be >= 0, got {value}")
-    return value
-
-
 def _add_job_drill(dsub) -> None:
     """``ftops drill job NAME``: the drill DAG's steps and guards on a registered, running job, from here
     (:mod:`spark_jobs.drills.job_drill`); exit 0 passed, 1 failed or aborted, 3 busy."""
@@ -204,14 +183,14 @@ def _add_job_drill(dsub) -> None:
     job.add_argument("name", help="a registered job")
     job.add_argument("--domain", default="auto", help="failure domain to kill (default auto: where the primary's executors run)")
     job.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
-    job.add_argument("--replacement-delay-s", type=float, default=30.0, help="seconds until replacement capacity (default 30)")
-    job.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
-    job.add_argument("--steady-lag-s", type=float, default=60.0, help="steady state: the primary at most this far "
+    job.add_argument("--replacement-delay-s", type=flag(Seconds), default=30.0, help="seconds until replacement capacity (default 30)")
+    job.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
+    job.add_argument("--steady-lag-s", type=flag(PositiveSeconds), default=60.0, help="steady state: the primary at most this far "
                      "(event-time seconds) behind its input, before and after (default 60)")
-    job.add_argument("--max-duration-s", type=float, default=1800.0, help="abort probe: the drill runs at most this long")
-    job.add_argument("--max-lag-s", type=float, default=600.0, help="abort probe: once capacity is back, the primary at "
+    job.add_argument("--max-duration-s", type=flag(PositiveSeconds), default=1800.0, help="abort probe: the drill runs at most this long")
+    job.add_argument("--max-lag-s", type=flag(PositiveSeconds), default=600.0, help="abort probe: once capacity is back, the primary at "
                      "most this far behind its input (default 600)")
-    job.add_argument("--lease-ttl-s", type=float, default=120.0, help="the lease expires this long after this command "
+    job.add_argument("--lease-ttl-s", type=flag(PositiveSeconds), default=120.0, help="the lease expires this long after this command "
                      "dies without releasing it (default 120)")
     job.add_argument("--db-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
                      "FTOPS_DATABASE_URL is not set)")

@@ -25,6 +25,9 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import ExternalError, InputError
+from ft_core.input.quantities import (PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds, Port,
+                                      Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
+from ft_core.redundancy.controller import ControllerParams
 
 
 def register(sub, groups) -> None:
@@ -51,8 +54,8 @@ def _register_inject(fsub) -> None:
     app = inj.add_mutually_exclusive_group(required=True)
     app.add_argument("--output", type=Path, help="a run's output folder (follows the run across resubmissions)")
     app.add_argument("--app-id", help="a Spark application id")
-    inj.add_argument("--duration", type=float, required=True, help="seconds of faults from now")
-    inj.add_argument("--seed", type=int, required=True, help="random seed (same seed, same schedule)")
+    inj.add_argument("--duration", type=flag(PositiveSeconds), required=True, help="seconds of faults from now")
+    inj.add_argument("--seed", type=flag(Seed), required=True, help="random seed (same seed, same schedule)")
     inj.add_argument("--state-dir", type=Path, help="the cluster's state folder (needed by domain faults)")
     inj.add_argument("--json", action="store_true", help="print the injection report as JSON")
     inj.set_defaults(func=_inject)
@@ -69,39 +72,38 @@ def _register_serve(sub) -> None:
 
 def _register_bench(bench) -> None:
     b = bench.add_parser("redundancy", help="speculative execution vs slowdowns on Spark: missed deadlines, p90/p99, CPU (thesis 002)")
-    b.add_argument("--batches", type=int, default=40, help="measured micro-batches per scenario (default 40)")
-    b.add_argument("--warmup-batches", type=int, default=5)
-    b.add_argument("--levels", default="0.25,0.5,1", help="static redundancy levels (default 0.25,0.5,1)")
-    b.add_argument("--executors", type=int, default=3, help="one-core workers (default 3)")
-    b.add_argument("--magnitude-ms", type=float, help="mean pause (default: the fault-free run's median batch; sd 1/4, "
+    b.add_argument("--batches", type=flag(TaskCount), default=40, help="measured micro-batches per scenario (default 40)")
+    b.add_argument("--warmup-batches", type=flag(TaskBudget), default=5)
+    b.add_argument("--levels", type=comma_list(PositiveFraction, allow_empty=False), default="0.25,0.5,1", help="static redundancy levels (default 0.25,0.5,1)")
+    b.add_argument("--executors", type=flag(PositiveNodeCount), default=3, help="one-core workers (default 3)")
+    b.add_argument("--magnitude-ms", type=flag(PositiveMilliseconds), help="mean pause (default: the fault-free run's median batch; sd 1/4, "
                                                    "truncated to [1/2, 2]x)")
-    b.add_argument("--mean-gap-s", type=float, help="mean time between pauses per executor (default: executors paused 13 %% "
+    b.add_argument("--mean-gap-s", type=flag(PositiveSeconds), help="mean time between pauses per executor (default: executors paused 13 %% "
                                                  "of the time, as in the thesis)")
-    b.add_argument("--deadline-ms", type=float, help="per-batch deadline (default: mu + 2 sigma of the fault-free run)")
-    b.add_argument("--period-batches", type=int, default=8, help="controller period in batches (default 8)")
-    b.add_argument("--step-pct", type=float, default=25.0, help="controller minimum step in points (default 25)")
+    b.add_argument("--deadline-ms", type=flag(PositiveMilliseconds), help="per-batch deadline (default: mu + 2 sigma of the fault-free run)")
+    b.add_argument("--period-batches", type=flag(TaskCount), default=8, help="controller period in batches (default 8)")
+    b.add_argument("--step-pct", type=flag(field_kind(ControllerParams, "step_min_pct")), default=25.0, help="controller minimum step in points (default 25)")
     b.add_argument("--controller-modes", default="resubmit,live",
                    help="how the controller applies a level change, one scenario each: resubmit (restart from the "
                         "checkpoint), live (the running job; spark_jobs.redundancy.live). Default both")
     b.add_argument("--no-controller", action="store_true")
     b.add_argument("--no-drill", action="store_true", help="skip the serving-view drill")
-    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("--seed", type=flag(Seed), default=1)
     b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="override a topk parameter")
     b.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="Spark conf for every scenario (default: spark.sql.files.openCostInBytes=0 spark.locality.wait=0s)")
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
-    b.add_argument("--port-base", type=int, default=7600)
+    b.add_argument("--port-base", type=flag(Port), default=7600)
     b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
     b.set_defaults(func=_bench)
 
 
 def _inject(args: argparse.Namespace) -> int:
-    from ft_core.redundancy.fault_profile import load_fault_profile
+    from ft_core.redundancy.fault_profile import fault_schedule, load_fault_profile
     from spark_jobs.fault_injection import app_of_run, find_executors, inject
 
     profile = load_fault_profile(args.profile)
-    if not (args.duration > 0):
-        raise InputError(f"--duration: must be a positive number of seconds, got {args.duration:g}")
+    fault_schedule(profile, args.duration, args.seed, field="--duration")  # too many faults: refused before any
     app = args.app_id or app_of_run(args.output)
     if app is None:
         raise InputError(f"--output: {str(args.output)!r} has no _run.json with an application id (a running `ftops workload run`)")
@@ -128,7 +130,7 @@ def _bench(args: argparse.Namespace) -> int:
     from spark_jobs.redundancy import bench as rb
     from spark_jobs.redundancy.report import render
 
-    levels = _levels(args.levels)
+    levels = args.levels
     work = args.work_dir or Path(tempfile.gettempdir()) / f"ftops-bench-redundancy-{time.strftime('%Y%m%d-%H%M%S')}"
     if work.exists() and any(work.iterdir()):
         raise InputError(f"--work-dir: {work} is not empty")
@@ -168,8 +170,6 @@ def _faults(args: argparse.Namespace):
         if args.mean_gap_s is not None:
             raise InputError("--mean-gap-s: give --magnitude-ms too (without it both are scaled to the machine)")
         return None
-    if args.magnitude_ms <= 0 or (args.mean_gap_s is not None and args.mean_gap_s <= 0):
-        raise InputError("--magnitude-ms and --mean-gap-s: must be positive")
     model = FaultModel.scaled(args.magnitude_ms)
     return model if args.mean_gap_s is None else model.model_copy(update={"mean_gap_s": args.mean_gap_s})
 
@@ -185,15 +185,6 @@ def _controller_modes(text: str) -> list[str]:
         raise InputError(f"--controller-modes: expected a comma-separated list of {', '.join(known)}; got {text!r}")
     return modes
 
-
-def _levels(text: str) -> list[float]:
-    try:
-        levels = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--levels: expected comma-separated numbers in (0, 1], got {text!r}") from None
-    if not levels or any(not 0 < x <= 1 for x in levels):
-        raise InputError(f"--levels: expected comma-separated numbers in (0, 1], got {text!r}")
-    return levels
 
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
+from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.pipeline.loading import add_pipeline_arguments
@@ -45,17 +46,17 @@ def register(sub, groups) -> None:
     reg.add_argument("--master-ui", help="its web UI (default http://HOST:8080 of --master)")
     reg.add_argument("--standby-master", help="the replica's master (default: --master)")
     reg.add_argument("--standby-ui", help="its web UI (default http://HOST:8080 of --standby-master)")
-    reg.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch and checkpoint interval (default 2)")
-    reg.add_argument("--budget", type=int, default=0, help="replication budget R: tasks with an active replica (default 0)")
+    reg.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    reg.add_argument("--budget", type=flag(TaskBudget), default=0, help="replication budget R: tasks with an active replica (default 0)")
     reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
     reg.add_argument("--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
                      "up` (drills fail its domains' workers)")
-    reg.add_argument("--max-recovery-s", type=float, help="the job's recovery-time bound (drills check it)")
+    reg.add_argument("--max-recovery-s", type=flag(PositiveSeconds), help="the job's recovery-time bound (drills check it)")
     reg.add_argument("--apply", choices=("auto", "approve", "recommend"), help="how new plans and drills are applied: at "
                      "once, after a person approves them in Airflow, or never (plans are only stored); default: "
                      "approve, auto for a --test-job")
     reg.add_argument("--test-job", action="store_true", help="a job for trying ftops out: plans and drills apply at once")
-    reg.add_argument("--replica-cooldown-s", type=float, default=3600.0,
+    reg.add_argument("--replica-cooldown-s", type=flag(Seconds), default=3600.0,
                      help="least time between two replica changes of the job (default 3600)")
     _store_option(reg)
     reg.add_argument("--json", action="store_true")

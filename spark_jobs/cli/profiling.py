@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ft_core.input.quantities import Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
@@ -82,27 +83,27 @@ def _run_options(parser, intervals: bool, bench: bool = False) -> None:
                             + (f" (default {DEFAULT_BENCH_INTERVALS})" if bench else ""))
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="pipeline parameter (repeatable)" + (f"; default {' '.join(DEFAULT_BENCH_PARAMS)}" if bench else ""))
-    parser.add_argument("--failures", type=int, default=3, help="failures injected per copy (default 3)")
-    parser.add_argument("--duration", type=float, required=not bench, default=30.0 if bench else None, metavar="S",
+    parser.add_argument("--failures", type=flag(TaskCount), default=3, help="failures injected per copy (default 3)")
+    parser.add_argument("--duration", type=flag(PositiveSeconds), required=not bench, default=30.0 if bench else None, metavar="S",
                         help="seconds of steady operation per copy, split around the failures" + (" (default 30)" if bench else ""))
-    parser.add_argument("--repetitions", type=int, default=1, help="copies per interval (default 1)")
-    parser.add_argument("--parallel", type=int, help="copies at once (default: one per core, memory permitting)")
+    parser.add_argument("--repetitions", type=flag(TaskCount), default=1, help="copies per interval (default 1)")
+    parser.add_argument("--parallel", type=flag(PositiveNodeCount), help="copies at once (default: one per core, memory permitting)")
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, copies, logs (default: a new temp folder)")
     parser.add_argument("--master", default="local[1]", help="Spark master of every copy (default local[1]; or spark://HOST:PORT)")
-    parser.add_argument("--detection-timeout-s", type=float, default=5.0,
+    parser.add_argument("--detection-timeout-s", type=flag(Seconds), default=5.0,
                         help="T: seconds from a kill to the relaunch (default 5)")
-    parser.add_argument("--min-deltas-for-snapshot", type=int, help="state snapshot every N deltas (fixed for the run)")
-    parser.add_argument("--shuffle-partitions", type=int, default=2, help="pinned by the checkpoint (default 2)")
+    parser.add_argument("--min-deltas-for-snapshot", type=flag(TaskCount), help="state snapshot every N deltas (fixed for the run)")
+    parser.add_argument("--shuffle-partitions", type=flag(TaskCount), default=2, help="pinned by the checkpoint (default 2)")
     parser.add_argument("--state-store", default="hdfs", help="hdfs or rocksdb (pinned by the checkpoint; default hdfs)")
     parser.add_argument("--changelog", action="store_true", help="RocksDB changelog checkpointing")
     parser.add_argument("--no-event-log", action="store_true", help="no Spark event logs (then no checkpoint cost)")
-    parser.add_argument("--ui-port-base", type=int, help="Spark UI of the i-th concurrent copy on BASE+i (default: no UI)")
-    parser.add_argument("--mtbf-s", type=float, help="MTBF recorded in the document (Young/Daly baselines)")
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each wait (default 600)")
+    parser.add_argument("--ui-port-base", type=flag(Port), help="Spark UI of the i-th concurrent copy on BASE+i (default: no UI)")
+    parser.add_argument("--mtbf-s", type=flag(Positive), help="MTBF recorded in the document (Young/Daly baselines)")
+    parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 
 
 def _plan_options(parser, bound_required: bool) -> None:
-    parser.add_argument("--max-recovery-s", type=float, required=bound_required,
+    parser.add_argument("--max-recovery-s", type=flag(PositiveSeconds), required=bound_required,
                         help="C_TRT, bound on the total recovery time" + ("" if bound_required else
                         " (default: the median of the recovery model at the profiled intervals)"))
     parser.add_argument("--case", default="max", help=f"{'|'.join(CASES)} (default max: failures are injected near "
@@ -120,10 +121,7 @@ def _interrupt_on_sigterm() -> None:
 
 
 def _intervals(text: str) -> list[float]:
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"--intervals: expected comma-separated seconds, e.g. 1,2,5,10,20, got {text!r}") from None
+    return check_list(PositiveSeconds, text, "--intervals", max_items="max_tasks")
 
 
 def _choice(value: str, choices, flag: str) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.input.quantities import PositiveSeconds, Seconds, flag
 
 DEFAULT_DIR = Path(".state/units/smartcity")
 
@@ -41,10 +42,10 @@ def register(sub, groups) -> None:
                        help="cluster state of `ftops cluster up` (default .state/spark): its primary master")
     where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
     dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
-    dep.add_argument("--trigger-s", type=float, default=2.0, help="micro-batch and checkpoint interval (default 2)")
-    dep.add_argument("--backlog-s", type=float, default=10.0, help="event seconds of input written before the start")
+    dep.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    dep.add_argument("--backlog-s", type=flag(Seconds), default=10.0, help="event seconds of input written before the start")
     dep.add_argument("--no-feed", action="store_true", help="no live input generator")
-    dep.add_argument("--timeout-s", type=float, default=300.0)
+    dep.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
     dep.add_argument("--json", action="store_true")
     dep.set_defaults(func=_deploy)
 
@@ -58,7 +59,7 @@ def register(sub, groups) -> None:
     start.add_argument("--units", required=True, help="comma-separated unit ids, e.g. 'O1[0],O3[0]'")
     start.add_argument("--app", required=True, help="a new application name")
     start.add_argument("--no-wait", action="store_true", help="return once submitted")
-    start.add_argument("--timeout-s", type=float, default=300.0)
+    start.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
     start.set_defaults(func=_start)
 
     stop = usub.add_parser("stop", help="stop applications gracefully (between micro-batches)")
@@ -97,8 +98,8 @@ def register(sub, groups) -> None:
     rec.add_argument("--schedule", type=Path, required=True, help="`ftops plan stages ... --json` output")
     _dir(rec)
     rec.add_argument("--prefix", default="recovery", help="application names: PREFIX-s<stage>-<node>")
-    rec.add_argument("--timeout-s", type=float, default=600.0, help="deadline of each capacity wait (default 600)")
-    rec.add_argument("--wait-recovered-s", type=float, default=300.0,
+    rec.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each capacity wait (default 600)")
+    rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")
     rec.add_argument("--json", action="store_true")
     rec.set_defaults(func=_recover)

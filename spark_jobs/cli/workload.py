@@ -25,10 +25,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
+from ft_core.input.documents import read_json_lines
+from ft_core.input.quantities import Milliseconds, Positive, PositiveSeconds, TaskBudget, TaskCount, field_kind, flag
+from ft_core.input.validation import validate
+from ft_core.redundancy.controller import ControllerParams
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_workload, pipeline_ref
 from spark_jobs.runtime.launch import add_run_arguments, launch_run, stop_run
 
@@ -50,10 +58,10 @@ def register(sub, groups) -> None:
     gen.add_argument("--input", type=Path, required=True)
     _params(gen)
     mode = gen.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--seconds", type=float, help="event-time seconds to write at once")
+    mode.add_argument("--seconds", type=flag(PositiveSeconds), help="event-time seconds to write at once")
     mode.add_argument("--realtime", action="store_true", help="append one file per source every file_s seconds")
-    gen.add_argument("--duration-s", type=float, help="realtime: stop after this many seconds")
-    gen.add_argument("--speedup", type=float, default=1.0, help="realtime: event seconds per wall second")
+    gen.add_argument("--duration-s", type=flag(PositiveSeconds), help="realtime: stop after this many seconds")
+    gen.add_argument("--speedup", type=flag(Positive), default=1.0, help="realtime: event seconds per wall second")
     gen.set_defaults(func=_generate)
 
     run = wsub.add_parser("run", help="spark-submit a primary, replica or reference job")
@@ -62,11 +70,11 @@ def register(sub, groups) -> None:
 
     retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
     retune.add_argument("--state", type=Path, required=True, help="the controller's state file (created by the first call)")
-    retune.add_argument("--bound-ms", type=float, help="first call: the per-batch latency bound (p90 of a period's batches)")
-    retune.add_argument("--step-pct", type=float, default=25.0, help="first call: minimum step in percentage points (default 25)")
-    retune.add_argument("--perf-margin", type=float, default=0.1, help="first call: safety band as a fraction of the bound")
-    retune.add_argument("--min-batches", type=int, default=5, help="batches a period needs (default 5)")
-    retune.add_argument("--warmup-batches", type=int, default=2, help="first batches of each (re)submission left out (default 2)")
+    retune.add_argument("--bound-ms", type=flag(field_kind(ControllerParams, "latency_bound_ms")), help="first call: the per-batch latency bound (p90 of a period's batches)")
+    retune.add_argument("--step-pct", type=flag(field_kind(ControllerParams, "step_min_pct")), default=25.0, help="first call: minimum step in percentage points (default 25)")
+    retune.add_argument("--perf-margin", type=flag(field_kind(ControllerParams, "perf_margin")), default=0.1, help="first call: safety band as a fraction of the bound")
+    retune.add_argument("--min-batches", type=flag(TaskCount), default=5, help="batches a period needs (default 5)")
+    retune.add_argument("--warmup-batches", type=flag(TaskBudget), default=2, help="first batches of each (re)submission left out (default 2)")
     retune.add_argument("--live", action="store_true",
                         help="first call: apply level changes to the running job, without resubmitting it")
     retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
@@ -74,7 +82,7 @@ def register(sub, groups) -> None:
 
     stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
     stop.add_argument("--output", type=Path, required=True)
-    stop.add_argument("--timeout-s", type=float, default=30.0)
+    stop.add_argument("--timeout-s", type=flag(PositiveSeconds), default=30.0)
     stop.set_defaults(func=_stop)
 
 
@@ -85,12 +93,9 @@ def _params(parser) -> None:
 def _topology(args: argparse.Namespace) -> int:
     workload = load_workload(pipeline_ref(args), args.param)
     if args.rates_from is not None:
-        from spark_jobs.pipeline.metrics import read_metrics
         from spark_jobs.pipeline.rates import measured_topology
 
-        if not args.rates_from.exists():
-            raise InputError(f"--rates-from: file {str(args.rates_from)!r} does not exist")
-        topo = measured_topology(read_metrics(args.rates_from), workload, name=args.name)
+        topo = measured_topology(_metrics_lines(args.rates_from), workload, name=args.name)
     else:
         topo = workload.topology(name=args.name)
     if args.json:
@@ -109,8 +114,6 @@ def _generate(args: argparse.Namespace) -> int:
     workload = load_workload(pipeline_ref(args), args.param)
     workload.require_sample("ftops workload generate")
     if args.seconds is not None:
-        if args.seconds <= 0:
-            raise InputError("--seconds: must be positive")
         n = sample_input.write_seconds(workload, args.input, args.seconds)
         print(f"wrote {n} files per source ({', '.join(sample_input.source_names(workload))}) to {args.input}")
         return 0
@@ -145,8 +148,6 @@ def _retune(args: argparse.Namespace) -> int:
     if args.state.exists():
         if run_argv or args.bound_ms is not None or args.live:
             raise InputError("--state: the run is already under the controller; give only --state (and period options)")
-        if args.min_batches < 1 or args.warmup_batches < 0:
-            raise InputError("--min-batches must be >= 1 and --warmup-batches >= 0")
         record, _proc = redundancy_runtime.step(args.state, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
         print_json(record)
         return 0
@@ -158,17 +159,30 @@ def _retune(args: argparse.Namespace) -> int:
     return 0
 
 
-def _controller_params(args: argparse.Namespace):
-    from pydantic import ValidationError
+def _controller_params(args: argparse.Namespace) -> ControllerParams:
+    return ControllerParams(latency_bound_ms=args.bound_ms, step_min_pct=args.step_pct, perf_margin=args.perf_margin)
 
-    from ft_core.redundancy.controller import ControllerParams
 
-    try:
-        return ControllerParams(latency_bound_ms=args.bound_ms, step_min_pct=args.step_pct, perf_margin=args.perf_margin)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = {"latency_bound_ms": "--bound-ms", "step_min_pct": "--step-pct"}.get(str(err["loc"][0]), "--perf-margin")
-        raise InputError(f"{flag}: {err['msg']}") from None
+def _iso_time(text: str) -> str:
+    datetime.fromisoformat(text.replace("Z", "+00:00"))  # a ValueError names the problem
+    return text
+
+
+class _MetricsLine(BaseModel):
+    """What :func:`spark_jobs.pipeline.rates.measured_topology` reads of a metrics line (others pass)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+    timestamp: Annotated[str, Field(strict=True), AfterValidator(_iso_time)]
+    batch_duration_ms: Milliseconds
+    tasks: dict[str, dict[Literal["in", "out"], Annotated[int, Field(ge=0)]]]
+
+
+def _metrics_lines(path: Path) -> list[dict]:
+    """A run's metrics file (``workload run --metrics``), every line checked before rates are computed."""
+    lines = read_json_lines(path, "--rates-from")
+    for number, line in enumerate(lines, start=1):
+        validate(_MetricsLine, line, f"--rates-from line {number}")
+    return lines
 
 
 def _stop(args: argparse.Namespace) -> int:
@@ -178,19 +192,10 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m spark_jobs.cli.workload ...``: the ``ftops workload`` commands alone."""
-    from ft_core.cli.main import _Parser
-    from ft_core.errors import FtopsError
+    """``python -m spark_jobs.cli.workload ...`` is ``ftops workload ...`` (same errors and exit codes)."""
+    from ft_core.cli.main import main as ftops_main
 
-    parser = _Parser(prog="ftops")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    register(sub, {})
-    args = parser.parse_args(["workload", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.func(args) or 0)
-    except FtopsError as exc:
-        print(f"ftops: {exc.label}: {exc}", file=sys.stderr)
-        return exc.exit_code
+    return ftops_main(["workload", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -26,9 +26,9 @@ checkpoint folder and a replay of the input); :func:`lineage_check` says which, 
 pinned values from a running job's checkpoint (:func:`pinned_settings`). The trigger interval and
 ``minDeltasForSnapshot`` are not pinned: a restart on the same checkpoint applies them.
 
-**Method.** One seeded input folder (:mod:`spark_jobs.workloads.generator`) is fed in real time by a
+**Method.** One seeded input folder (:mod:`spark_jobs.pipeline.sample_input`) is fed in real time by a
 thread that records when each file became available and the input watermark it carries (Spark's rule,
-:class:`~spark_jobs.workloads.generator.InputWatermark`). Every (interval, repetition) is a *copy*:
+:class:`~spark_jobs.pipeline.sample_input.InputWatermark`). Every (interval, repetition) is a *copy*:
 ``spark_jobs.runtime.run_pipeline`` through ``spark-submit`` (:func:`spark_jobs.runtime.launch.launch_run`, own
 process group) with its own output, checkpoint, metrics and event-log folders; ``parallel`` copies
 run at once, the rest are queued (Chiron runs them side by side; on a small machine they compete for
@@ -51,7 +51,7 @@ cores, which the report states). Each copy:
    no window lost or duplicated across the restarts.
 
 **Definitions** (wall-clock seconds; batches from the job's own progress events, written by
-:class:`~spark_jobs.workloads.metrics.TaskMetricsListener`: start, duration, rows, watermark):
+:class:`~spark_jobs.pipeline.metrics.TaskMetricsListener`: start, duration, rows, watermark):
 
 - *lag* of a batch: its end minus the time the input that lets its watermark close a window was
   available (the first input file after which the input watermark reached the batch's watermark):

@@ -12,6 +12,8 @@ from ft_core.checkpoint.profiles import ProfilesDocument, load_profiles, summari
 from ft_core.checkpoint.recovery_time import VARIANTS, Case, Variant
 from ft_core.checkpoint.tuning import CheckpointPlan, fit_quadratic, plan_checkpoint, recovery_points
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.validation import validate
 from spark_jobs.profiling.copies import run_copies
 from spark_jobs.profiling.profiles import interval_rows
 from spark_jobs.profiling.reports import CopyResult, ProfileRaw, ValidationReport, VariantError
@@ -38,7 +40,7 @@ def recovery_model_at(doc: ProfilesDocument, interval_s: float, case: Case, vari
 
 def _profiled_raw(profiles: Path) -> ProfileRaw | None:
     path = raw_path(profiles)
-    return ProfileRaw.model_validate_json(path.read_text()) if path.exists() else None
+    return validate(ProfileRaw, read_document(path, "raw samples"), "raw samples") if path.exists() else None
 
 
 def _inherit_profiled(config: ValidateConfig) -> ValidateConfig:

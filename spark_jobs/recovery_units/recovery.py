@@ -28,9 +28,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import PositiveFraction, PositiveNodes, check, check_list
+from ft_core.input.validation import validate
 from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
@@ -78,14 +81,7 @@ class RecoveryReport(BaseModel):
 def load_schedule(path: Path, root: Path) -> StagedSchedule:
     """Read ``ftops plan stages --json`` output and check it against the deployment's last failure."""
     failure = last_failure(root)
-    try:
-        schedule = StagedSchedule.model_validate_json(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(f"--schedule: file {str(path)!r} does not exist") from None
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"--schedule: not a `ftops plan stages --json` document: {where}: {err['msg']}") from None
+    schedule = validate(StagedSchedule, read_document(path, "--schedule"), "--schedule (a `ftops plan stages --json` document)")
     planned = [u for s in schedule.stages for u in s.partitions]
     unknown = [u for u in planned if u not in failure.units]
     if unknown:
@@ -156,18 +152,18 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
     from ft_core.recovery.problem import parse_problem
-    from ft_core.recovery.staged import plan_stages
+    from ft_core.recovery.staged import POLICIES, plan_stages
     from spark_jobs.recovery_units.spec import problem_document
 
+    if policy not in (*POLICIES, "blocking"):
+        raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
+    node_cap = check(PositiveFraction, node_cap, "node_cap")
+    sizes = check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes")
     dep = load(root)
     running = dep.unit_apps()
     down = [u for u in last_failure(root).units if u not in running]
     if not down:
         raise InputError("every unit of the last failure runs again: nothing to recover")
-    try:
-        sizes = [float(x) for x in str(arrivals).split(",") if x.strip()]
-    except ValueError:
-        raise InputError(f"arrivals: expected comma-separated node sizes, got {arrivals!r}") from None
     problem = problem_document(dep.spec, down, unit_costs(root, cost))
     capacity = survivor_capacity(root, node_cap) or 0.0
     if policy == "blocking":

@@ -17,7 +17,6 @@ a generous deadline; nothing depends on how fast the machine is.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import signal
@@ -29,18 +28,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.input.documents import read_document
 from spark_jobs.cluster.web_ui import try_json
-from spark_jobs.recovery_units.deployment import (
-    AppRecord,
-    Deployment,
-    Failure,
-    app_dir,
-    load,
-    locked,
-    now,
-    read_progress,
-    read_status,
-)
+from spark_jobs.recovery_units.deployment import (AppRecord, Deployment, Failure, app_dir, load, locked, now,
+                                                  read_progress, read_status)
 from spark_jobs.recovery_units.spec import SmartCitySpec, check_workload, make_units_spec
 from spark_jobs.runtime.processes import pid_alive, signal_group, stop_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
@@ -60,12 +51,7 @@ class Placement(BaseModel):
 
 def load_placement(path: Path, spec: SmartCitySpec) -> Placement:
     """Read and check a placement: known units, each in exactly one application, every unit placed."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InputError(f"--placement: file {str(path)!r} does not exist") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"--placement: {str(path)!r} is not readable JSON: {exc}") from None
+    doc = read_document(path, "--placement")
     apps = doc.get("apps") if isinstance(doc, dict) else None
     if not isinstance(apps, dict) or not apps:
         raise InputError("--placement: expected {\"apps\": {\"<app>\": [\"<unit>\", ...]}} with at least one application")

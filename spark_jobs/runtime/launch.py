@@ -19,9 +19,11 @@ import time
 from pathlib import Path
 
 from ft_core.errors import InputError
+from ft_core.input.quantities import Fraction, PositiveNodeCount, PositiveSeconds, TaskCount, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
 from spark_jobs.runtime.processes import group_alive, signal_group
 from spark_jobs.runtime.waiting import wait_while
+
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """The options of ``ftops workload run`` (and of every Python caller that submits a run as the CLI does)."""
@@ -33,23 +35,23 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--plan", type=Path)
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
-    run.add_argument("--trigger-s", type=float, default=2.0)
+    run.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0)
     run.add_argument("--available-now", action="store_true")
-    run.add_argument("--duration-s", type=float)
-    run.add_argument("--shuffle-partitions", type=int, default=2)
-    run.add_argument("--min-deltas-for-snapshot", type=int)
-    run.add_argument("--max-files-per-trigger", type=int)
+    run.add_argument("--duration-s", type=flag(PositiveSeconds))
+    run.add_argument("--shuffle-partitions", type=flag(TaskCount), default=2)
+    run.add_argument("--min-deltas-for-snapshot", type=flag(TaskCount))
+    run.add_argument("--max-files-per-trigger", type=flag(TaskCount))
     run.add_argument("--metrics", type=Path)
     run.add_argument("--query-name")
     run.add_argument("--driver-memory", default="512m")
     run.add_argument("--executor-memory", default="512m")
-    run.add_argument("--executor-cores", type=int, default=1)
-    run.add_argument("--total-executor-cores", type=int, help="standalone: cap on the application's cores")
+    run.add_argument("--executor-cores", type=flag(PositiveNodeCount), default=1)
+    run.add_argument("--total-executor-cores", type=flag(PositiveNodeCount), help="standalone: cap on the application's cores")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf (repeatable)")
     run.add_argument("--detach", action="store_true", help="start in the background, print pid and log, return")
     run.add_argument("--state-dir", type=Path, help="record the driver in this cluster state (ftops cluster down stops it)")
     run.add_argument("--pool", choices=("primary", "standby"), default="primary")
-    run.add_argument("--redundancy-level", type=float, metavar="L",
+    run.add_argument("--redundancy-level", type=flag(Fraction), metavar="L",
                      help="speculative execution for a redundancy level in [0, 1] (thesis 002; ftops plan redundancy)")
     run.add_argument("--live-redundancy", action="store_true",
                      help="with --redundancy-level: the level can change while the run runs, without a restart "

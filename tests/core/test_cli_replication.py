@@ -52,7 +52,7 @@ def test_topology_check_summary(cli, samples):
 
 @pytest.mark.parametrize("args, needle", [
     (["fidelity", "FILE", "--failed", "O9[0]"], "'O9[0]' is not a task"),
-    (["plan", "replication", "FILE", "--budget", "-3", "--json"], "--budget"),
+    (["plan", "replication", "FILE", "--budget", "-3"], "--budget"),
     (["plan", "replication", "FILE", "--budget", "3", "--algorithm", "dp"], "invalid choice"),
     (["topology", "check", "/nonexistent.json"], "does not exist"),
 ])
@@ -62,6 +62,13 @@ def test_bad_input_exits_2_with_a_message(cli, samples, args, needle):
     assert res.code == 2
     assert needle in res.err and "Traceback" not in res.err
     assert res.out == ""
+
+
+def test_with_json_the_error_is_one_json_document_on_stdout(cli, samples):
+    res = cli("plan", "replication", samples / "fig1.json", "--budget", "-3", "--json")
+    assert res.code == 2 and res.err == ""
+    assert res.json() == {"error": res.json()["error"], "field": "--budget", "kind": "usage", "exit_code": 2}
+    assert res.json()["error"].startswith("--budget: Input should be greater than or equal to 0 (got '-3')")
 
 
 def test_invalid_topology_exits_2(cli, tmp_path):

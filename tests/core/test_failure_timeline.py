@@ -165,8 +165,11 @@ def test_cli_fail_domain(cli, samples, tmp_path):
     (["--fail", "O9[0]"], "--fail task 'O9[0]' is not a task"),
     ([], "nothing fails"),
     (["--fail", "O1[0]", "--arrivals", "60"], "--arrivals: '60' is not SIZE@SECONDS"),
-    (["--fail", "O1[0]", "--utilisation", "1"], "timeline parameter utilisation"),
-    (["--fail", "O1[0]", "--detection-s", "-1"], "timeline parameter detection_s"),
+    (["--fail", "O1[0]", "--utilisation", "1"], "--utilisation: Input should be less than 1"),
+    (["--fail", "O1[0]", "--detection-s", "-1"], "--detection-s: Input should be greater than or equal to 0"),
+    (["--fail", "O1[0]", "--detection-s", "inf"], "--detection-s: Input should be a finite number"),
+    (["--fail", "O1[0]", "--checkpoint-interval-s", "0"], "--checkpoint-interval-s: Input should be greater than 0"),
+    (["--fail", "O1[0]", "--arrivals", "1e18@1"], "--arrivals: '1e18@1': size exceeds the limit of 10000 nodes"),
     (["--fail-domain", "rack-a"], "--fail-domain needs --domains"),
 ])
 def test_cli_bad_input_exits_2(cli, samples, args, message):

@@ -118,7 +118,7 @@ def test_truncated_samplers_stay_in_range_and_handle_a_zero_stddev():
     ({"operators": {"a[0]": {"instances": [1], "crash": {"rate_per_hour": 1}}}}, "operators.a\\[0\\].instances: 'a\\[0\\]' is already a task"),
     ({"operators": {"a": {"instances": [1, 1], "crash": {"rate_per_hour": 1}}}}, "instance ids must be distinct"),
     ({"operators": {"a": {}}}, "operators.a: no fault given"),
-    ({"domains": {"rack-a": {"at_s": [-1]}}}, "domains.rack-a: at_s: times must be >= 0"),
+    ({"domains": {"rack-a": {"at_s": [-1]}}}, "domains.rack-a.at_s.0: Input should be greater than or equal to 0"),
     ([1, 2], "fault profile: expected an object"),
 ])
 def test_bad_profiles_name_the_field(doc, message):

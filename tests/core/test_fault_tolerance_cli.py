@@ -91,9 +91,9 @@ def test_plan_placement_infeasible_k_min_exits_3_with_the_possible_count(cli, sa
 
 @pytest.mark.parametrize("args, message", [
     (["--k-min", "2", "--k-max", "1"], "--k-max: must be >= --k-min"),
-    (["--k-min", "-1"], "--k-min: must be >= 0"),
+    (["--k-min", "-1"], "--k-min: Input should be greater than or equal to 0"),
     (["--k-min", "1", "--cost-target", "-5"], "--cost-target"),
-    (["--k-min", "x"], "invalid int value"),
+    (["--k-min", "x"], "--k-min: Input should be a valid integer"),
 ])
 def test_plan_placement_bad_arguments_exit_2(cli, samples, args, message):
     res = cli("plan", "placement", samples / "placement-nodes.yaml", *args)
@@ -147,7 +147,7 @@ def test_plan_redundancy_level(cli):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--level", "1.5"], "--level: must be a replication fraction in [0, 1]"),
+    (["--level", "1.5"], "--level: Input should be less than or equal to 1"),
     (["--level", "0.2", "--mode", "normal"], "--mode: only applies with --model"),
     (["--model", "{S}/redundancy-model.yaml", "--mode", "turbo"], "--mode: unknown mode 'turbo'"),
     (["--trace", "{S}/latency-trace.yaml", "--state", "{S}/redundancy-model.yaml"], "controller: expected an object with 'params'"),

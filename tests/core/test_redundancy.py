@@ -107,7 +107,7 @@ def test_model_with_too_few_instances_warns_and_has_no_passive():
 
 
 @pytest.mark.parametrize("doc, message", [
-    ({"pipeline": ["b"], "source": {"period_ms": 100, "parallelism": 1}, "modes": {"m": {}}}, "redundancy model: modes.m: no latency for 'b'"),
+    ({"pipeline": ["b"], "source": {"period_ms": 100, "parallelism": 1}, "modes": {"m": {}}}, "redundancy model field modes.m: no latency for 'b'"),
     ({"pipeline": ["b"], "source": {"period_ms": 0, "parallelism": 1}, "modes": {"m": {"b": 1}}}, "source.period_ms"),
     ({"pipeline": ["b"], "source": {"period_ms": 1, "parallelism": 1}, "modes": {"m": {"b": 1}}, "extra": 1}, "field extra"),
 ])

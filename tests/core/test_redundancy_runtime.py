@@ -37,7 +37,7 @@ def test_redundancy_level_maps_to_speculation_confs_and_bad_input_exits_2_before
     assert {"spark.speculation=true", "spark.speculation.quantile=0.5", "spark.speculation.multiplier=2",
             "spark.speculation.minTaskRuntime=50ms"} <= set(confs)
     assert not any(c.startswith("spark.speculation") for c in submit_command(run_args(base)))
-    for extra, message in ((["--redundancy-level", "1.5"], "--redundancy-level: must be"),
+    for extra, message in ((["--redundancy-level", "1.5"], "--redundancy-level: Input should be less than or equal to 1"),
                            (["--redundancy-level", "0.5", "--conf", "spark.speculation.quantile=0.1"], "give one or the other")):
         res = _workload("run", *base, *extra)
         assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1

@@ -111,5 +111,5 @@ def test_yaml_and_json_files_load_the_same(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         load_topology(tmp_path / "missing.json")
     (tmp_path / "broken.json").write_text("{")
-    with pytest.raises(InputError, match="is not valid json"):
+    with pytest.raises(InputError, match="is not valid JSON"):
         load_topology(tmp_path / "broken.json")

@@ -156,7 +156,7 @@ def test_two_intervals_produce_a_valid_profiles_document_on_spark(tmp_path, cli)
     (["--workload", "wordcount", "--intervals", "2,4"], "workload 'wordcount': expected one of topk, incidents"),
     (["--pipeline", "no_such_module:pipeline", "--intervals", "2,4"], "--pipeline: cannot import module 'no_such_module'"),
     (["--workload", "topk", "--intervals", ","], "--intervals: at least 1 interval"),
-    (["--workload", "topk", "--intervals", "2,0"], "--intervals: every interval must be a positive"),
+    (["--workload", "topk", "--intervals", "2,0"], "--intervals: item 2 ('0'): Input should be greater than 0"),
     (["--workload", "topk", "--intervals", "2,5,2"], "--intervals: 2 s is listed twice"),
     (["--workload", "topk", "--intervals", "2", "--out", "missing-folder/p.json"], "--out: folder"),
     (["--workload", "topk", "--intervals", "2", "--param", "colour=red"], "colour"),

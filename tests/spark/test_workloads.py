@@ -77,8 +77,10 @@ def test_cli_prints_a_valid_topology_and_rejects_bad_params(tmp_path):
     assert res.returncode == 0, res.stderr
     topo = parse_topology(json.loads(res.stdout))
     assert topo.operator("O1").parallelism == 8 and topo.operator("O2").parallelism == 4
-    bad = _workload_cli("topology", "topk", "--param", "colour=red", "--json")
+    bad = _workload_cli("topology", "topk", "--param", "colour=red")
     assert bad.returncode == 2 and "colour" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    as_json = _workload_cli("topology", "topk", "--param", "colour=red", "--json")  # the error as one document on stdout
+    assert as_json.returncode == 2 and as_json.stderr == "" and json.loads(as_json.stdout)["field"] == "--param"
 
 
 def test_key_groups_are_the_same_in_python_and_spark(spark):

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from airflow.sdk import BaseOperator
 
+from ft_core.input.quantities import PositiveSeconds, TaskCount
+from ftops_provider.arguments import checked
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -40,15 +42,17 @@ class ProfileIntervalOperator(BaseOperator):
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.profiling import ProfileConfig, run_profiling
 
+        interval = checked(PositiveSeconds, self.interval_s, "interval_s")
+        failures = checked(TaskCount, self.failures, "failures")
+        duration = checked(PositiveSeconds, self.duration_s, "duration_s")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             _, dep = job_and_deployment(store, self.job_name)
         finally:
             store.conn.close()
-        interval = float(self.interval_s)
         work = Path(self.work_dir) / f"interval-{interval:g}"
-        config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=int(self.failures),
-                               duration_s=float(self.duration_s), parallel=1, work_dir=work)
+        config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=failures,
+                               duration_s=duration, parallel=1, work_dir=work)
         report = run_profiling(config, progress=lambda msg: self.log.info("%s", msg))
         for warning in report.warnings:
             self.log.warning("%s", warning)
@@ -80,20 +84,22 @@ class RecommendIntervalOperator(BaseOperator):
         from ft_core.checkpoint.tuning import plan_checkpoint
         from ft_core.input_hash import input_hash
 
+        given = None if self.max_recovery_s in (None, "", "None") else checked(PositiveSeconds, self.max_recovery_s, "max_recovery_s")
+        case = checked(Literal["min", "avg", "max"], self.case, "case")
         results = [r for r in context["ti"].xcom_pull(task_ids=self.profile_task_id) or [] if r]
         doc = merge_profiles([r["profiles"] for r in results])
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             job = store.job(self.job_name)
-            bound = float(self.max_recovery_s) if self.max_recovery_s not in (None, "", "None") else job.get("max_recovery_s")
+            bound = given if given is not None else job.get("max_recovery_s")
             if not bound:
                 raise ValueError(f"job {self.job_name!r} has no recovery-time bound: set max_recovery_s")
             store.save_profile(self.job_name, "checkpoint", doc, context["run_id"])
-            plan = plan_checkpoint(parse_profiles(doc), float(bound), case=self.case)
+            plan = plan_checkpoint(parse_profiles(doc), float(bound), case=case)
             stored = store.save_plan(self.job_name, "checkpoint", algorithm=f"chiron {plan.variant}",
                                      objective=plan.checkpoint_interval_ms, optimal=False,
-                                     payload=plan.model_dump(mode="json"), input_hash=input_hash(doc, bound, self.case),
-                                     parameters={"max_recovery_s": bound, "case": self.case}, dag_run_id=context["run_id"])
+                                     payload=plan.model_dump(mode="json"), input_hash=input_hash(doc, bound, case),
+                                     parameters={"max_recovery_s": bound, "case": case}, dag_run_id=context["run_id"])
         finally:
             store.conn.close()
         self.log.info("recommended checkpoint interval %.0f ms (predicted latency %.0f ms, recovery %.1f s; R^2 %s)",

@@ -15,6 +15,8 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from ft_core.input.quantities import PositiveSeconds, Seconds, Seed
+from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
@@ -91,7 +93,11 @@ class DrillPreflightOperator(BaseOperator):
         from spark_jobs.drills.live import preflight
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
-        kill = self.kill_driver if isinstance(self.kill_driver, bool) else str(self.kill_driver).lower() == "true"
+        kill = checked(bool, self.kill_driver, "kill_driver")
+        delay = checked(Seconds, self.replacement_delay_s, "replacement_delay_s")
+        steady_bound = checked(PositiveSeconds, self.steady_lag_s, "steady_lag_s")
+        max_duration = checked(PositiveSeconds, self.max_duration_s, "max_duration_s")
+        max_lag = checked(PositiveSeconds, self.max_lag_s, "max_lag_s")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             try:  # one experiment per job: a second drill (or a recovery) at the same time is refused, not failed
@@ -107,9 +113,8 @@ class DrillPreflightOperator(BaseOperator):
                     raise AirflowSkipException(f"job {self.job_name!r} is in recommend mode: ftops does not drill it")
                 plan = _running_replica_plan(store, self.job_name)
                 ctx = preflight(dep, self.job_name, plan, self.domain, kill)
-                lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, float(self.steady_lag_s))
-                params = {"failure_domain": self.domain, "kill_driver": kill,
-                          "replacement_delay_s": float(self.replacement_delay_s)}
+                lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, steady_bound)
+                params = {"failure_domain": self.domain, "kill_driver": kill, "replacement_delay_s": delay}
                 drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
             except BaseException:
                 release_drill_lease(store, self.job_name, context)
@@ -119,13 +124,14 @@ class DrillPreflightOperator(BaseOperator):
         steady = steady_lag_files(dep.primary_checkpoint, dep.input)
         self.log.info("drill #%s of %s: plan %s (predicted OF %.3f), failing %s; steady: %d input files, %.1f s behind",
                       drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity, ctx.domain, steady, lag)
-        probes = {"domain": ctx.domain, "max_duration_s": float(self.max_duration_s), "max_lag_s": float(self.max_lag_s),
+        probes = {"domain": ctx.domain, "max_duration_s": max_duration, "max_lag_s": max_lag,
                   "others": other_workers(dep.cluster_state, ctx.domain), "input_dir": str(dep.input),
                   "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params}
-        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "checked_at": time.time(), "replacement_delay_s": float(self.replacement_delay_s),
+        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "checked_at": time.time(),
+                "replacement_delay_s": delay,
                 "needs_approval": job["apply_mode"] == "approve", "probes": probes,
                 "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,
-                               "lag_s": round(lag, 1), "steady_lag_bound_s": float(self.steady_lag_s), "lag_files": steady},
+                               "lag_s": round(lag, 1), "steady_lag_bound_s": steady_bound, "lag_files": steady},
                 "deployment": dep.model_dump(), "max_recovery_s": job.get("max_recovery_s"),
                 "paths": {"input": str(dep.input), "primary_output": str(dep.primary_output),
                           "primary_checkpoint": str(dep.primary_checkpoint)},
@@ -204,15 +210,18 @@ class InjectFaultsOperator(BaseOperator):
 
         from airflow.sdk.exceptions import AirflowSkipException
 
-        from ft_core.redundancy.fault_profile import load_fault_profile
+        from ft_core.redundancy.fault_profile import fault_schedule, load_fault_profile
         from spark_jobs.fault_injection import inject
 
         if not self.profile:
             raise AirflowSkipException("no fault profile given")
-        profile = load_fault_profile(self.profile)  # a bad profile fails here, naming the field
+        duration, seed = checked(PositiveSeconds, self.duration_s, "fault_duration_s"), checked(Seed, self.seed, "fault_seed")
+        with bad_input_fails_the_task():  # a bad profile, or one with too many faults, fails here, naming the field
+            profile = load_fault_profile(self.profile)
+            fault_schedule(profile, duration, seed, field="fault_duration_s")
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
         root = Path(doc["deployment"]["root"])
-        report = inject(profile, duration_s=float(self.duration_s), seed=int(self.seed), output=root / "primary",
+        report = inject(profile, duration_s=duration, seed=seed, output=root / "primary",
                         state_dir=Path(doc["deployment"]["cluster_state"]) if doc["deployment"].get("cluster_state") else None,
                         log=self.log.info)
         self.log.info("%s: %s applied, %d skipped, paused %s", report.profile, report.applied, report.skipped,

@@ -22,6 +22,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ftops_provider.arguments import bad_input_fails_the_task
 from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.sensors.waits import _DeferredWait
 
@@ -73,7 +74,8 @@ class PlanStagesOperator(BaseOperator):
         from spark_jobs.recovery_units.recovery import plan_failure_stages
 
         root = Path(self.units_dir)
-        schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, float(self.node_cap))
+        with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is written
+            schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap)
         path = root / "recoveries" / f"{_safe(context['run_id'])}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(schedule.model_dump_json(indent=2))

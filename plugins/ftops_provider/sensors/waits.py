@@ -12,6 +12,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ft_core.input.quantities import PositiveSeconds
+from ftops_provider.arguments import checked
+
 
 class WaitTimeout(Exception):
     """A deferred wait reached its timeout; the message says what was still missing."""
@@ -39,7 +42,7 @@ class _DeferredWait(BaseOperator):
         raise NotImplementedError(f"{type(self).__name__} must define make_trigger")
 
     def execute(self, context: Any) -> None:
-        self.timeout_s = float(self.timeout_s)
+        self.timeout_s = checked(PositiveSeconds, self.timeout_s, "timeout_s")
         trigger = self.make_trigger(context)
         self.log.info("deferring on %s (timeout %.0f s)", trigger.serialize()[0].rsplit(".", 1)[-1], self.timeout_s)
         # The trigger fires its own timeout event; the defer timeout is only a backstop.
