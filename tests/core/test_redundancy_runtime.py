@@ -54,7 +54,7 @@ def test_a_live_run_starts_with_speculation_on_follows_its_level_file_and_needs_
     cmd = submit_command(run_args([*base, "--redundancy-level", "0", "--live-redundancy"]))
     confs = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--conf"]
     assert {"spark.speculation=true", "spark.speculation.quantile=1", "spark.speculation.minTaskRuntime=100ms"} <= set(confs)
-    assert "--live-redundancy" in cmd[cmd.index("--workload"):]  # passed to the driver, which follows the level file
+    assert "--live-redundancy" in cmd[cmd.index("--pipeline"):]  # passed to the driver, which follows the level file
     res = _workload("run", *base, "--live-redundancy")
     assert res.returncode == 2 and "--live-redundancy: give the starting level" in res.stderr
 

@@ -49,7 +49,7 @@ def lease_holder(context: Any) -> str:
 
 def release_drill_lease(store, job: str, context: Any) -> None:
     if store.release_lease(job, lease_holder(context)):
-        context["ti"].log.info("released the lease on %s", job)
+        context["task"].log.info("released the lease on %s", job)
 
 
 class DrillFailed(Exception):
