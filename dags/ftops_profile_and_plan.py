@@ -35,6 +35,7 @@ from ftops_provider.sensors.waits import SparkAppSensor
 
 REPLICATION_PLANS = Asset("ftops://plans/replication")
 
+
 with DAG(
     dag_id="ftops_profile_and_plan",
     schedule=dag_schedule("@hourly"),  # FTOPS_SCHEDULES=manual: manual runs only
@@ -64,12 +65,12 @@ with DAG(
     what_if = WhatIfRecoveryOperator.partial(task_id="what_if_recovery").expand(job_name=jobs)
 
     @task
-    def replica_changes(names: list[str], params=None) -> list[dict]:
+    def replica_changes(names: list[str], params=None, dag_run=None) -> list[dict]:
+        from ftops_provider.arguments import checked
+        from ftops_provider.leases import run_holder
         from ftops_provider.operators.replicas import replica_changes as changes
 
-        from ftops_provider.arguments import checked
-
-        return changes(names, checked(Fraction, params["of_threshold"], "of_threshold"))
+        return changes(names, checked(Fraction, params["of_threshold"], "of_threshold"), holder=run_holder(dag_run.dag_id, dag_run.run_id))
 
     changes = replica_changes(jobs)
 
@@ -91,10 +92,11 @@ with DAG(
     decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not what follows it
 
     @task(trigger_rule="none_failed")
-    def to_apply(proposed: list[dict], ti=None) -> list[dict]:
+    def to_apply(proposed: list[dict], ti=None, dag_run=None) -> list[dict]:
+        from ftops_provider.leases import run_holder
         from ftops_provider.operators.replicas import approved_changes
 
-        return approved_changes(proposed, ti.xcom_pull(task_ids="approve_replica_changes"))
+        return approved_changes(proposed, ti.xcom_pull(task_ids="approve_replica_changes"), holder=run_holder(dag_run.dag_id, dag_run.run_id))
 
     applying = to_apply(changes)
     request >> approve >> decided >> applying
@@ -105,10 +107,11 @@ with DAG(
     stop_old = StopStreamOperator.partial(task_id="stop_old_replica").expand(output_dir=applying.map(lambda c: c["old_output"]))
 
     @task(outlets=[REPLICATION_PLANS])
-    def record_applied(applied: list[dict], outlet_events=None) -> list[dict]:
+    def record_applied(applied: list[dict], outlet_events=None, dag_run=None) -> list[dict]:
+        from ftops_provider.leases import run_holder
         from ftops_provider.operators.replicas import record_applied as record
 
-        recorded = record(applied)
+        recorded = record(applied, holder=run_holder(dag_run.dag_id, dag_run.run_id))
         outlet_events[REPLICATION_PLANS].extra = {"applied": [{"job": r["job"], "plan_id": r["plan_id"]} for r in recorded]}
         return recorded
 

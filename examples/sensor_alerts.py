@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import Field
 from pyspark.sql import functions as F
 
+from ft_core.input.quantities import TaskCount, WholeSeconds
 from spark_jobs.pipeline import FileSource, Operator, Output, Params, Pipeline, SampleInput, SetOverlap, StaticTable
 
 
@@ -27,13 +28,13 @@ class AlertParams(Params):
     rate: float = Field(default=100.0, gt=0, description="readings per second")
     file_s: float = Field(default=1.0, gt=0)
     start_ms: int = 1_700_000_000_000
-    window_s: int = Field(default=4, ge=1)
+    window_s: WholeSeconds = Field(default=4)
     watermark_s: float = Field(default=1.0, ge=0)
     n_sensors: int = Field(default=40, ge=1)
     n_sites: int = Field(default=8, ge=1)
     spike_prob: float = Field(default=0.02, ge=0, le=1, description="share of readings that are spikes")
-    sensors_p: int = Field(default=4, ge=1, description="tasks of the per-sensor operators")
-    sites_p: int = Field(default=2, ge=1, description="tasks of the per-site alert operator")
+    sensors_p: TaskCount = Field(default=4, description="tasks of the per-sensor operators")
+    sites_p: TaskCount = Field(default=2, description="tasks of the per-site alert operator")
 
 
 def _operators(p: AlertParams) -> list[Operator]:

@@ -79,6 +79,8 @@ PositiveFraction = Annotated[float, _finite(gt=0, le=1)]  # a usable share of a 
 Seconds = Annotated[float, _finite(ge=0), AtMost("max_duration_s")]
 # durations, intervals and time limits that must pass
 PositiveSeconds = Annotated[float, _finite(gt=0), AtMost("max_duration_s")]
+# whole seconds that must pass (window lengths and slides)
+WholeSeconds = Annotated[int, Field(ge=1), AtMost("max_duration_s")]
 Milliseconds = Annotated[float, _finite(ge=0), AtMost("max_duration_s", 1000.0)]
 PositiveMilliseconds = Annotated[float, _finite(gt=0), AtMost("max_duration_s", 1000.0)]
 # capacities in nodes (1.0 = one node at 100 % CPU) and node sizes

@@ -164,8 +164,8 @@ def _validated(model, **values):
 def _profile(args: argparse.Namespace) -> int:
     from spark_jobs.profiling import ProfileConfig, run_profiling
 
-    config = _validated(ProfileConfig, **_run_values(args, "ftops-profile-"), intervals_s=_intervals(args.intervals),
-                        out=args.out)
+    intervals = _intervals(args.intervals)  # the flags first, then the pipeline they apply to
+    config = _validated(ProfileConfig, **_run_values(args, "ftops-profile-"), intervals_s=intervals, out=args.out)
     _interrupt_on_sigterm()
     report = run_profiling(config, Progress("profile checkpoint"))
     if args.json:

@@ -26,9 +26,11 @@ from spark_jobs.pipeline.sources import Source
 
 
 class Params(BaseModel):
-    """Base of a pipeline's parameter model: unknown parameters are refused, values are frozen."""
+    """Base of a pipeline's parameter model: unknown parameters are refused, values are frozen, and numbers
+    are finite (``inf``/``nan`` refused). Type parallelism and durations with ``ft_core.input.quantities``
+    (``TaskCount``, ``WholeSeconds``, ``Seconds``...) so the limits every ftops command enforces apply."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NoParams(Params):

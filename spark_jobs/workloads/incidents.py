@@ -31,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 from pydantic import Field, model_validator
 
+from ft_core.input.quantities import TaskCount, WholeSeconds
 from spark_jobs.pipeline import FileSource, Operator, Output, Params, Pipeline, SampleInput, SetOverlap
 from spark_jobs.pipeline.keys import key_group
 from spark_jobs.workloads.seeded import apportion, count_in_file, file_slice_ms, rng, sorted_times, zipf_probabilities
@@ -43,8 +44,8 @@ class IncidentsParams(Params):
     rate: float = Field(default=200.0, gt=0, description="location reports per second of event time")
     file_s: float = Field(default=1.0, gt=0, description="event-time seconds per input file")
     start_ms: int = Field(default=1_700_000_000_000, ge=0, description="event time of the first record (epoch ms)")
-    window_s: int = Field(default=10, ge=1)
-    slide_s: int | None = Field(default=None, ge=1, description="sliding step (default: tumbling)")
+    window_s: WholeSeconds = Field(default=10)
+    slide_s: WholeSeconds | None = Field(default=None, description="sliding step (default: tumbling)")
     watermark_s: float = Field(default=2.0, ge=0)
     n_users: int = Field(default=1000, ge=1)
     n_segments: int = Field(default=100, ge=1)
@@ -54,8 +55,8 @@ class IncidentsParams(Params):
     jam_prob: float = Field(default=0.5, ge=0, le=1, description="share of incidents that slow their segment down")
     jam_duration_s: float = Field(default=20.0, ge=0)
     jam_speed: float = Field(default=50.0, gt=0, description="a window's average speed below this is a jam")
-    p1: int = Field(default=4, ge=1)
-    p2: int | None = Field(default=None, ge=1, description="distinct-incident and join parallelism (default p1 // 2)")
+    p1: TaskCount = Field(default=4)
+    p2: TaskCount | None = Field(default=None, description="distinct-incident and join parallelism (default p1 // 2)")
 
     @model_validator(mode="after")
     def _check(self):

@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 import numpy as np
 from pydantic import Field, model_validator
 
+from ft_core.input.quantities import TaskCount, WholeSeconds
 from spark_jobs.pipeline import FileSource, Operator, Output, Params, Pipeline, SampleInput, TopKOverlap
 from spark_jobs.pipeline.keys import key_group
 from spark_jobs.workloads.seeded import count_in_file, file_slice_ms, rng, sorted_times, zipf_probabilities
@@ -37,8 +38,8 @@ class TopkParams(Params):
     rate: float = Field(default=200.0, gt=0, description="requests per second of event time")
     file_s: float = Field(default=1.0, gt=0, description="event-time seconds per input file")
     start_ms: int = Field(default=1_700_000_000_000, ge=0, description="event time of the first record (epoch ms)")
-    window_s: int = Field(default=10, ge=1)
-    slide_s: int | None = Field(default=None, ge=1, description="sliding step (default: tumbling)")
+    window_s: WholeSeconds = Field(default=10)
+    slide_s: WholeSeconds | None = Field(default=None, description="sliding step (default: tumbling)")
     watermark_s: float = Field(default=2.0, ge=0)
     n_servers: int = Field(default=32, ge=1)
     n_pages: int = Field(default=200, ge=1)
@@ -47,8 +48,8 @@ class TopkParams(Params):
     page_affinity: float = Field(default=0.0, ge=0, le=1, description="share of requests whose page popularity is the "
                                  "server's own (its Zipf ranking rotated by server); 0: one popularity for all")
     k: int = Field(default=10, ge=1)
-    p1: int = Field(default=4, ge=1)
-    p2: int | None = Field(default=None, ge=1, description="merge parallelism (default p1 // 2, at least 1)")
+    p1: TaskCount = Field(default=4)
+    p2: TaskCount | None = Field(default=None, description="merge parallelism (default p1 // 2, at least 1)")
 
     @model_validator(mode="after")
     def _check(self):

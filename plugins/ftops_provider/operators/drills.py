@@ -18,6 +18,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from ft_core.input.quantities import PositiveSeconds, Seconds, Seed
 from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
+from ftops_provider.leases import run_holder
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
 from spark_jobs.drills.probes import check_steady, other_workers, steady_lag_files
@@ -43,8 +44,7 @@ def drill_approval_body(pre: dict) -> str:
 
 
 def lease_holder(context: Any) -> str:
-    """Who holds a job's lease for a DAG run: the run's DAG and id (what a refused experiment is told)."""
-    return f"dag run {context['dag'].dag_id}/{context['run_id']}"
+    return run_holder(context["dag"].dag_id, context["run_id"])
 
 
 def release_drill_lease(store, job: str, context: Any) -> None:

@@ -8,7 +8,9 @@ lineage and output folder (``spark_jobs.runtime.job_streams``); the old one is s
 Guards (issue 16): a job in ``recommend`` mode gets its plans stored and never applied; in ``approve``
 mode a change waits for a person (the DAG's human-in-the-loop step, with the plan diff and the gain); a
 job's replica changes at most once per ``replica_cooldown_s`` (a replica that died is replaced at once:
-that is a repair, not a change).
+that is a repair, not a change). A change holds the job's lease (kind ``replica_change``) from the moment
+it is proposed until it is recorded or rejected, so it never runs beside a drill or a recovery of the job;
+a job whose lease someone else holds gets no change this run (the next run proposes it again).
 """
 
 from __future__ import annotations
@@ -18,13 +20,40 @@ import logging
 log = logging.getLogger(__name__)
 
 
-def replica_changes(names: list[str], threshold: float, conn_id: str = "ftops_db") -> list[dict]:
-    """The replicas to (re)submit: one entry per job whose current plan should replace the applied one."""
+CHANGE_LEASE_S = 1800.0  # a change's whole path (approval aside): submit, wait until it runs, stop the old one
+
+
+def replica_changes(names: list[str], threshold: float, holder: str, conn_id: str = "ftops_db") -> list[dict]:
+    """The replicas to (re)submit: one entry per job whose current plan should replace the applied one and
+    whose lease ``holder`` took (a job busy with another experiment is left for the next run)."""
+    from ft_core.store.leases import BusyError
+    from ftops_provider.hooks.history import HistoryStoreHook
+
+    store = HistoryStoreHook(conn_id).store()
+    out = []
+    try:
+        for change in (_change(store, name, threshold) for name in names):
+            if change is None:
+                continue
+            try:
+                store.acquire_lease(change["job"], "replica_change", holder, ttl_s=CHANGE_LEASE_S)
+            except BusyError as exc:
+                log.info("%s: its replica change waits for the next run", exc)
+                continue
+            out.append(change)
+    finally:
+        store.conn.close()
+    return out
+
+
+def release_changes(changes: list[dict], holder: str, conn_id: str = "ftops_db") -> None:
+    """Release the leases of changes that are done (recorded) or will not happen (rejected)."""
     from ftops_provider.hooks.history import HistoryStoreHook
 
     store = HistoryStoreHook(conn_id).store()
     try:
-        return [c for c in (_change(store, name, threshold) for name in names) if c is not None]
+        for c in changes:
+            store.release_lease(c["job"], holder)
     finally:
         store.conn.close()
 
@@ -91,9 +120,11 @@ def approval_body(changes: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def approved_changes(changes: list[dict], decision: dict | None) -> list[dict]:
-    """The changes to apply: every one that needs no approval, and those that do when a person approved."""
+def approved_changes(changes: list[dict], decision: dict | None, holder: str) -> list[dict]:
+    """The changes to apply: every one that needs no approval, and those that do when a person approved
+    (the leases of rejected ones are released)."""
     approved = bool(decision) and "Approve" in (decision.get("chosen_options") or [])
+    release_changes([c for c in changes if c["needs_approval"] and not approved], holder)
     return [c for c in changes if not c["needs_approval"] or approved]
 
 
@@ -125,8 +156,9 @@ def _app_running(master_ui: str, app_name: str) -> bool:
     return any(a["name"] == app_name and a.get("state") == "RUNNING" for a in master_apps(master_ui))
 
 
-def record_applied(changes: list[dict], conn_id: str = "ftops_db") -> list[dict]:
-    """Record each new replica as the job's applied plan (and the replaced one as stopped)."""
+def record_applied(changes: list[dict], holder: str, conn_id: str = "ftops_db") -> list[dict]:
+    """Record each new replica as the job's applied plan (and the replaced one as stopped); the change is
+    done, its lease released."""
     from ftops_provider.hooks.history import HistoryStoreHook
     from spark_jobs.runtime.detached_submit import active_apps
 
@@ -139,6 +171,7 @@ def record_applied(changes: list[dict], conn_id: str = "ftops_db") -> list[dict]
             if c["old_plan_id"] is not None:
                 store.stop_applied_plan(c["job"], "replica", c["old_plan_id"])
             store.record_applied_plan(c["plan_id"], c["job"], "replica", app_id, c["master_url"])
+            store.release_lease(c["job"], holder)
             out.append({"job": c["job"], "plan_id": c["plan_id"], "app_id": app_id})
     finally:
         store.conn.close()
