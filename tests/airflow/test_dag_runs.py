@@ -24,6 +24,7 @@ BASE = test_port(22000)  # the test cluster's ports (a developer's stack uses 70
 EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
 JOB = "alerts"
+REGISTRATION: list = []  # the job's `ftops job register` arguments (set by the live_job fixture)
 
 
 def _dag(dag_id: str):
@@ -57,11 +58,12 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     conn.autocommit = False
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
     params = [a for p in PARAMS for a in ("--param", p)]
-    res = run_cli("job", "register", "--name", JOB, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / JOB,
-                  "--master", f"spark://127.0.0.1:{BASE + 77}", "--master-ui", f"http://127.0.0.1:{BASE + 90}",
-                  "--standby-master", f"spark://127.0.0.1:{BASE + 78}", "--standby-ui", f"http://127.0.0.1:{BASE + 91}",
-                  "--cluster-state", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", "--test-job",
-                  *params, env=env)
+    registration = ["job", "register", "--name", JOB, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / JOB,
+                    "--master", f"spark://127.0.0.1:{BASE + 77}", "--master-ui", f"http://127.0.0.1:{BASE + 90}",
+                    "--standby-master", f"spark://127.0.0.1:{BASE + 78}", "--standby-ui", f"http://127.0.0.1:{BASE + 91}",
+                    "--cluster-state", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params]
+    REGISTRATION[:] = registration
+    res = run_cli(*registration, "--test-job", env=env)
     assert res.code == 0, res.err
     store = HistoryStore(conn)
     dep = parse_deployment(store.job(JOB)["deployment"], JOB)
@@ -277,3 +279,50 @@ def smtp(monkeypatch):
         "extra": {"to": "oncall@example.com", "from_email": "ftops@example.com", "disable_tls": True, "disable_ssl": True}}))
     yield inbox
     controller.stop()
+
+
+def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_nothing(live_job):
+    """The job registered without --test-job is in approve mode: the drill asks in Airflow's Required actions
+    (answered here through Airflow's own HITL REST API, as the UI does) and a rejection injects nothing."""
+    from airflow.api_fastapi.app import create_app, init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi.testclient import TestClient
+
+    from spark_jobs.drills.probes import other_workers
+
+    dep, store = live_job
+    assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
+    assert store.job(JOB)["apply_mode"] == "approve"
+    workers = other_workers(dep.cluster_state, "none")
+    client = TestClient(create_app("core"))
+    headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
+                                                                                                   role="ADMIN"))}
+    result = {}
+    drill = threading.Thread(target=lambda: result.update(run=_dag("ftops_chaos_drill").test(run_conf={"job": JOB})))
+    drill.start()
+    try:
+        def request() -> dict | None:
+            runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
+            for run in runs.json().get("dag_runs", []):
+                got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
+                                 "/hitlDetails", headers=headers)
+                if got.status_code == 200:
+                    return {"run_id": run["dag_run_id"], **got.json()}
+            return None
+
+        asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
+        assert "would fail" in asked["body"] and "predicted output fidelity" in asked["body"]
+        answered = client.patch(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1"
+                                "/hitlDetails", json={"chosen_options": ["Reject"]}, headers=headers)
+        assert answered.status_code == 200, answered.text
+    finally:
+        drill.join(timeout=900)
+        assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
+    run = result["run"]
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"
+    drill_row = store.drills(JOB)[-1]
+    assert drill_row["dag_run_id"] == run.run_id and drill_row["status"] == "aborted"
+    assert store.experiment("drill", drill_row["drill_id"]).reasons == ["not approved: nothing was injected"]
+    assert other_workers(dep.cluster_state, "none") == workers  # nothing was killed
+    assert store.lease(JOB) is None
