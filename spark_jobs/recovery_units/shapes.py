@@ -29,12 +29,13 @@ The layouts (:class:`~.tables.TableLayout`: the table's schema, derived from the
 and the watermark column readers use) are stored in the deployment. Run in its own process
 (:mod:`.local_job`)::
 
-    python -m spark_jobs.recovery_units.shapes --pipeline REF [--param k=v ...] --input DIR --out FILE
+    python -m spark_jobs.recovery_units.shapes --pipeline REF --params JSON --input DIR --out FILE
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -141,9 +142,7 @@ def derive_layouts(spark, workload: Workload, input_dir: Path, tables_root: Path
 
 def analyse(workload: Workload, input_dir: Path, work_dir: Path) -> dict[str, TableLayout]:
     """:func:`derive_layouts` in a local Spark job of its own (InputError for a refused shape)."""
-    args = ["--pipeline", workload.ref, "--input", Path(input_dir).resolve()]
-    for item in workload.param_args():
-        args += ["--param", item]
+    args = ["--pipeline", workload.ref, "--params", json.dumps(workload.params_dict()), "--input", Path(input_dir).resolve()]
     result = run_local_job("spark_jobs.recovery_units.shapes", args, work_dir / "shapes.json", work_dir / "shapes.log")
     return {name: TableLayout.model_validate(doc) for name, doc in result.items()}
 
@@ -151,13 +150,13 @@ def analyse(workload: Workload, input_dir: Path, work_dir: Path) -> dict[str, Ta
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="spark_jobs.recovery_units.shapes", description=__doc__.split("\n\n")[0])
     p.add_argument("--pipeline", required=True)
-    p.add_argument("--param", action="append", default=[])
+    p.add_argument("--params", required=True, help="the parameters as a JSON object")
     p.add_argument("--input", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
 
     def job():
-        workload = load_workload(args.pipeline, args.param)
+        workload = load_workload(args.pipeline, json.loads(args.params))
         spark = local_session("ftops-units-shapes")
         try:
             with tempfile.TemporaryDirectory(prefix="ftops-shapes-") as tables:
