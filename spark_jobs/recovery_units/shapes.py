@@ -21,7 +21,10 @@ The operator's table is *ordered* when
 Refused, with one line that says why: a stateful operator that reads a table that is not ordered (for
 example an aggregation over a join's output: a join writes a window's rows over several micro-batches, as
 matches arrive; or over a stateless union of several tables), and anything Spark itself refuses in append
-mode (its ``UnsupportedOperationChecker``, run on each unit's plan). Supported, among others: aggregations
+mode (its ``UnsupportedOperationChecker``, run on each unit's plan). A *stateless* operator may read any table
+(a filter after a join, say); its own watermark then follows the newest window it has read, which for a
+table that is not ordered can run ahead of rows still to come, so its verification and latency are exact
+only once the deployment has drained (``ftops units verify`` after the input stops). Supported, among others: aggregations
 at the sources and joins or further windowed aggregations downstream of them (the smart city; top-k),
 stateless source operators with stream-static joins feeding aggregations (sensor alerts).
 
@@ -81,9 +84,9 @@ def _first_line(exc: Exception) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _order(workload: Workload, op, df, tops: list[str], streams: list, window: str | None) -> dict:
+def _order(df, tops: list[str], streams: list, window: str | None) -> dict:
     """Whether the operator's table is ordered, by which column (see the module docstring)."""
-    has_window = window is not None and window in df.columns
+    has_window = window is not None
     if tops:
         if has_window and all(t == "Aggregate" for t in tops):
             return {"ordered": True, "note": "a windowed aggregation: each window is written once, in window order"}
@@ -136,7 +139,7 @@ def derive_layouts(spark, workload: Workload, input_dir: Path, tables_root: Path
         streams += [workload.source(n) for n in op.inputs if n not in reads and not workload.source(n).static]
         window = window_name if window_name in out.columns else None
         layouts[op.name] = TableLayout(operator=op.name, table_schema=flat.schema.json(), columns=list(out.columns),
-                                       window=window, stateful=found, **_order(workload, op, out, tops, streams, window))
+                                       window=window, stateful=found, **_order(out, tops, streams, window))
     return {name: layout.model_dump() for name, layout in layouts.items()}
 
 

@@ -144,6 +144,26 @@ class StageCapacitySensor(_DeferredWait):
             raise _skip(f"stage {self.stage} starts nothing")
         return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, _master_ui(root)
 
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        """Pass at once when the capacity is there already (no deferral round trip: a task that defers and is
+        resumed within seconds can meet its own late executor event, which the scheduler takes for a failure);
+        otherwise defer on the master."""
+        from spark_jobs.cluster.standalone import ClusterError
+        from spark_jobs.recovery_units.recovery import capacity
+
+        new, cores, known, _ = self._need(context)
+        try:
+            have = capacity(Path(self.units_dir), known)
+        except ClusterError:
+            have = None  # the master does not answer now: the trigger keeps asking
+        if have is not None and have[0] >= new and have[1] >= cores:
+            now = time.time()
+            self._record(context, "waiting", waiting_at=now)
+            self._record(context, "started", started_at=now)
+            self.log.info("stage %d: %d new workers and %d free cores are there already", self.stage, *have)
+            return {"status": "ok", "new_workers": have[0], "free_cores": have[1], "waited_s": 0.0}
+        return super().execute(context)
+
     def make_trigger(self, context: Any):
         from ftops_provider.triggers.spark_capacity import SparkCapacityTrigger
 
