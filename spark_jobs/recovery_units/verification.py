@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from ft_core.topology.document import split_task_id
 from spark_jobs.pipeline.sink import canonical
 from spark_jobs.recovery_units.deployment import load, read_progress
+from spark_jobs.recovery_units.runtime import epoch_ms
 from spark_jobs.recovery_units.tables import Row, read_committed, table_dir
 
 
@@ -87,8 +88,6 @@ def check_unit(unit: str, closed_by: str | None, committed: list[Row], reference
 def closed_until(root: Path, unit: str) -> int | None:
     """The watermark of the unit's last completed micro-batch: rows closed by it are in its table (the batch
     that used that watermark wrote them, and its progress is reported after its commit)."""
-    from spark_jobs.recovery_units.runtime import epoch_ms
-
     marks = [epoch_ms(r.get("watermark")) for r in read_progress(root, unit)]
     marks = [m for m in marks if m]
     return max(marks) if marks else None
