@@ -1,6 +1,8 @@
 """ftops_incremental_recovery: restart a recovery-units deployment after a correlated failure, stage by stage.
 
-Triggered from the Airflow UI with the form. ``detect_failure`` finds the
+Triggered from the Airflow UI with the form, for any pipeline deployed as units (``ftops units deploy
+--workload NAME | --pipeline REF``): the deployment records its pipeline, units and queries; the optional
+``pipeline`` parameter makes the run check that the deployment runs that one. ``detect_failure`` finds the
 units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
 computes the staged schedule (paper 003: BestDensity order packed into each capacity step, or blocking /
 operator-centric) for the expected replacement nodes and opens the recovery run in the history store.
@@ -43,6 +45,8 @@ with DAG(
     doc_md=__doc__,
     params={
         "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
+        "pipeline": Param("", type="string", description="optional: the pipeline the deployment must run (a sample's "
+                          "name or module:attribute / file.py); empty: whatever it runs"),
         "job": Param("smartcity", type="string", minLength=1, description="registered job the run is recorded under"),
         "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,
                           description="expected replacement nodes (sizes, 1 = a node), in order, comma-separated"),
@@ -54,7 +58,7 @@ with DAG(
     },
 ) as dag:
     units_dir = "{{ params.units_dir }}"
-    detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir)
+    detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir, pipeline="{{ params.pipeline }}")
     plan = PlanStagesOperator(task_id="plan_stages", units_dir=units_dir, job_name="{{ params.job }}",
                               arrivals="{{ params.arrivals }}", cost="{{ params.cost }}", policy="{{ params.policy }}",
                               node_cap="{{ params.node_cap }}")

@@ -1,5 +1,6 @@
-"""A small recovery-units deployment on a real local cluster, shared by the units and recovery-DAG tests:
-application A (O1[0], O2[0]) pinned to failure domain rack-a, B (O3[0]) to rack-b, a steady baseline."""
+"""A small recovery-units deployment of the smart-city pipeline on a real local cluster, shared by the units and
+recovery-DAG tests: application A (O1[0], O2[0]) pinned to failure domain rack-a, B (O3[0]) to rack-b, a steady
+baseline; and a wait until units stop making progress (drained)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,8 @@ def deploy_pinned(tmp: Path, state: Path, base: int) -> Path:
     root = tmp / "units"
     placement = tmp / "placement.json"
     placement.write_text(json.dumps({"apps": PLACEMENT}))
-    create_deployment(DeployConfig(root=root, params=PARAMS, placement=placement, cluster_state=state, trigger_s=2.0,
-                                   backlog_s=6, ui_port_base=base + 300))
+    create_deployment(DeployConfig(root=root, pipeline="smartcity", params=PARAMS, placement=placement,
+                                   cluster_state=state, trigger_s=2.0, backlog_s=6, ui_port_base=base + 300))
     start_app(root, "A", PLACEMENT["A"])
     assert wait_app_placed(root, "A", 300) == "rack-a"
     add_worker(state, "rack-b", port_base=base + 110, ui_base=base + 210)
@@ -66,7 +67,7 @@ def recent_lag_samples(root: Path, query: str, seconds: float = 30.0) -> int:
     from spark_jobs.recovery_units.latency import InputArrivals, unit_marks
 
     dep = load(root)
-    marks = unit_marks(root, query, InputArrivals(dep.spec, Path(dep.input)))
+    marks = unit_marks(root, query, InputArrivals(dep.workload, Path(dep.input)))
     return sum(1 for t, _ in marks if t >= time.time() - seconds)
 
 
@@ -85,3 +86,17 @@ def arrivals(state: Path, failure_time: float, delays: tuple[float, ...], base: 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
+
+
+def wait_drained(root: Path, units: list[str], quiet_s: float = 12.0, timeout_s: float = 300.0) -> None:
+    """Until no unit's watermark has moved for ``quiet_s`` (several triggers) after the input stopped."""
+    from spark_jobs.recovery_units.verification import closed_until
+
+    last, since = None, time.monotonic()
+    deadline = since + timeout_s
+    while time.monotonic() - since < quiet_s:
+        assert time.monotonic() < deadline, "the units did not drain"
+        marks = {u: closed_until(root, u) for u in units}
+        if marks != last:
+            last, since = marks, time.monotonic()
+        time.sleep(1.0)

@@ -1,9 +1,10 @@
-"""``ftops units ...`` and ``ftops recover``: recovery units of the smart-city pipeline (issue 5, paper 003).
+"""``ftops units ...`` and ``ftops recover``: any pipeline deployed as recovery units (issue 5, paper 003).
 
 Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.units"``; the logic lives in
 :mod:`spark_jobs.recovery_units` (Airflow operators call the same functions).
 
-- ``units deploy --placement P.json``: units grouped into applications (one per "node"), the live feed;
+- ``units deploy [--workload NAME | --pipeline REF] --placement P.json``: the pipeline's shape checked and its
+  tables laid out, units grouped into applications (one per "node"), the live feed (a sample input's);
 - ``units status``: which units run where, their last batch, watermark, lag and measured cost;
 - ``units start --units u1,u2 --app NAME``: restart units from their own checkpoints in a new application;
 - ``units stop (--app A | --all)``; ``units kill (--domain D | --app A)``: a correlated failure, recorded;
@@ -23,28 +24,31 @@ from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import PositiveSeconds, Seconds, flag
+from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
 
-DEFAULT_DIR = Path(".state/units/smartcity")
-
+DEFAULT_PIPELINE = "smartcity"
+DEFAULT_DIR = Path(".state/units") / DEFAULT_PIPELINE
 
 
 def register(sub, groups) -> None:
     units = sub.add_parser("units", help="recovery units: a pipeline deployed as restartable streaming queries (paper 003)")
     usub = units.add_subparsers(dest="units_command", required=True, parser_class=type(units))
 
-    dep = usub.add_parser("deploy", help="start the feed and one application per placement entry; wait until every unit runs")
-    _dir(dep)
-    dep.add_argument("--workload", default="smartcity", help="the units workload (smartcity)")
+    dep = usub.add_parser("deploy", help="check the pipeline's shape, start the feed and one application per placement "
+                          "entry; wait until every unit runs")
+    dep.add_argument("--dir", type=Path, help="the deployment folder (default .state/units/<pipeline>)")
+    _pipeline(dep)
     dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
-    dep.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
     where = dep.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=Path, default=Path(".state/spark"),
                        help="cluster state of `ftops cluster up` (default .state/spark): its primary master")
     where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
     dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
     dep.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
-    dep.add_argument("--backlog-s", type=flag(Seconds), default=10.0, help="event seconds of input written before the start")
-    dep.add_argument("--no-feed", action="store_true", help="no live input generator")
+    dep.add_argument("--backlog-s", type=flag(Seconds), help="event seconds of sample input written before the start "
+                     "(default 10 with a sample input, else 0)")
+    dep.add_argument("--no-feed", action="store_true", help="no live input generator (a pipeline without a sample "
+                     "input has none: its producers feed --input)")
     dep.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
     dep.add_argument("--json", action="store_true")
     dep.set_defaults(func=_deploy)
@@ -78,8 +82,7 @@ def register(sub, groups) -> None:
     kill.set_defaults(func=_kill)
 
     topo = usub.add_parser("topology", help="the topology document (units as tasks, queries as outputs)")
-    topo.add_argument("--workload", default="smartcity")
-    topo.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
+    _pipeline(topo)
     topo.set_defaults(func=_topology)
 
     prob = usub.add_parser("problem", help="the recovery problem of the last failure (input of `ftops plan stages`)")
@@ -94,7 +97,7 @@ def register(sub, groups) -> None:
     ver.set_defaults(func=_verify)
 
     rec = sub.add_parser("recover", help="execute a staged recovery schedule (ftops plan stages --json) on a units deployment")
-    rec.add_argument("--workload", default="smartcity")
+    add_pipeline_arguments(rec)
     rec.add_argument("--schedule", type=Path, required=True, help="`ftops plan stages ... --json` output")
     _dir(rec)
     rec.add_argument("--prefix", default="recovery", help="application names: PREFIX-s<stage>-<node>")
@@ -113,18 +116,41 @@ def _dir(parser) -> None:
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the deployment folder (default {DEFAULT_DIR})")
 
 
+def _pipeline(parser) -> None:
+    """``--workload NAME`` / ``--pipeline REF`` (default the smartcity sample) and ``--param``."""
+    add_pipeline_arguments(parser)
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
+
+
+def _ref(args: argparse.Namespace) -> str:
+    return pipeline_ref(args) if (args.workload or args.pipeline) else DEFAULT_PIPELINE
+
+
+def _check_pipeline(args: argparse.Namespace, root: Path) -> None:
+    """A pipeline named on the command line must be the one the deployment runs."""
+    from spark_jobs.recovery_units.deployment import load
+
+    if not (args.workload or args.pipeline):
+        return
+    dep = load(root)
+    if load_pipeline(pipeline_ref(args)).ref != load_pipeline(dep.pipeline).ref:
+        raise InputError(f"--pipeline: the deployment in {dep.root} runs {dep.pipeline}, not {pipeline_ref(args)}")
+
+
 def _deploy(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import DeployConfig, deploy
 
-    config = DeployConfig(root=args.dir, workload=args.workload, params=args.param, placement=args.placement,
-                          input=args.input, master=args.master, cluster_state=None if args.master else args.state_dir,
-                          trigger_s=args.trigger_s, backlog_s=args.backlog_s, feed=not args.no_feed,
-                          timeout_s=args.timeout_s)
+    ref = _ref(args)
+    config = DeployConfig(root=args.dir or Path(".state/units") / pipeline_label(ref), pipeline=ref, params=args.param,
+                          placement=args.placement, input=args.input, master=args.master,
+                          cluster_state=None if args.master else args.state_dir, trigger_s=args.trigger_s,
+                          backlog_s=args.backlog_s, feed=False if args.no_feed else None, timeout_s=args.timeout_s)
     dep = deploy(config)
     if args.json:
         print_json(dep)
     else:
-        print(f"deployed {len(dep.spec.unit_ids())} units in {len(dep.apps)} applications under {dep.root}")
+        print(f"deployed {len(dep.units.unit_ids())} units of {dep.workload.name} in {len(dep.apps)} applications "
+              f"under {dep.root}")
         print_table(["application", "units"], [[a.name, " ".join(a.units)] for a in dep.apps.values()])
     return 0
 
@@ -136,7 +162,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
         return 0
-    print(f"{doc['root']}: feed {'running' if doc['feed_running'] else 'stopped'}, {doc['input_files']} input files")
+    files = ", ".join(f"{name} {n}" for name, n in doc["input_files"].items()) or "none"
+    print(f"{doc['root']} ({doc['pipeline']}): feed {'running' if doc['feed_running'] else 'stopped'}, input files: {files}")
     print_table(["unit", "app", "domain", "running", "batch", "watermark", "last progress (s ago)", "cost"],
                 [[u["unit"], u["app"] or "-", u["domain"] or "-", "yes" if u["running"] else "NO", u["batch_id"],
                   u["watermark_ms"], u["last_progress_age_s"], u["cost"]] for u in doc["units"]])
@@ -181,42 +208,40 @@ def _kill(args: argparse.Namespace) -> int:
 
 
 def _topology(args: argparse.Namespace) -> int:
-    from spark_jobs.recovery_units.spec import check_workload, make_units_spec, topology_document
+    from spark_jobs.pipeline.loading import load_workload
+    from spark_jobs.pipeline.units import UnitTopology
 
-    check_workload(args.workload)
-    print_json(topology_document(make_units_spec(args.param)))
+    print_json(UnitTopology(load_workload(_ref(args), args.param)).topology_document())
     return 0
 
 
 def _problem(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.recovery import last_failure, unit_costs
-    from spark_jobs.recovery_units.spec import problem_document
 
     dep = load(args.dir)
     failure = last_failure(args.dir)
-    print_json(problem_document(dep.spec, failure.units, unit_costs(args.dir, args.cost)))
+    print_json(dep.units.problem(failure.units, unit_costs(args.dir, args.cost)))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from spark_jobs.recovery_units.recovery import verify
+    from spark_jobs.recovery_units.verification import verify
 
     check = verify(args.dir)
     if args.json:
         print_json(check)
     else:
-        print_table(["unit", "closed until", "rows", "expected", "lost", "duplicated"],
-                    [[u["unit"], u["closed_until_ms"], u["rows"], u["expected_rows"], u["lost_rows"], u["duplicated_rows"]]
-                     for u in check.units])
+        print_table(["unit", "closed by", "closed until", "rows", "expected", "lost", "duplicated", "unexpected"],
+                    [[u["unit"], u["closed_by"] or "-", u["closed_until_ms"], u["rows"], u["expected_rows"], u["lost_rows"],
+                      u["duplicated_rows"], u["unexpected_rows"]] for u in check.units])
     return 1 if check.lost_rows or check.duplicated_rows else 0
 
 
 def _recover(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
-    from spark_jobs.recovery_units.spec import check_workload
 
-    check_workload(args.workload)
+    _check_pipeline(args, args.dir)
     schedule = load_schedule(args.schedule, args.dir)
     report = execute_schedule(args.dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
                               wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))

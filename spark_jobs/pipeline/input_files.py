@@ -22,14 +22,16 @@ from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.sources import FileSource
 
 
-def _files(folder: Path, recent: int) -> list[Path]:
+def data_files(folder: Path, recent: int | None = None) -> list[Path]:
+    """A source folder's data files (no hidden, temporary or empty ones), newest first (the ``recent`` newest)."""
     if not folder.is_dir():
         return []
     files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith((".", "_")) and p.stat().st_size > 0]
     return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)[:recent]
 
 
-def _max_of(path: Path, source: FileSource) -> int | None:
+def file_max_event_ms(path: Path, source: FileSource) -> int | None:
+    """The largest event time (epoch ms) in one data file of ``source`` (None: no rows)."""
     import pyarrow.compute as pc
 
     if source.format == "parquet":
@@ -56,7 +58,7 @@ def _max_of(path: Path, source: FileSource) -> int | None:
 
 def latest_event_ms(source: FileSource, input_dir: Path, recent: int = 5) -> int | None:
     """The largest event time (epoch ms) in the source's ``recent`` newest files (None: no data yet)."""
-    values = [v for v in (_max_of(p, source) for p in _files(source.folder(input_dir), recent)) if v is not None]
+    values = [v for v in (file_max_event_ms(p, source) for p in data_files(source.folder(input_dir), recent)) if v is not None]
     return max(values) if values else None
 
 

@@ -25,6 +25,7 @@ from spark_jobs.pipeline.definition import Pipeline, Workload
 SAMPLES = {
     "topk": "spark_jobs.workloads.topk:pipeline",
     "incidents": "spark_jobs.workloads.incidents:pipeline",
+    "smartcity": "spark_jobs.workloads.smartcity:pipeline",
 }
 _LOADED: dict[str, Pipeline] = {}
 

@@ -3,8 +3,9 @@
     python -m spark_jobs.recovery_units.app --dir DEPLOYMENT --app NAME --units 'O1[0],O2[0]'
 
 Started by :mod:`.runtime` in its own session (the Python driver and its JVM form one process group, so a
-node failure can SIGKILL both). It reads the deployment (workload parameters, input, master, trigger),
-starts one query per unit from the unit's own checkpoint, and until SIGTERM:
+node failure can SIGKILL both). It reads the deployment (the pipeline and its parameters, the tables'
+layouts, input, master, trigger), starts one query per unit from the unit's own checkpoint
+(:func:`.queries.start_unit`), and until SIGTERM:
 
 - appends every micro-batch's progress to ``units/<unit>/progress.jsonl`` (batch id, trigger start, duration,
   input rows, watermark, the wall time it was reported);
@@ -32,8 +33,10 @@ import time
 from pathlib import Path
 
 from spark_jobs.cluster.web_ui import try_json
+from spark_jobs.pipeline.loading import pipeline_file
 from spark_jobs.recovery_units.deployment import app_dir, load, unit_dir
-from spark_jobs.recovery_units.queries import last_planned_batch, query_name, start_unit
+from spark_jobs.recovery_units.queries import query_name, start_unit
+from spark_jobs.recovery_units.tables import last_planned_batch
 from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.runtime.waiting import wait_while
 
@@ -94,15 +97,17 @@ def unit_cpu_seconds(ui_url: str | None, app_id: str, run_ids: dict[str, str]) -
 def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Event) -> None:
     """Start the units' queries and keep the status file current until ``stop`` is set."""
     dep = load(root)
-    spec = dep.spec
+    workload = dep.workload
     spark = _session(dep, app, ui_port)
     sc = spark.sparkContext
+    if pipeline_file(dep.pipeline) is not None:  # a pipeline file: its Python UDFs run on the executors
+        sc.addPyFile(str(pipeline_file(dep.pipeline)))
     restored = {u: last_planned_batch(root, u) for u in units}
     for u in units:
         unit_dir(root, u).mkdir(parents=True, exist_ok=True)
     spark.streams.addListener(_listener({query_name(u): u for u in units}, root, app))
     started_at = time.time()
-    queries = {u: start_unit(spark, spec, u, Path(dep.input), root, dep.trigger_s) for u in units}
+    queries = {u: start_unit(spark, workload, dep.layouts, u, Path(dep.input), root, dep.trigger_s) for u in units}
     run_ids = {u: str(q.runId) for u, q in queries.items()}
     cpu: dict[str, float] = {}
     last_cpu = 0.0

@@ -2,15 +2,17 @@
 
 Problem: paper 003 shows that restarting failed partitions query by query, in priority order as nodes come
 back, brings important queries back sooner than waiting for every node (blocking, Storm's behaviour) or
-restarting operator by operator. This benchmark repeats the comparison with the smart-city recovery units on
-the local standalone cluster.
+restarting operator by operator. This benchmark repeats the comparison with recovery units on the local
+standalone cluster, for a :class:`Scenario`: a pipeline (any, ``--pipeline``; by default the smart city),
+its applications (one-core nodes) and their failure domains, and the domain that fails.
 
-Scenario (one run per strategy, each on a fresh cluster and deployment, same seeded input):
+The default scenario (one run per strategy, each on a fresh cluster and deployment, same seeded input):
 
-- units ``O1[0..1]`` (speed), ``O2[0..1]`` (incidents), ``O3[0..1]`` (jams, a join of both); queries are the
-  output partitions with priorities speed 1, incidents 2, jams 4;
+- smart-city units ``O1[0..1]`` (speed), ``O2[0..1]`` (incidents), ``O3[0..1]`` (jams, a join of both); every
+  unit is a query, with priorities speed 1, incidents 2, jams 4;
 - three one-core nodes (applications): ``A`` = O1[0], O2[0], O3[0] and ``B`` = O1[1], O3[1] in failure domain
-  ``rack-a``, ``C`` = O2[1] in ``rack-b`` (pinned: the rack-a workers exist alone while A and B start);
+  ``rack-a``, ``C`` = O2[1] in ``rack-b`` (pinned: the failing domain's workers exist alone while its
+  applications start, then each other domain's workers are added before its applications);
 - steady state, then ``rack-a`` fails (workers, executors and the drivers on them): five of six units and
   five of six queries are down;
 - replacement nodes (one-core workers in ``rack-c``) register with the master ``first_arrival_s`` after the
@@ -38,24 +40,58 @@ import threading
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from ft_core.cli.output import print_json
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError, InputError
+from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 from spark_jobs.runtime.waiting import wait_for
 
 STRATEGIES = ("incremental", "blocking", "operator-centric")
-PLACEMENT = {"A": ["O1[0]", "O2[0]", "O3[0]"], "B": ["O1[1]", "O3[1]"], "C": ["O2[1]"]}
-DOMAINS = {"A": "rack-a", "B": "rack-a", "C": "rack-b"}
-PARAMS = ["p1=2", "p2=2", "rate=40", "window_s=6", "slide_s=3", "watermark_s=1", "n_users=200", "n_segments=20",
-          "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"]
+
+
+class Scenario(BaseModel):
+    """A pipeline deployed as units: ``apps`` (one-core nodes) hold its units, ``domains`` says each one's
+    failure domain, and domain ``fail`` fails. A ``--placement`` file has the same ``apps``, ``domains`` and
+    ``fail`` keys."""
+
+    pipeline: str
+    params: list[str] = Field(default_factory=list)
+    apps: dict[str, list[str]]
+    domains: dict[str, str]
+    fail: str
+
+    def check(self) -> None:
+        """InputError naming the field that does not fit the pipeline (before anything starts)."""
+        from spark_jobs.pipeline.loading import load_workload
+        from spark_jobs.pipeline.units import UnitTopology
+        from spark_jobs.recovery_units.runtime import check_placement
+
+        check_placement(self.apps, UnitTopology(load_workload(self.pipeline, self.params)))
+        missing = [a for a in self.apps if a not in self.domains]
+        if missing:
+            raise InputError(f"--placement: domains: application {missing[0]!r} has no failure domain")
+        if self.fail not in self.domains.values():
+            raise InputError(f"--placement: fail: domain {self.fail!r} holds no application")
+
+    def domain_order(self) -> list[str]:
+        """The failing domain first, then the others in the order their applications appear."""
+        return list(dict.fromkeys([self.fail, *(self.domains[a] for a in self.apps)]))
+
+
+SMART_CITY = Scenario(
+    pipeline="smartcity",
+    params=["p1=2", "p2=2", "rate=40", "window_s=6", "slide_s=3", "watermark_s=1", "n_users=200", "n_segments=20",
+            "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"],
+    apps={"A": ["O1[0]", "O2[0]", "O3[0]"], "B": ["O1[1]", "O3[1]"], "C": ["O2[1]"]},
+    domains={"A": "rack-a", "B": "rack-a", "C": "rack-b"}, fail="rack-a")
 
 
 class RecoveryBenchConfig(BaseModel):
     work_dir: Path
+    scenario: Scenario = SMART_CITY
     strategies: list[str] = Field(default_factory=lambda: list(STRATEGIES))
-    params: list[str] = Field(default_factory=lambda: list(PARAMS))
     repetitions: int = Field(default=1, ge=1)
     cost_per_unit: float = Field(default=0.25, gt=0, le=1)
     first_arrival_s: float = Field(default=20.0, ge=0)
@@ -64,6 +100,7 @@ class RecoveryBenchConfig(BaseModel):
     trigger_s: float = Field(default=3.0, gt=0)
     normal_s: float = Field(default=30.0, gt=0, description="seconds of steady state that define the normal latency")
     port_base: int = 24000
+    arrival_domain: str = "rack-c"
     timeout_s: float = 600.0
 
 
@@ -128,7 +165,9 @@ def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, pr
         raise InputError(f"--work-dir: {work} is not empty; use a fresh work dir")
     state_dir, root = work / "spark", work / "units"
     p = config.port_base
-    cluster = ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 2),), standby_workers=0, worker_timeout_s=5,
+    scenario = config.scenario
+    first = ((scenario.fail, sum(d == scenario.fail for d in scenario.domains.values())),)
+    cluster = ClusterConfig(state_dir=state_dir, primary_domains=first, standby_workers=0, worker_timeout_s=5,
                             primary_port=p + 77, primary_ui=p + 90, standby_port=p + 78, standby_ui=p + 91,
                             worker_port_base=p + 100, worker_ui_base=p + 200, start_timeout_s=config.timeout_s)
     try:
@@ -148,7 +187,8 @@ def _teardown(root: Path, state_dir: Path) -> None:
 
 
 def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> None:
-    """Start A and B while only the rack-a workers exist, then the rack-b worker, then C."""
+    """Start the failing domain's applications while only its workers exist, then, domain by domain, add one
+    worker per application and start them."""
     from spark_jobs.cluster.standalone import add_worker
     from spark_jobs.recovery_units.runtime import (
         DeployConfig,
@@ -158,26 +198,25 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
         wait_app_running,
     )
 
+    scenario = config.scenario
     placement = root.parent / "placement.json"
-    placement.write_text(json.dumps({"apps": PLACEMENT}))
-    create_deployment(DeployConfig(root=root, params=config.params, placement=placement, cluster_state=state_dir,
-                                   trigger_s=config.trigger_s, backlog_s=10, ui_port_base=config.port_base + 300))
+    placement.write_text(json.dumps({"apps": scenario.apps}))
+    create_deployment(DeployConfig(root=root, pipeline=scenario.pipeline, params=scenario.params, placement=placement,
+                                   cluster_state=state_dir, trigger_s=config.trigger_s, backlog_s=10,
+                                   ui_port_base=config.port_base + 300))
     p = config.port_base
-    for app in PLACEMENT:
-        if DOMAINS[app] == "rack-b" and not any(d == "rack-b" for d in _domains(state_dir)):
-            add_worker(state_dir, "rack-b", port_base=p + 110, ui_base=p + 210, timeout_s=config.timeout_s)
-        start_app(root, app, PLACEMENT[app])
-        got = wait_app_placed(root, app, config.timeout_s)
-        if got != DOMAINS[app]:
-            raise FtopsError(f"application {app} landed in {got}, not {DOMAINS[app]}")
-        wait_app_running(root, app, config.timeout_s)
-        progress(f"  {app} ({' '.join(PLACEMENT[app])}) runs in {got}")
-
-
-def _domains(state_dir: Path) -> list[str]:
-    from spark_jobs.cluster.standalone import require_state
-
-    return [w.domain for w in require_state(state_dir).workers("primary")]
+    for domain in scenario.domain_order():
+        apps = [a for a in scenario.apps if scenario.domains[a] == domain]
+        if domain != scenario.fail:
+            for _ in apps:
+                add_worker(state_dir, domain, port_base=p + 110, ui_base=p + 210, timeout_s=config.timeout_s)
+        for app in apps:
+            start_app(root, app, scenario.apps[app])
+            got = wait_app_placed(root, app, config.timeout_s)
+            if got != domain:
+                raise FtopsError(f"application {app} landed in {got}, not {domain}")
+            wait_app_running(root, app, config.timeout_s)
+            progress(f"  {app} ({' '.join(scenario.apps[app])}) runs in {got}")
 
 
 def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
@@ -185,14 +224,14 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.latency import InputArrivals, unit_marks
 
-    spec = load(root).spec
+    dep = load(root)
 
     def steady() -> bool:
-        arrivals = InputArrivals(spec, Path(load(root).input))
+        arrivals = InputArrivals(dep.workload, Path(dep.input))
         now = time.time()
         # the lag at the end of each recent batch: how stale the query's output is when it is refreshed
         recent = {q: [t - came for t, came in unit_marks(root, q, arrivals) if now - config.normal_s <= t]
-                  for q in spec.query_ids()}
+                  for q in arrivals.units.queries()}
         if all(len(v) >= 5 and v[-1] <= 1.5 * statistics.median(v) and max(v) <= 3 * min(v) for v in recent.values()):
             progress("  steady: " + ", ".join(f"{q} {statistics.median(v):.1f}s" for q, v in recent.items()))
             return True
@@ -209,9 +248,9 @@ def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float
             for i in range(config.arrivals):
                 due = t_fail + config.first_arrival_s + i * config.arrival_interval_s
                 time.sleep(max(0.0, due - time.time()))
-                add_worker(state_dir, "rack-c", port_base=config.port_base + 120 + i, ui_base=config.port_base + 220 + i,
-                           timeout_s=config.timeout_s)
-                progress(f"  node {i + 1} (rack-c) registered {time.time() - t_fail:.1f} s after the failure")
+                add_worker(state_dir, config.arrival_domain, port_base=config.port_base + 120 + i,
+                           ui_base=config.port_base + 220 + i, timeout_s=config.timeout_s)
+                progress(f"  node {i + 1} ({config.arrival_domain}) registered {time.time() - t_fail:.1f} s after the failure")
         except BaseException as exc:  # reported by the run
             errors.append(exc)
 
@@ -224,16 +263,15 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.recovery import execute_schedule
     from spark_jobs.recovery_units.runtime import kill_domain
-    from spark_jobs.recovery_units.spec import declared_cost, problem_document
 
     _deploy_pinned(config, state_dir, root, progress)
     _wait_steady(config, root, progress)
-    failure = kill_domain(root, "rack-a")
-    progress(f"  rack-a failed: {', '.join(failure.units)} down")
+    failure = kill_domain(root, config.scenario.fail)
+    progress(f"  {config.scenario.fail} failed: {', '.join(failure.units)} down")
     errors: list = []
     arrivals = _arrivals_thread(config, state_dir, failure.time, errors, progress)
-    spec = load(root).spec
-    problem = problem_document(spec, failure.units, declared_cost(spec, config.cost_per_unit))
+    units = load(root).units
+    problem = units.problem(failure.units, units.declared_cost(config.cost_per_unit))
     schedule = schedule_for(strategy, problem, config.arrivals)
     report = execute_schedule(root, schedule, prefix=strategy, timeout_s=config.timeout_s,
                               wait_recovered_s=config.timeout_s, progress=lambda m: progress(f"  {m}"))
@@ -308,16 +346,18 @@ def _top_query(run: StrategyRun) -> str | None:
 def render(result: RecoveryBenchResult) -> str:
     summary = result.summary()
     queries = sorted({q for s in summary["strategies"].values() for q in s["query_recovered_s"]})
-    c = result.config
+    c, sc = result.config, result.config.scenario
+    priority = next((r.priority for r in result.runs if r.priority), {})
+    nodes = "; ".join(f"{a} = {' '.join(units)} in `{sc.domains[a]}`" for a, units in sc.apps.items())
     lines = ["# Incremental recovery on Spark: time back to normal per query (paper 003, §7.2)", "",
              f"Produced by `{result.command}` on the project's 2-core machine; median of {c.repetitions} run(s) per "
              "strategy, each on a fresh local standalone cluster.", "",
-             "Smart-city recovery units (`spark_jobs/recovery_units/`): speed `O1[g]` (priority 1), incidents `O2[h]` "
-             "(2), jams `O3[h]` (4, a join). Nodes A = O1[0] O2[0] O3[0] and B = O1[1] O3[1] run in `rack-a`, C = O2[1] in "
-             f"`rack-b`; `rack-a` fails; {c.arrivals} one-core nodes arrive {c.first_arrival_s:.0f} s after the failure "
+             f"Recovery units of pipeline `{sc.pipeline}` (`spark_jobs/recovery_units/`); the failed queries and their "
+             "priorities: " + ", ".join(f"`{q}` {v:g}" for q, v in sorted(priority.items())) + f". One-core nodes: {nodes}; "
+             f"`{sc.fail}` fails; {c.arrivals} one-core nodes arrive {c.first_arrival_s:.0f} s after the failure "
              f"and then every {c.arrival_interval_s:.0f} s; every unit costs {c.cost_per_unit} of a node (80 % cap: "
-             "3 units per node). A query is back when its relative latency (event-time lag over its pre-failure "
-             "median) stays below 1.2. Seconds from the failure:", "",
+             f"{int(0.8 / c.cost_per_unit + 1e-9)} units per node). A query is back when its relative latency (event-time "
+             "lag over its pre-failure median) stays below 1.2. Seconds from the failure:", "",
              "| strategy | " + " | ".join(queries) + " | priority-weighted mean |",
              "|---|" + "---|" * (len(queries) + 1)]
     for name, s in summary["strategies"].items():
@@ -326,7 +366,7 @@ def render(result: RecoveryBenchResult) -> str:
     lines += ["", "Stage at which each schedule recovers the queries (plan): " + "; ".join(
         f"{r.strategy}: " + ", ".join(f"{q} {st}" for q, st in sorted(r.planned_stage.items()))
         for r in result.runs if r.repetition == 1 and r.error is None), "", "## Targets", "", *targets(result), "",
-        f"Workload parameters: `{' '.join(c.params)}`; trigger {c.trigger_s} s.", ""]
+        f"Pipeline parameters: `{' '.join(sc.params)}`; trigger {c.trigger_s} s.", ""]
     return "\n".join(lines)
 
 
@@ -335,11 +375,39 @@ def register_bench(bench_group) -> None:
     b.add_argument("--quick", action="store_true", help="one run per strategy, nodes 20 s apart (about 15 minutes)")
     b.add_argument("--repetitions", type=int, default=None, help="runs per strategy (default 3; --quick: 1)")
     b.add_argument("--strategies", default=",".join(STRATEGIES))
+    add_pipeline_arguments(b)
+    b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
+    b.add_argument("--placement", type=Path, help='{"apps": {"A": ["O1[0]", ...]}, "domains": {"A": "rack-a"}, "fail": '
+                   '"rack-a"}; default: the smart-city scenario (needed with --pipeline)')
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
     b.add_argument("--port-base", type=int, default=24000)
     b.add_argument("--out", type=Path, help="report (default docs/benchmarks/recovery-runtime.md; --quick: none)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=_bench)
+
+
+def scenario_of(args) -> Scenario:
+    """The default (smart-city) scenario, or the pipeline given with its --placement; --param overrides."""
+    if not (args.workload or args.pipeline):
+        doc = SMART_CITY.model_dump()
+    elif args.placement is None:
+        raise InputError("--placement: a scenario for --pipeline needs its applications, their failure domains and "
+                         'the domain that fails ({"apps": ..., "domains": ..., "fail": ...})')
+    else:
+        doc = {"pipeline": pipeline_ref(args), "params": []}
+    if args.placement is not None:
+        try:
+            placed = json.loads(args.placement.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"--placement: {str(args.placement)!r} is not readable JSON: {exc}") from None
+        doc.update({k: placed.get(k) for k in ("apps", "domains", "fail")} if isinstance(placed, dict) else {})
+    if args.param:
+        doc["params"] = list(args.param)
+    try:
+        return Scenario.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"--placement: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def _bench(args) -> int:
@@ -352,9 +420,11 @@ def _bench(args) -> int:
     reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 3)
     if reps < 1:
         raise InputError(f"--repetitions: must be >= 1, got {reps}")
+    scenario = scenario_of(args)
+    scenario.check()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="ftops-bench-recovery-"))
-    config = RecoveryBenchConfig(work_dir=work.resolve(), strategies=strategies, repetitions=reps, port_base=args.port_base,
-                                 arrival_interval_s=20.0 if args.quick else 30.0)
+    config = RecoveryBenchConfig(work_dir=work.resolve(), scenario=scenario, strategies=strategies, repetitions=reps,
+                                 port_base=args.port_base, arrival_interval_s=20.0 if args.quick else 30.0)
 
     progress = Progress("bench recovery-runtime")
     result = run_bench(config, progress)

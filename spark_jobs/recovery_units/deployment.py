@@ -1,8 +1,9 @@
 """The state of a recovery-units deployment: one JSON document in the deployment folder.
 
-Problem: deploy, status, start, stop, kill and recover are separate commands (and, later, separate
-Airflow tasks), so what runs where must live outside any one process. ``<root>/deployment.json`` holds
-the workload parameters, the folders, the Spark master, the input feed and every application ever
+Problem: deploy, status, start, stop, kill and recover are separate commands (and separate Airflow
+tasks), so what runs where must live outside any one process. ``<root>/deployment.json`` holds the
+pipeline (its ``--pipeline`` reference and parameters), the layout of every operator's table (derived at
+deploy time, :mod:`.shapes`), the folders, the Spark master, the input feed and every application ever
 started (its units, process group, log, and when it stopped or was killed), plus the failures injected.
 Applications' live state is in ``<root>/apps/<name>/status.json``, written by the application itself
 (:mod:`.app`), and per-unit progress events in ``<root>/units/<unit>/progress.jsonl``.
@@ -23,8 +24,10 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ft_core.errors import InputError
-from spark_jobs.recovery_units.queries import folder_name
-from spark_jobs.recovery_units.spec import SmartCitySpec, make_units_spec
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.units import UnitTopology
+from spark_jobs.recovery_units.tables import TableLayout, folder_name
 from spark_jobs.runtime.processes import pid_alive
 
 
@@ -56,10 +59,11 @@ class Failure(BaseModel):
 
 class Deployment(BaseModel):
     root: str
-    workload: str
+    pipeline: str
     params: dict
     input: str
     master: str
+    layouts: dict[str, TableLayout] = Field(default_factory=dict)
     cluster_state: str | None = None
     trigger_s: float = 2.0
     ui_port_base: int = 23400
@@ -71,8 +75,13 @@ class Deployment(BaseModel):
     failures: list[Failure] = Field(default_factory=list)
 
     @property
-    def spec(self) -> SmartCitySpec:
-        return make_units_spec(self.params)
+    def workload(self) -> Workload:
+        """The deployed pipeline with its parameters."""
+        return load_workload(self.pipeline, self.params)
+
+    @property
+    def units(self) -> UnitTopology:
+        return UnitTopology(self.workload)
 
     @property
     def root_path(self) -> Path:
@@ -142,8 +151,6 @@ def read_progress(root: Path | str, unit: str) -> list[dict]:
         except json.JSONDecodeError:
             continue  # a line being written
     return out
-
-
 
 
 def now() -> float:

@@ -1,11 +1,11 @@
-"""The live input of a units deployment: the seeded generator appending one file per source per ``file_s``.
+"""The live input of a units deployment whose pipeline has a sample input: its seeded generator appending one
+file per source per ``file_s`` (:func:`spark_jobs.pipeline.sample_input.run_generator`).
 
     python -m spark_jobs.recovery_units.feed --dir DEPLOYMENT
 
 Resumes after the files already in the input folder and logs ``<file index> <wall time>`` per file to
-``<dir>/feed.log`` (when each event-time slice became available, for latencies). SIGTERM stops it; a
-verification pauses it with SIGSTOP and resumes it with SIGCONT (the generator then writes the files it
-owes at once).
+``<dir>/feed.log``. SIGTERM stops it; SIGSTOP pauses it and SIGCONT resumes it (the generator then writes
+the files it owes at once).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from spark_jobs.recovery_units.deployment import load
-from spark_jobs.workloads.generator import run_generator
+from spark_jobs.pipeline.sample_input import run_generator
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     log = (args.dir / "feed.log").open("a", buffering=1)
-    run_generator(dep.spec, Path(dep.input), speedup=dep.feed_speedup, stop=stop,
+    run_generator(dep.workload, Path(dep.input), speedup=dep.feed_speedup, stop=stop,
                   log=lambda index: log.write(f"{index} {time.time():.3f}\n"))
     return 0
 

@@ -2,17 +2,20 @@
 
 Problem: paper 003 measures recovery per query as the time until the query is *available* again: its
 relative latency ``RL = l_r / l_s`` (latency after the failure over latency before it) averaged over an
-interval stays below ``Θ = 1.2``. Here a query is a unit whose table is an output (see :mod:`.spec`).
+interval stays below ``Θ = 1.2``. Here a query is a unit of an output operator or of one marked ``query=True`` (:mod:`spark_jobs.pipeline.units`).
 
 Latency of a unit (its *event-time lag*): every completed micro-batch reports its event-time watermark
 ``w`` and the wall time it ended (``units/<unit>/progress.jsonl``, written by :mod:`.app`); the input that
-carried event time ``w`` arrived at wall time ``a(w)`` (the modification time of the input file holding
-``w``: the generator writes files in event-time order, atomically). At any wall time ``t`` the unit's
-output is as fresh as the watermark of its last batch ended by ``t``, so its lag is ``t - a(w_last)``: a
-sawtooth that drops at each batch and grows until the next. A unit (or anything upstream of it, whose
-watermark holds it back) that stops making progress sees its lag grow for as long as it is stuck, which
-is what its users see. The watermark delay (and for the join, one window) is a constant part of both
-``l_s`` and ``l_r``.
+carried event time ``w`` arrived at wall time ``a(w)``: for each stream source reaching the unit, the
+modification time of the first input file (in the order files appeared) whose newest event time is at
+least ``w``, the latest over those sources (:class:`InputArrivals`, from the files' own event times, so it
+holds for any pipeline whose producers add files atomically in event-time order; a source that is not a
+folder of files, like the rate source, is taken to carry event time ``w`` at wall time ``w``). At any wall
+time ``t`` the unit's output is as fresh as the watermark of its last batch ended by ``t``, so its lag is
+``t - a(w_last)``: a sawtooth that drops at each batch and grows until the next. A unit (or anything
+upstream of it, whose watermark holds it back) that stops making progress sees its lag grow for as long
+as it is stuck, which is what its users see. Watermark delays and window lengths are a constant part of
+both ``l_s`` and ``l_r``.
 
 Method: between consecutive batches the lag rises linearly, so its time average over ``[t_i, t_i+1]`` is
 ``(t_i + t_i+1) / 2 - a(w_i)``. ``l_s`` = the time-averaged lag over the ``normal_s`` seconds before the
@@ -38,33 +41,61 @@ import bisect
 import statistics
 from pathlib import Path
 
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.input_files import data_files, file_max_event_ms
+from spark_jobs.pipeline.sources import FileSource
+from spark_jobs.pipeline.units import UnitTopology
 from spark_jobs.recovery_units.deployment import read_progress
-from spark_jobs.recovery_units.spec import SmartCitySpec
 
 THETA = 1.2  # paper 003's availability threshold on relative latency
+_FILE_MAX: dict[tuple[str, int, int], int | None] = {}  # (path, mtime ns, size) -> newest event time: files never change
+
+
+def _file_max(path: Path, source: FileSource) -> int | None:
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key not in _FILE_MAX:
+        _FILE_MAX[key] = file_max_event_ms(path, source)
+    return _FILE_MAX[key]
 
 
 class InputArrivals:
-    """Wall time at which each input file (and so each event time) became available."""
+    """Wall time at which the input first held each event time, per stream source (see the module docstring)."""
 
-    def __init__(self, spec: SmartCitySpec, input_dir: Path):
-        from spark_jobs.workloads.generator import file_name, source_names
+    def __init__(self, workload: Workload, input_dir: Path):
+        self.units = UnitTopology(workload)
+        self._sources: dict[str, list[str]] = {}
+        self._files: dict[str, tuple[list[float], list[int]]] = {}
+        for source in workload.stream_sources():
+            if not isinstance(source, FileSource):
+                continue
+            times, reach, newest = [], [], None
+            for path in reversed(data_files(source.folder(input_dir))):  # oldest first
+                try:
+                    value, mtime = _file_max(path, source), path.stat().st_mtime
+                except (FileNotFoundError, ValueError, OSError):
+                    continue  # removed, or not readable yet
+                if value is not None and (newest is None or value > newest):
+                    newest = value
+                    times.append(mtime)
+                    reach.append(value)
+            self._files[source.name] = (times, reach)
 
-        self.spec = spec
-        self.times: list[float] = []
-        index = 0
-        while True:
-            paths = [Path(input_dir) / s / file_name(index) for s in source_names(spec)]
-            try:
-                self.times.append(max(p.stat().st_mtime for p in paths))
-            except FileNotFoundError:
-                break
-            index += 1
-
-    def arrival(self, event_ms: int) -> float | None:
-        """When the input holding event time ``event_ms`` was written (None: not yet)."""
-        index = max(0, int((event_ms - self.spec.start_ms) // (self.spec.file_s * 1000)))
-        return self.times[index] if index < len(self.times) else None
+    def arrival(self, unit: str, event_ms: int) -> float | None:
+        """When the input of ``unit``'s sources first held event time ``event_ms`` (None: not yet)."""
+        if unit not in self._sources:
+            self._sources[unit] = self.units.stream_sources(unit)
+        times = []
+        for name in self._sources[unit]:
+            if name not in self._files:
+                times.append(event_ms / 1000)  # not a folder of files: its event time is its clock
+                continue
+            mtimes, reach = self._files[name]
+            i = bisect.bisect_left(reach, event_ms)
+            if i == len(reach):
+                return None
+            times.append(mtimes[i])
+        return max(times) if times else None
 
 
 def unit_marks(root: Path, unit: str, arrivals: InputArrivals) -> list[tuple[float, float]]:
@@ -77,7 +108,7 @@ def unit_marks(root: Path, unit: str, arrivals: InputArrivals) -> list[tuple[flo
         mark = epoch_ms(rec.get("watermark"))
         if mark is None or mark <= 0:
             continue  # no watermark yet (Spark reports the epoch before any data)
-        came = arrivals.arrival(mark)
+        came = arrivals.arrival(unit, mark)
         if came is not None:
             out.append((float(rec["reported_at"]), came))
     return sorted(out)

@@ -19,7 +19,7 @@ restart) continues where it stopped.
 
 Measures: per query, seconds from the failure until it is available again (:mod:`.latency`: relative latency
 below 1.2), and per unit the committed table against the failure-free reference for the windows it has
-closed (:mod:`.tables`): lost and duplicated rows.
+closed (:mod:`.verification`): lost and duplicated rows.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from ft_core.input.quantities import PositiveFraction, PositiveNodes, check, che
 from ft_core.input.validation import validate
 from ft_core.recovery.staged import StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
-from spark_jobs.recovery_units.runtime import UnitsError, epoch_ms, start_app, wait_app_running
+from spark_jobs.recovery_units.runtime import UnitsError, start_app, wait_app_running
+from spark_jobs.recovery_units.verification import verify
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 Progress = Callable[[str], None]
@@ -53,12 +54,6 @@ class StageRun(BaseModel):
     started_s: float | None
     running_s: float | None
     skipped: bool = False
-
-
-class UnitsVerification(BaseModel):
-    lost_rows: int
-    duplicated_rows: int
-    units: list[dict]
 
 
 class RecoveryReport(BaseModel):
@@ -119,13 +114,12 @@ def unit_costs(root: Path, text: str) -> dict[str, float]:
     """Unit costs in fractions of a node: ``measured`` (CPU share from Spark's task metrics; a unit never
     measured gets the largest measured cost, else 0.25) or ``declared:X`` (every unit X)."""
     from spark_jobs.recovery_units.runtime import measured_cost
-    from spark_jobs.recovery_units.spec import declared_cost
 
-    spec = load(root).spec
+    units = load(root).units
     if text == "measured":
         measured = measured_cost(root)
         fallback = max(measured.values(), default=0.25)
-        return {u: measured.get(u, fallback) for u in spec.unit_ids()}
+        return {u: measured.get(u, fallback) for u in units.unit_ids()}
     kind, _, value = text.partition(":")
     try:
         per_unit = float(value)
@@ -133,7 +127,7 @@ def unit_costs(root: Path, text: str) -> dict[str, float]:
         per_unit = -1.0
     if kind != "declared" or not 0 < per_unit <= 1:
         raise InputError(f"--cost: expected 'measured' or 'declared:X' with 0 < X <= 1, got {text!r}")
-    return declared_cost(spec, per_unit)
+    return units.declared_cost(per_unit)
 
 
 def survivor_capacity(root: Path, node_cap: float) -> list[float]:
@@ -153,7 +147,6 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
     from ft_core.recovery.problem import parse_problem
     from ft_core.recovery.staged import POLICIES, plan_stages
-    from spark_jobs.recovery_units.spec import problem_document
 
     if policy not in (*POLICIES, "blocking"):
         raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
@@ -164,7 +157,7 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     down = [u for u in last_failure(root).units if u not in running]
     if not down:
         raise InputError("every unit of the last failure runs again: nothing to recover")
-    problem = problem_document(dep.spec, down, unit_costs(root, cost))
+    problem = dep.units.problem(down, unit_costs(root, cost))
     capacity = survivor_capacity(root, node_cap) or 0.0
     if policy == "blocking":
         schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, failures=1)
@@ -271,17 +264,15 @@ def execute_schedule(root: Path, schedule: StagedSchedule, prefix: str = "recove
 # --- measures -------------------------------------------------------------------------------------
 
 def failed_queries(root: Path) -> list[str]:
-    """Queries (output units) whose upstream closure holds a unit of the last failure."""
-    dep = load(root)
-    failed = set(last_failure(root).units)
-    return [q for q in dep.spec.query_ids() if failed & set(dep.spec.query_units(q))]
+    """Queries whose upstream closure holds a unit of the last failure."""
+    return load(root).units.failed_queries(last_failure(root).units)
 
 
 def _arrivals(root: Path):
     from spark_jobs.recovery_units.latency import InputArrivals
 
     dep = load(root)
-    return InputArrivals(dep.spec, Path(dep.input))
+    return InputArrivals(dep.workload, Path(dep.input))
 
 
 def normal_lags(root: Path, queries: list[str], normal_s: float = 30.0) -> dict[str, float | None]:
@@ -297,11 +288,11 @@ def query_recovery(root: Path, queries: list[str], normal_s: float = 30.0, windo
     from spark_jobs.recovery_units.latency import normal_lag, recovered_after, restarted_at, unit_marks
 
     failure, arrivals = last_failure(root), _arrivals(root)
-    spec = load(root).spec
-    marks = {u: unit_marks(root, u, arrivals) for u in spec.unit_ids()}
+    units = arrivals.units
+    marks = {u: unit_marks(root, u, arrivals) for u in units.unit_ids()}
     out: dict[str, float | None] = {}
     for q in queries:
-        restarts = [restarted_at(marks[u], failure.time) for u in spec.query_units(q) if u in failure.units]
+        restarts = [restarted_at(marks[u], failure.time) for u in units.query_units(q) if u in failure.units]
         base = normal_lag(marks[q], failure.time, normal_s)
         if base is None or any(r is None for r in restarts):
             out[q] = None
@@ -309,29 +300,6 @@ def query_recovery(root: Path, queries: list[str], normal_s: float = 30.0, windo
         value = recovered_after(marks[q], failure.time, base, max(restarts, default=failure.time), window)
         out[q] = None if value is None else round(value, 2)
     return out
-
-
-def closed_until(root: Path, unit: str) -> int | None:
-    """The watermark of the unit's last completed micro-batch: windows ending at or before it are in its
-    table (the batch that used that watermark wrote them, and its progress is reported after its commit)."""
-    from spark_jobs.recovery_units.deployment import read_progress
-
-    marks = [epoch_ms(r.get("watermark")) for r in read_progress(root, unit)]
-    marks = [m for m in marks if m]
-    return max(marks) if marks else None
-
-
-def verify(root: Path) -> UnitsVerification:
-    """Every unit's committed table against the failure-free reference over the current input."""
-    from spark_jobs.recovery_units.tables import check_unit, input_reference, read_committed
-
-    dep = load(root)
-    root = Path(dep.root)
-    limits = {u: closed_until(root, u) for u in dep.spec.unit_ids()}  # before reading tables: never ahead of them
-    reference = input_reference(dep.spec, Path(dep.input))
-    checks = [check_unit(u, read_committed(root, u), reference[u], limits[u]) for u in dep.spec.unit_ids()]
-    return UnitsVerification(lost_rows=sum(c.lost_rows for c in checks), duplicated_rows=sum(c.duplicated_rows for c in checks),
-                             units=[c.model_dump() for c in checks])
 
 
 def require_recovered(report: RecoveryReport) -> None:

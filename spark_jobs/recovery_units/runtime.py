@@ -1,7 +1,8 @@
 """Deploy, start, stop, fail and inspect recovery units: the primitives the CLI and Airflow call.
 
-- :func:`deploy`: write the initial input, start the live feed, start one application per placement
-  entry (a "node"), wait until every unit's query runs.
+- :func:`deploy`: check the pipeline's shape and derive its tables' layouts (:mod:`.shapes`), write the
+  initial input and start the live feed (a pipeline with a sample input), start one application per
+  placement entry (a "node"), wait until every unit's query runs.
 - :func:`start_units`: restart units from their own checkpoints in a new application, on whatever
   capacity is free (the master gives it a free core; it waits in the master's queue otherwise).
 - :func:`stop_apps`: graceful stop (SIGTERM: the drivers stop their queries between micro-batches).
@@ -30,9 +31,20 @@ from pydantic import BaseModel
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.documents import read_document
 from spark_jobs.cluster.web_ui import try_json
-from spark_jobs.recovery_units.deployment import (AppRecord, Deployment, Failure, app_dir, load, locked, now,
-                                                  read_progress, read_status)
-from spark_jobs.recovery_units.spec import SmartCitySpec, check_workload, make_units_spec
+from spark_jobs.recovery_units.deployment import (
+    AppRecord,
+    Deployment,
+    Failure,
+    app_dir,
+    load,
+    locked,
+    now,
+    read_progress,
+    read_status,
+)
+from spark_jobs.pipeline.definition import Workload
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.units import UnitTopology
 from spark_jobs.runtime.processes import pid_alive, signal_group, stop_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
@@ -49,10 +61,14 @@ class Placement(BaseModel):
     apps: dict[str, list[str]]
 
 
-def load_placement(path: Path, spec: SmartCitySpec) -> Placement:
-    """Read and check a placement: known units, each in exactly one application, every unit placed."""
+def load_placement(path: Path, topology: UnitTopology) -> Placement:
+    """Read and check a placement file (:func:`check_placement`)."""
     doc = read_document(path, "--placement")
-    apps = doc.get("apps") if isinstance(doc, dict) else None
+    return check_placement(doc.get("apps") if isinstance(doc, dict) else None, topology)
+
+
+def check_placement(apps, topology: UnitTopology) -> Placement:
+    """Check ``{"<app>": ["<unit>", ...]}``: known units, each in exactly one application, every unit placed."""
     if not isinstance(apps, dict) or not apps:
         raise InputError("--placement: expected {\"apps\": {\"<app>\": [\"<unit>\", ...]}} with at least one application")
     seen: dict[str, str] = {}
@@ -60,15 +76,15 @@ def load_placement(path: Path, spec: SmartCitySpec) -> Placement:
         check_app_name(name)
         if not isinstance(units, list) or not units or not all(isinstance(u, str) for u in units):
             raise InputError(f"--placement: apps.{name}: expected a non-empty list of unit ids")
-        spec.check_units(units, f"--placement apps.{name}")
+        topology.check(units, f"--placement apps.{name}")
         for u in units:
             if u in seen:
                 raise InputError(f"--placement: unit {u!r} is in two applications ({seen[u]} and {name})")
             seen[u] = name
-    missing = [u for u in spec.unit_ids() if u not in seen]
+    missing = [u for u in topology.unit_ids() if u not in seen]
     if missing:
-        raise InputError(f"--placement: unit {missing[0]!r} is in no application (units: {', '.join(spec.unit_ids())})")
-    return Placement(apps={n: spec.check_units(us, f"apps.{n}") for n, us in apps.items()})
+        raise InputError(f"--placement: unit {missing[0]!r} is in no application (units: {', '.join(topology.unit_ids())})")
+    return Placement(apps={n: topology.check(us, f"apps.{n}") for n, us in apps.items()})
 
 
 def check_app_name(name: str) -> None:
@@ -77,16 +93,20 @@ def check_app_name(name: str) -> None:
 
 
 class DeployConfig(BaseModel):
+    """``pipeline``: a ``--pipeline`` reference or a sample's name. ``feed`` and ``backlog_s`` default to the
+    seeded live input and 10 s of backlog for a pipeline with a sample input, none otherwise (its producers
+    feed ``input``)."""
+
     root: Path
-    workload: str = "smartcity"
+    pipeline: str = "smartcity"
     params: list[str] = []
     placement: Path
     input: Path | None = None
     master: str | None = None
     cluster_state: Path | None = None
     trigger_s: float = 2.0
-    backlog_s: float = 10.0
-    feed: bool = True
+    backlog_s: float | None = None
+    feed: bool | None = None
     feed_speedup: float = 1.0
     ui_port_base: int = 23400
     timeout_s: float = 300.0
@@ -108,26 +128,32 @@ def deploy(config: DeployConfig) -> Deployment:
 
 
 def create_deployment(config: DeployConfig) -> Placement:
-    """Validate the configuration and the placement, write the deployment document and the initial input,
-    start the feed; start no application (:func:`deploy` starts them all, a benchmark may start them one by
-    one to pin them to failure domains). Returns the validated placement."""
-    check_workload(config.workload)
-    spec = make_units_spec(config.params)
-    placement = load_placement(config.placement, spec)
+    """Validate the configuration, the placement and the pipeline's shape, write the deployment document and
+    the initial input, start the feed; start no application (:func:`deploy` starts them all, a benchmark may
+    start them one by one to pin them to failure domains). Returns the validated placement."""
+    from spark_jobs.recovery_units.shapes import analyse
+
+    workload = load_workload(config.pipeline, config.params)
+    placement = load_placement(config.placement, UnitTopology(workload))
     if config.trigger_s <= 0:
         raise InputError(f"--trigger-s: must be positive, got {config.trigger_s:g}")
+    feed = workload.sample is not None if config.feed is None else config.feed
+    backlog_s = (10.0 if workload.sample is not None else 0.0) if config.backlog_s is None else config.backlog_s
+    if feed or backlog_s > 0:
+        workload.require_sample("--backlog-s and the live feed (--no-feed turns it off)")
     root = config.root.resolve()
     if (root / "deployment.json").exists() and load(root).running_apps():
         raise InputError(f"--dir: {root} has running units; run `ftops units stop --all` first")
     master, cluster_state = _master(config)
     root.mkdir(parents=True, exist_ok=True)
     input_dir = (config.input or root / "input").resolve()
-    dep = Deployment(root=str(root), workload=config.workload, params=spec.params(), input=str(input_dir),
-                     master=master, cluster_state=str(cluster_state) if cluster_state else None,
+    _write_backlog(workload, input_dir, backlog_s)
+    layouts = analyse(workload, input_dir, root)
+    dep = Deployment(root=str(root), pipeline=workload.ref, params=workload.params_dict(), input=str(input_dir),
+                     master=master, cluster_state=str(cluster_state) if cluster_state else None, layouts=layouts,
                      trigger_s=config.trigger_s, ui_port_base=config.ui_port_base, feed_speedup=config.feed_speedup)
     dep.save()
-    _write_backlog(spec, input_dir, config.backlog_s)
-    if config.feed:
+    if feed:
         start_feed(root)
     return placement
 
@@ -143,11 +169,14 @@ def _master(config: DeployConfig) -> tuple[str, Path | None]:
     return config.master, None
 
 
-def _write_backlog(spec: SmartCitySpec, input_dir: Path, seconds: float) -> None:
-    from spark_jobs.workloads.generator import existing_files, write_seconds
+def _write_backlog(workload: Workload, input_dir: Path, seconds: float) -> None:
+    from spark_jobs.pipeline.sample_input import existing_files, write_seconds, write_tables
 
-    if seconds > 0 and existing_files(spec, input_dir) == 0:
-        write_seconds(spec, input_dir, seconds)
+    if workload.sample is None:
+        return
+    write_tables(workload, input_dir)  # static tables, before anything reads them
+    if seconds > 0 and existing_files(workload, input_dir) == 0:
+        write_seconds(workload, input_dir, seconds)
 
 
 def start_feed(root: Path) -> int:
@@ -172,12 +201,13 @@ def signal_feed(root: Path, sig: int) -> None:
             pass
 
 
-def feed_files(root: Path) -> int:
-    """How many input files per source exist (the input's frontier)."""
-    from spark_jobs.workloads.generator import existing_files
+def input_file_counts(root: Path) -> dict[str, int]:
+    """How many data files each file source's folder holds (the input's frontier)."""
+    from spark_jobs.pipeline.input_files import data_files
+    from spark_jobs.pipeline.sources import FileSource
 
     dep = load(root)
-    return existing_files(dep.spec, Path(dep.input))
+    return {s.name: len(data_files(s.folder(dep.input))) for s in dep.workload.stream_sources() if isinstance(s, FileSource)}
 
 
 def _repo_root() -> str:
@@ -189,7 +219,7 @@ def start_app(root: Path, name: str, units: list[str], stage: int | None = None)
     root = Path(root).resolve()
     check_app_name(name)
     with locked(root) as dep:
-        units = dep.spec.check_units(list(units), "--units")
+        units = dep.units.check(list(units), "--units")
         if not units:
             raise InputError("--units: name at least one unit")
         if name in dep.apps:
@@ -284,14 +314,6 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
     return [a.name for a in targets]
 
 
-
-
-
-
-
-
-
-
 def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: list[str] | None = None,
               survivors: list[str] | None = None) -> Failure:
     """A node failure of ``apps``: SIGKILL each driver's process group; recorded as a failure."""
@@ -304,7 +326,7 @@ def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: l
         signal_group(dep.apps[a].pid, signal.SIGKILL)
         pid_alive(dep.apps[a].pid)
     units = [u for a in apps for u in dep.apps[a].units if dep.apps[a].stopped_at is None]
-    failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.spec.check_units(units, "failed units"),
+    failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.units.check(units, "failed units"),
                       workers=workers or [], survivor_workers=survivors if survivors is not None else _alive_worker_ids(dep))
     with locked(root) as dep:
         for a in apps:
@@ -421,7 +443,7 @@ def units_status(root: Path) -> dict:
     domains = app_domains(root) if dep.cluster_state else {}
     cost = measured_cost(root)
     rows = []
-    for unit in dep.spec.unit_ids():
+    for unit in dep.units.unit_ids():
         app = running.get(unit)
         status = (read_status(root, app) or {}).get("units", {}).get(unit, {}) if app else {}
         progress = read_progress(root, unit)
@@ -434,8 +456,8 @@ def units_status(root: Path) -> dict:
             "last_input_rows": last.get("num_input_rows"), "data_available": status.get("data_available"),
             "cost": cost.get(unit),
         })
-    return {"root": dep.root, "master": dep.master, "feed_running": pid_alive(dep.feed_pid),
-            "input_files": feed_files(root), "units": rows,
+    return {"root": dep.root, "pipeline": dep.pipeline, "master": dep.master, "feed_running": pid_alive(dep.feed_pid),
+            "input_files": input_file_counts(root), "units": rows,
             "apps": [{"name": a.name, "units": a.units, "running": a.stopped_at is None and pid_alive(a.pid),
                       "killed": a.killed, "stage": a.stage} for a in dep.apps.values()],
             "failures": [f.model_dump() for f in dep.failures]}

@@ -1,5 +1,6 @@
 """ftops_incremental_recovery on a real local Airflow (scheduler, triggerer, dag-processor, api-server as
-separate processes): a real recovery-units deployment on a local Spark cluster loses failure domain rack-a;
+separate processes): a real recovery-units deployment of the smart-city pipeline on a local Spark cluster
+loses failure domain rack-a;
 the DAG plans two stages; stage 1 restarts its units through SparkSubmitOperator when the first replacement
 worker registers; while stage 2 waits, deferred, for the second one, the scheduler and the triggerer are
 SIGKILLed and started again. The run must resume (nothing that already ran runs again, no application is
@@ -66,8 +67,8 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     local, env = airflow
     failure = kill_domain(root, "rack-a")
     first = arrivals(state, failure.time, (5,), BASE)  # the second replacement node comes after the crash
-    run_id = local.trigger(DAG_ID, {"units_dir": str(root), "job": "smartcity", "arrivals": "1,1",
-                                    "cost": "declared:0.8", "timeout_s": 900})
+    run_id = local.trigger(DAG_ID, {"units_dir": str(root), "pipeline": "smartcity", "job": "smartcity",
+                                    "arrivals": "1,1", "cost": "declared:0.8", "timeout_s": 900})
 
     def tis() -> dict[str, dict]:
         return local.task_instances(DAG_ID, run_id)

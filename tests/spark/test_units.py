@@ -1,7 +1,10 @@
-"""Recovery units on a real local Spark standalone cluster (issue 5): a correlated failure of one domain, a
-two-stage incremental recovery that waits on the master for each new worker, the higher-priority query back
-first, and every unit's table equal to the failure-free reference after its restart from its checkpoint.
-Every wait polls real state; nothing here depends on how fast the machine is."""
+"""Recovery units on real Spark (issues 5 and 13): the smart-city pipeline on a local standalone cluster (a
+correlated failure of one domain, a two-stage incremental recovery that waits on the master for each new worker,
+the higher-priority query back first, every unit's table equal to the failure-free reference after its restart
+from its checkpoint); a different pipeline (the sensor-alerts example: a stream-static join, an event-time
+table, a shuffle by another key into an aggregation) deployed as units, a node failure and a restart, exact;
+and shapes units cannot run refused at deploy time. Every wait polls real state; nothing here depends on how
+fast the machine is."""
 
 from __future__ import annotations
 
@@ -13,11 +16,21 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.recovery_units.deployment import load
-from spark_jobs.recovery_units.recovery import closed_until, execute_schedule, load_schedule, verify
-from spark_jobs.recovery_units.runtime import kill_domain, signal_feed
-from spark_jobs.recovery_units.spec import declared_cost, problem_document
-from tests.conftest import test_port
-from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait_steady
+from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
+from spark_jobs.recovery_units.runtime import (
+    DeployConfig,
+    deploy,
+    kill_apps,
+    kill_domain,
+    signal_feed,
+    start_units,
+    stop_apps,
+    units_status,
+)
+from spark_jobs.recovery_units.tables import read_committed
+from spark_jobs.recovery_units.verification import closed_until, verify
+from tests.conftest import ROOT, test_port
+from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_drained, wait_steady
 
 BASE = test_port(21200)  # ports of this test only
 
@@ -30,16 +43,14 @@ def cluster(tmp_path):
     stop_everything(tmp_path / "units", state)
 
 
-def _wait_drained(root: Path, units: list[str], quiet_s: float = 12.0) -> None:
-    """Until no unit's watermark has moved for ``quiet_s`` (several triggers) after the input stopped."""
-    last, since = None, time.monotonic()
-    deadline = since + 180
-    while time.monotonic() - since < quiet_s:
-        assert time.monotonic() < deadline, "the units did not drain"
-        marks = {u: closed_until(root, u) for u in units}
-        if marks != last:
-            last, since = marks, time.monotonic()
-        time.sleep(1.0)
+def _assert_exact(root: Path) -> None:
+    """After the input stopped and every unit drained: each table equals the failure-free reference."""
+    signal_feed(root, signal.SIGTERM)
+    wait_drained(root, load(root).units.unit_ids())
+    check = verify(root)
+    assert check.lost_rows == 0 and check.duplicated_rows == 0
+    for unit in check.units:
+        assert unit["expected_rows"] > 0 and unit["rows"] == unit["expected_rows"] and unit["unexpected_rows"] == 0, unit
 
 
 def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exact_output(tmp_path, cluster):
@@ -51,8 +62,8 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
 
     # One node per unit (cost 0.8 of a node): two stages. Incidents (priority 2) before speed (priority 1);
     # jams (4) needs both.
-    spec = load(root).spec
-    problem = problem_document(spec, failure.units, declared_cost(spec, 0.8))
+    units = load(root).units
+    problem = units.problem(failure.units, units.declared_cost(0.8))
     schedule_file = tmp_path / "stages.json"
     from ft_core.recovery.problem import parse_problem
     from ft_core.recovery.staged import plan_stages
@@ -78,12 +89,42 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     statuses = {a: json.loads((root / "apps" / a / "status.json").read_text()) for a in ("rec-s1-n1", "rec-s2-n2")}
     assert statuses["rec-s1-n1"]["units"]["O2[0]"]["restored_batch"] >= 0
     assert statuses["rec-s2-n2"]["units"]["O1[0]"]["restored_batch"] >= 0
-    signal_feed(root, signal.SIGTERM)
-    _wait_drained(root, spec.unit_ids())
-    check = verify(root)
-    assert check.lost_rows == 0 and check.duplicated_rows == 0
-    for unit in check.units:
-        assert unit["expected_rows"] > 0 and unit["rows"] == unit["expected_rows"] and unit["unexpected_rows"] == 0, unit
+    _assert_exact(root)
+
+
+def test_another_pipeline_runs_as_units_and_a_downstream_aggregation_waits_for_a_failed_unit(tmp_path):
+    """The sensor-alerts example (not written for units): ``enrich`` (a stream-static join, stateless: its table
+    keeps the readings' event time), ``peaks`` (a windowed aggregation over that table), ``alerts`` (two tasks
+    keyed by site: every ``peaks`` task feeds both, an aggregation over the rebuilt window)."""
+    root = tmp_path / "units"
+    placement = tmp_path / "placement.json"
+    apps = {"A": ["enrich[0]", "peaks[0]"], "B": ["alerts[0]", "alerts[1]"]}
+    placement.write_text(json.dumps({"apps": apps}))
+    try:
+        dep = deploy(DeployConfig(root=root, pipeline=str(ROOT / "examples" / "sensor_alerts.py"), placement=placement,
+                                  params=["sensors_p=1", "sites_p=2", "rate=40", "window_s=4", "spike_prob=0.05"],
+                                  master="local[1]", trigger_s=2.0, backlog_s=6, ui_port_base=BASE + 350))
+        layouts = dep.layouts
+        assert layouts["enrich"].event_time == "ts" and layouts["enrich"].ordered and not layouts["enrich"].window
+        assert layouts["peaks"].window == "window" and layouts["peaks"].ordered
+        wait(lambda: all((closed_until(root, u) or 0) > 0 for u in ("alerts[0]", "alerts[1]")), "alerts output")
+
+        failure = kill_apps(root, ["A"])
+        assert failure.units == ["enrich[0]", "peaks[0]"]
+        held = max(r["window_end"] for r in read_committed(root, "peaks[0]"))  # the dead unit's table stays as it is
+        time.sleep(12)  # B keeps running, its watermark held by that table: it waits instead of dropping rows
+        assert all(u["running"] for u in units_status(root)["units"] if u["unit"].startswith("alerts"))
+        assert all(closed_until(root, u) <= held for u in ("alerts[0]", "alerts[1]"))
+
+        record = start_units(root, failure.units, "A2", timeout_s=300)
+        assert record.units == ["enrich[0]", "peaks[0]"]
+        status = json.loads((root / "apps" / "A2" / "status.json").read_text())
+        assert all(s["restored_batch"] >= 0 for s in status["units"].values())
+        wait(lambda: all(closed_until(root, u) > held for u in ("alerts[0]", "alerts[1]")), "alerts past the failure")
+        _assert_exact(root)
+    finally:
+        if (root / "deployment.json").exists():
+            stop_apps(root, all_apps=True, timeout_s=20)
 
 
 def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
@@ -101,5 +142,14 @@ def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
     assert res.code == 2 and "no recovery-units deployment" in res.err
     res = cli("units", "problem", "--dir", tmp_path / "nowhere", "--cost", "declared:2")
     assert res.code == 2
-    res = cli("recover", "--workload", "topk", "--schedule", placement)
-    assert res.code == 2 and "recovery units exist for 'smartcity' only" in res.err
+    res = cli("units", "topology", "--pipeline", "no.such.module:pipeline")
+    assert res.code == 2 and "--pipeline: cannot import module 'no.such.module'" in res.err
+
+    # A shape units cannot run, refused before anything starts: the incidents sample's O4 aggregates the
+    # output of a join, whose windows are not final when written.
+    placement.write_text(json.dumps({"apps": {"A": ["O1[0]", "O2[0]", "O3[0]", "O4[0]"]}}))
+    res = cli("units", "deploy", "--workload", "incidents", "--dir", tmp_path / "inc", "--placement", placement,
+              "--master", "local[1]", "--param", "p1=1", "--param", "p2=1", "--backlog-s", "2", "--no-feed")
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res.err
+    assert "operator O4 cannot run as recovery units" in res.err and "reads the table of O3" in res.err
+    assert not (tmp_path / "inc" / "deployment.json").exists() and not (tmp_path / "inc" / "apps").exists()

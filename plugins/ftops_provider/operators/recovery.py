@@ -1,7 +1,9 @@
-"""The steps of a staged incremental recovery of a recovery-units deployment (logic in ``spark_jobs.recovery_units``).
+"""The steps of a staged incremental recovery of a recovery-units deployment of any pipeline (logic in
+``spark_jobs.recovery_units``; the pipeline, its units and queries are the deployment's).
 
 - :class:`DetectFailureOperator`: the units that are down: the deployment's last recorded failure if it is
-  not recovered yet, else the applications whose drivers died (recorded now as a failure);
+  not recovered yet, else the applications whose drivers died (recorded now as a failure); with
+  ``pipeline``, the deployment must run that pipeline;
 - :class:`PlanStagesOperator`: the recovery problem of that failure (measured or declared unit costs), the
   staged schedule (``ft_core.recovery.staged``) for the expected replacement nodes, written next to the
   deployment and stored as a ``recovery`` plan with a recovery run and its stages;
@@ -38,17 +40,25 @@ def _skip(message: str):
 
 
 class DetectFailureOperator(BaseOperator):
-    """The deployment's current failure (recorded or detected now); returns it."""
+    """The deployment's current failure (recorded or detected now); returns it. ``pipeline`` (a sample's name
+    or a ``--pipeline`` reference; empty: any) must be what the deployment runs."""
 
-    template_fields = ("units_dir",)
+    template_fields = ("units_dir", "pipeline")
 
-    def __init__(self, *, units_dir: str, **kwargs: Any):
+    def __init__(self, *, units_dir: str, pipeline: str = "", **kwargs: Any):
         super().__init__(**kwargs)
-        self.units_dir = units_dir
+        self.units_dir, self.pipeline = units_dir, pipeline
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from ft_core.errors import InputError
+        from spark_jobs.pipeline.loading import load_pipeline
+        from spark_jobs.recovery_units.deployment import load
         from spark_jobs.recovery_units.runtime import current_failure
 
+        dep = load(Path(self.units_dir))
+        if self.pipeline and load_pipeline(self.pipeline).ref != load_pipeline(dep.pipeline).ref:
+            raise InputError(f"pipeline: the deployment in {dep.root} runs {dep.pipeline}, not {self.pipeline}")
+        self.log.info("deployment %s runs %s", dep.root, dep.pipeline)
         failure = current_failure(Path(self.units_dir))
         if failure is None:
             raise _skip(f"no failed units in {self.units_dir}: nothing to recover")
@@ -135,6 +145,26 @@ class StageCapacitySensor(_DeferredWait):
         if not apps:
             raise _skip(f"stage {self.stage} starts nothing")
         return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, _master_ui(root)
+
+    def execute(self, context: Any) -> dict[str, Any] | None:
+        """Pass at once when the capacity is there already (no deferral round trip: a task that defers and is
+        resumed within seconds can meet its own late executor event, which the scheduler takes for a failure);
+        otherwise defer on the master."""
+        from spark_jobs.cluster.standalone import ClusterError
+        from spark_jobs.recovery_units.recovery import capacity
+
+        new, cores, known, _ = self._need(context)
+        try:
+            have = capacity(Path(self.units_dir), known)
+        except ClusterError:
+            have = None  # the master does not answer now: the trigger keeps asking
+        if have is not None and have[0] >= new and have[1] >= cores:
+            now = time.time()
+            self._record(context, "waiting", waiting_at=now)
+            self._record(context, "started", started_at=now)
+            self.log.info("stage %d: %d new workers and %d free cores are there already", self.stage, *have)
+            return {"status": "ok", "new_workers": have[0], "free_cores": have[1], "waited_s": 0.0}
+        return super().execute(context)
 
     def make_trigger(self, context: Any):
         from ftops_provider.triggers.spark_capacity import SparkCapacityTrigger
@@ -234,21 +264,22 @@ class FinishRecoveryOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from spark_jobs.recovery_units.deployment import load
-        from spark_jobs.recovery_units.recovery import failed_queries, query_recovery, verify
+        from spark_jobs.recovery_units.recovery import failed_queries, query_recovery
+        from spark_jobs.recovery_units.verification import verify
 
         root = Path(self.units_dir)
         planned = _planned(context, self.plan_task_id)
         queries = failed_queries(root)
         recovered = query_recovery(root, queries)
         check = verify(root)
-        spec = load(root).spec
+        priority = load(root).units.queries()
         problems = [f"{q} not available again" for q, v in recovered.items() if v is None]
         if check.lost_rows or check.duplicated_rows:
             problems.append(f"{check.lost_rows} rows lost, {check.duplicated_rows} duplicated")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             for q, seconds in recovered.items():
-                store.record_query_recovery(planned["run_id"], q, spec.priority(q), seconds)
+                store.record_query_recovery(planned["run_id"], q, priority[q], seconds)
             stalled = store.fail_unfinished_stages(planned["run_id"])
             if stalled:  # a stage's wait or restart failed (this task runs after failures too)
                 problems.append(f"stage(s) {', '.join(map(str, stalled))} did not finish")
