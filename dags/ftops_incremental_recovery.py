@@ -45,7 +45,7 @@ with DAG(
     doc_md=__doc__,
     params={
         "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
-        "pipeline": Param("", type="string", description="optional: the pipeline the deployment must run (a sample's "
+        "pipeline": Param("", type="string", pattern=r"^[A-Za-z0-9_./:-]*$", maxLength=500, description="optional: the pipeline the deployment must run (a sample's "
                           "name or module:attribute / file.py); empty: whatever it runs"),
         "job": Param("smartcity", type="string", minLength=1, description="registered job the run is recorded under"),
         "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,

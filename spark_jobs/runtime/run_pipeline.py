@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ft_core.errors import FtopsError, InputError
+from ft_core.input.documents import read_document
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
@@ -99,12 +100,7 @@ def load_plan_tasks(path: str | Path, workload: Workload) -> frozenset[str]:
     """The tasks of a replication plan (``ftops plan replication --json``) checked against the
     pipeline's topology; a task it does not have is an InputError naming it."""
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise InputError(f"--plan: file {str(path)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"--plan: {str(path)!r} is not a readable JSON plan: {exc}") from None
+    doc = read_document(path, "--plan")
     tasks = doc.get("tasks") if isinstance(doc, dict) else None
     if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
         raise InputError(f"--plan: {str(path)!r} has no 'tasks' list of task ids")
