@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 
 from ft_core.errors import FtopsError
@@ -35,8 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    started = time.perf_counter()  # commands with a time limit count from here (imports included)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.started = started
     try:
         return int(args.func(args) or 0)
     except FtopsError as exc:

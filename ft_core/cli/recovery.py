@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.deadline import check_time_limit
 from ft_core.errors import InputError
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
 from ft_core.recovery.problem import load_problem
@@ -135,6 +136,4 @@ def _finite(value: float, flag: str) -> float:
 
 
 def _time_limit(value: float) -> float:
-    if not value > 0:
-        raise InputError(f"--time-limit: must be > 0 seconds, got {value:g}")
-    return value
+    return check_time_limit(value, "--time-limit")

@@ -22,23 +22,35 @@ from __future__ import annotations
 import heapq
 import time
 
+from ft_core.deadline import Deadline
 from ft_core.replication.plan import ReplicationPlan, make_plan
 from ft_core.topology.task_graph import TaskGraph
 
 
 def greedy_plan(graph: TaskGraph, budget: int) -> ReplicationPlan:
     start = time.perf_counter()
-    losses = single_failure_losses(graph)
-    chosen = heapq.nsmallest(min(budget, graph.n), range(graph.n), key=lambda i: (-losses[i], i))
-    return make_plan(graph, "greedy", budget, set(chosen), time.perf_counter() - start)
+    return make_plan(graph, "greedy", budget, greedy_tasks(graph, budget), time.perf_counter() - start)
 
 
-def single_failure_losses(graph: TaskGraph) -> list[float]:
-    """``1 - OF`` when only task ``i`` fails, for every task (Alg. 2 lines 3-5)."""
+def greedy_tasks(graph: TaskGraph, budget: int, *, deadline: Deadline | None = None) -> set[int] | None:
+    """The ``budget`` tasks whose single failure costs most OF; None if ``deadline`` passed first."""
+    losses = single_failure_losses(graph, deadline=deadline)
+    if losses is None:
+        return None
+    return set(heapq.nsmallest(min(budget, graph.n), range(graph.n), key=lambda i: (-losses[i], i)))
+
+
+def single_failure_losses(graph: TaskGraph, *, deadline: Deadline | None = None) -> list[float] | None:
+    """``1 - OF`` when only task ``i`` fails, for every task (Alg. 2 lines 3-5); None past ``deadline``."""
     sinks = graph.sinks
     total = sum(graph.rate[s] for s in sinks)
     weight = {s: (graph.rate[s] / total if total > 0 else 1.0 / len(sinks)) for s in sinks}
-    return [_cone_loss(graph, i, weight) for i in range(graph.n)]
+    losses = []
+    for i in range(graph.n):
+        if deadline is not None and i % 64 == 0 and deadline.expired():
+            return None
+        losses.append(_cone_loss(graph, i, weight))
+    return losses
 
 
 def _cone_loss(graph: TaskGraph, failed: int, sink_weight: dict[int, float]) -> float:
