@@ -15,6 +15,8 @@ def register(sub, groups) -> None:
     bench.add_argument("--quick", action="store_true", help="a small run for CI smoke tests (seconds, not minutes)")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/replication.md; --quick: stdout only)")
     bench.add_argument("--topologies", type=int, default=None, help="random topologies per setting (default 100)")
+    bench.add_argument("--spark-topologies", type=int, default=None,
+                       help="random topologies per Spark-like setting of section 5 (default 10)")
     bench.set_defaults(func=_bench)
 
 
@@ -26,9 +28,16 @@ def _bench(args: argparse.Namespace) -> int:
 
             raise InputError(f"--topologies: must be >= 1, got {args.topologies}")
         config = BenchConfig(**{**config.__dict__, "topologies_per_setting": args.topologies})
+    if args.spark_topologies is not None:
+        if args.spark_topologies < 1:
+            from ft_core.errors import InputError
+
+            raise InputError(f"--spark-topologies: must be >= 1, got {args.spark_topologies}")
+        config = BenchConfig(**{**config.__dict__, "spark_topologies": args.spark_topologies})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench replication"
-    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
     out = args.out or (None if args.quick else "docs/benchmarks/replication.md")
+    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
+                           table=Path(out) if out else None)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(report)
