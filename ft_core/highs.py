@@ -25,6 +25,7 @@ import ctypes
 import math
 import os
 import sys
+import time
 from contextlib import contextmanager
 
 import highspy
@@ -51,6 +52,18 @@ def _stdout_to_stderr():
         os.close(saved)
 
 
+def _interrupt_at(h: highspy.Highs, stop_at: float) -> None:
+    """Interrupt HiGHS at ``stop_at`` (``time.perf_counter()``): its own time limit is checked between
+    steps, and a long LP step on a large model overran it by over a second (issue 19's contract)."""
+
+    def check(event) -> None:
+        if time.perf_counter() >= stop_at:
+            event.interrupt()
+
+    for event in (h.cbSimplexInterrupt, h.cbIpmInterrupt, h.cbMipInterrupt):
+        event.subscribe(check)
+
+
 def solve_milp(c, matrix, upper, integrality, *, time_limit: float | None, rel_gap: float = 1e-9,
                abs_gap: float = 1e-6, start: dict[int, float] | None = None) -> OptimizeResult:
     """Minimise ``c @ x`` s.t. ``matrix @ x <= upper``, ``0 <= x <= 1``, ``x_j`` integral where ``integrality[j]``.
@@ -63,6 +76,7 @@ def solve_milp(c, matrix, upper, integrality, *, time_limit: float | None, rel_g
     """
     if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
         raise ValueError(f"time_limit must be a positive finite number of seconds, got {time_limit!r}")
+    stop_at = None if time_limit is None else time.perf_counter() + time_limit  # setting up counts too
     a = csc_matrix(matrix)
     n_rows, n_cols = a.shape
     lp = highspy.HighsLp()
@@ -81,20 +95,21 @@ def solve_milp(c, matrix, upper, integrality, *, time_limit: float | None, rel_g
     lp.a_matrix_.value_ = a.data.astype(float)
     integral = np.asarray(integrality) > 0
     if integral.any():
-        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in integral]
+        lp.integrality_ = np.where(integral, highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous)
     with _stdout_to_stderr():
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", rel_gap)
         h.setOptionValue("mip_abs_gap", abs_gap)
         h.setOptionValue("threads", 1)  # the planners run beside other work; HiGHS's MIP search is serial anyway
-        if time_limit is not None:
-            h.setOptionValue("time_limit", float(time_limit))
         h.passModel(lp)
         if start:
             cols = np.fromiter(start.keys(), dtype=np.int32, count=len(start))
             vals = np.fromiter(start.values(), dtype=float, count=len(start))
             h.setSolution(len(cols), cols, vals)
+        if stop_at is not None:
+            h.setOptionValue("time_limit", max(1e-3, stop_at - time.perf_counter()))
+            _interrupt_at(h, stop_at)
         h.run()
         status = h.getModelStatus()
         info = h.getInfo()
