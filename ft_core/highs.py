@@ -8,8 +8,8 @@ the time limit stops the search.
 Algorithm: HiGHS's branch-and-cut (the same solver ``scipy.optimize.milp`` wraps, through its own
 Python API, which also takes a MIP start). A start that gives only the integral columns is completed
 by HiGHS (it solves the LP with them fixed). HiGHS sometimes writes to file descriptor 1 from C++
-(its banner, diagnostics), which would corrupt the CLI's ``--json`` output: everything it prints goes
-to stderr. Complexity: exponential in the worst case; the time limit bounds it.
+(diagnostics), which would corrupt the CLI's ``--json`` output: everything it prints goes to stderr,
+except its start-up banner, which goes nowhere. Complexity: exponential in the worst case; the time limit bounds it.
 
     >>> import numpy as np
     >>> from scipy.sparse import csr_matrix
@@ -40,16 +40,28 @@ _OK_WITH_SOLUTION = {highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus
 
 
 @contextmanager
-def _stdout_to_stderr():
+def _stdout_to(fd: int):
     sys.stdout.flush()
     saved = os.dup(1)
     try:
-        os.dup2(2, 1)
+        os.dup2(fd, 1)
         yield
     finally:
-        _libc.fflush(None)  # HiGHS writes through C stdio: flush it while fd 1 still points at stderr
+        _libc.fflush(None)  # HiGHS writes through C stdio: flush it while fd 1 still points elsewhere
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def _quiet_highs() -> highspy.Highs:
+    """A Highs object without its start-up banner (printed before any option can turn it off)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        with _stdout_to(null):
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+    finally:
+        os.close(null)
+    return h
 
 
 def _interrupt_at(h: highspy.Highs, stop_at: float) -> None:
@@ -96,9 +108,8 @@ def solve_milp(c, matrix, upper, integrality, *, time_limit: float | None, rel_g
     integral = np.asarray(integrality) > 0
     if integral.any():
         lp.integrality_ = np.where(integral, highspy.HighsVarType.kInteger, highspy.HighsVarType.kContinuous)
-    with _stdout_to_stderr():
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+    h = _quiet_highs()
+    with _stdout_to(2):
         h.setOptionValue("mip_rel_gap", rel_gap)
         h.setOptionValue("mip_abs_gap", abs_gap)
         h.setOptionValue("threads", 1)  # the planners run beside other work; HiGHS's MIP search is serial anyway

@@ -7,8 +7,6 @@ import shlex
 import sys
 from pathlib import Path
 
-from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark
-
 
 def register(sub, groups) -> None:
     bench = groups["bench"].add_parser("replication", help="paper 000's planner comparisons (Fig. 13, Fig. 14, optimality, scale)")
@@ -21,6 +19,8 @@ def register(sub, groups) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark  # matplotlib, HiGHS: only when benchmarking
+
     config = QUICK if args.quick else BenchConfig()
     if args.topologies is not None:
         if args.topologies < 1:
