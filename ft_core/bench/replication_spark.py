@@ -15,7 +15,7 @@ with a short and the full time limit. Complexity: at most ``runs x time limit`` 
 
     >>> g = spark_scale_topology("two-joins", 2_000)
     >>> g.n, len(g.sinks)
-    (1990, 10)
+    (2002, 10)
 """
 
 from __future__ import annotations
