@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
-from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark
 from ft_core.cli.output import emit_report
 from ft_core.input.quantities import TaskCount, flag
 
@@ -17,14 +17,22 @@ def register(sub, groups) -> None:
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/replication.md; --quick: stdout only)")
     bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     bench.add_argument("--topologies", type=flag(TaskCount), default=None, help="random topologies per setting (default 100)")
+    bench.add_argument("--spark-topologies", type=flag(TaskCount), default=None,
+                       help="random topologies per Spark-like setting of section 5 (default 10)")
     bench.set_defaults(func=_bench)
 
 
 def _bench(args: argparse.Namespace) -> int:
+    from ft_core.bench.replication import QUICK, BenchConfig, run_benchmark  # matplotlib, HiGHS: only when benchmarking
+
     config = QUICK if args.quick else BenchConfig()
     if args.topologies is not None:
         config = BenchConfig(**{**config.__dict__, "topologies_per_setting": args.topologies})
+    if args.spark_topologies is not None:
+        config = BenchConfig(**{**config.__dict__, "spark_topologies": args.spark_topologies})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench replication"
-    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/replication.md"), args.json)
+    out = args.out or (None if args.quick else "docs/benchmarks/replication.md")
+    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
+                           table=Path(out) if out else None)
+    emit_report(report, out, args.json)
     return 0

@@ -14,6 +14,7 @@ import argparse
 import os
 import re
 import sys
+import time
 from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -113,8 +114,10 @@ def wants_json(argv: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
+    started = time.perf_counter()  # commands with a time limit count from here (their own imports included)
     try:
         args = _shared_parser().parse_args(argv)
+        args.started = started
         return int(args.func(args) or 0)
     except FtopsError as exc:
         return report_error(exc, as_json)

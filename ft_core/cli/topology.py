@@ -31,7 +31,8 @@ def register(sub, groups) -> None:
     rep.add_argument("topology", help="topology document (.json, .yaml)")
     rep.add_argument("--budget", "-R", type=flag(TaskBudget), required=True, help="number of active replicas R")
     rep.add_argument("--algorithm", choices=ALGORITHMS, default="structure-aware")
-    rep.add_argument("--time-limit", type=flag(PositiveSeconds), default=60.0, help="seconds for the exact planner (default 60)")
+    rep.add_argument("--time-limit", type=flag(PositiveSeconds), default=60.0,
+                     help="seconds the whole command may take with the exact planner (default 60; it returns its best plan and gap)")
     rep.add_argument("--json", action="store_true", help="print the plan as JSON")
     rep.set_defaults(func=_plan)
 
@@ -76,7 +77,7 @@ def _fidelity(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     graph = load_graph(args.topology)
-    plan = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit)
+    plan = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit, started=args.started)
     if args.json:
         print_json(plan)
         return 0

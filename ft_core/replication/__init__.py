@@ -10,7 +10,9 @@ whose replicas keep OF highest under a worst-case correlated failure.
 - :mod:`~ft_core.replication.greedy`, :mod:`~ft_core.replication.structure_aware`,
   :mod:`~ft_core.replication.exact`: the planners (Alg. 2, Alg. 3-5, a MILP proven optimum), with
   :mod:`~ft_core.replication.sub_topology`, :mod:`~ft_core.replication.units` and
-  :mod:`~ft_core.replication.incremental_fidelity` as the structure-aware planner's pieces.
+  :mod:`~ft_core.replication.incremental_fidelity` as the structure-aware planner's pieces, and
+  :mod:`~ft_core.replication.interchangeable`, :mod:`~ft_core.replication.alive_model` and
+  :mod:`~ft_core.replication.budget_bound` as the exact planner's (symmetry, model, bounds).
 - :mod:`~ft_core.replication.plan`: the typed plan every planner returns;
   :mod:`~ft_core.replication.planners`: the planner chosen by name.
 """

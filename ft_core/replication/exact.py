@@ -1,27 +1,27 @@
 """Exact replication planner: a proven optimum of the PPA problem (paper 000, Section IV-A).
 
-Problem: choose ``P``, ``|P| <= R``, maximising OF with every task outside ``P`` failed. OF is a sum
-of non-negative MC-tree weights over the trees contained in ``P`` (see :mod:`ft_core.replication.mctree`): a
-set-union knapsack, NP-hard. The paper's DP (Algorithm 1) enumerates plans over MC-trees and could
-not finish on random topologies of 5-10 operators; we solve mixed-integer programs with HiGHS
-(``scipy.optimize.milp``) instead.
+Problem: choose ``P``, ``|P| <= R``, maximising OF with every task outside ``P`` failed: a
+set-union knapsack over MC-trees, NP-hard. The paper's DP (Algorithm 1) enumerates plans over
+MC-trees and could not finish on random topologies of 5-10 operators; we solve a mixed-integer
+program with HiGHS instead (:mod:`ft_core.replication.alive_model`: alive fractions, counts for
+tasks that full streams make interchangeable, exact products for joins).
 
-Algorithm: two formulations, both with binary ``x_i`` (task ``i`` replicated), ``sum x <= R``.
+Algorithm, under one wall-clock deadline (issue 19's contract: the call returns within
+``time_limit`` plus a small constant, see :data:`DEADLINE_SLACK_S`):
 
-- *Alive-fraction* model: continuous ``0 <= A_i <= x_i`` with ``A_i <= sum_k c_ik A_k`` (independent
-  task, ``c_ik`` its substream shares of Eq. 1/3) or ``A_i <= sum_k c_ijk A_k`` for each input
-  stream ``j`` (join); maximise ``sum_sinks w_s A_s`` (Eq. 4 weights). Without joins the optimum
-  ``A`` equals the true alive fraction ``1 - IL``, so the MILP is exact at any size (O(T) variables,
-  O(S) non-zeros). With joins, ``A_i <= min_j B_ij`` relaxes the product of Eq. 2: an upper bound.
-- *MC-tree* model, used when joins are present and the trees are few enough: ``y_t <= x_i`` for
-  each task of each distinct tree ``t``; maximise ``sum_t w_t y_t``. Exact.
+1. the structure-aware plan (which is never worse than greedy's) is the incumbent;
+2. the model is built (its products relaxed, still a valid bound, if building would eat more
+   than half of the remaining time) and HiGHS starts from the incumbent (a MIP start), so its
+   search prunes against it from the first node;
+3. the better of HiGHS's plan and the incumbent is returned with HiGHS's dual bound, which stays
+   a proven upper bound when the time limit stops the search: ``upper_bound - output_fidelity`` is
+   the proven gap, and ``optimal`` is true only when it is at most :data:`TOLERANCE`.
 
-With joins and too many trees, the relaxation's bound and the best of (its own plan, the
-structure-aware plan, the greedy plan) give a plan with a proven gap; ``optimal`` is true only when
-the gap closes. A ``time_limit`` makes HiGHS return its incumbent and dual bound instead of hanging.
+Whatever stops early, the answer is at least the structure-aware plan, and an upper bound is only
+claimed when one was proven (otherwise it is 1.0, the trivial bound).
 
-Complexity: exponential in the worst case (it is NP-hard); in practice HiGHS certifies the paper's
-random topologies in well under a second each (see docs/benchmarks/replication.md).
+Complexity: exponential in the worst case (it is NP-hard); the deadline bounds it. See
+docs/benchmarks/replication.md for what it certifies within 60 s.
 
 Example::
 
@@ -35,20 +35,22 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-from scipy.sparse import coo_matrix
-
-from ft_core.replication.fidelity import replicated_fidelity
+from ft_core.deadline import Deadline, check_time_limit
 from ft_core.highs import solve_milp
-from ft_core.replication.mctree import count_mc_trees, weighted_tree_sets
+from ft_core.replication.alive_model import DEFAULT_MAX_NONZEROS, TASK_PENALTY, OutOfTime, build_alive_model
 from ft_core.replication.plan import ReplicationPlan, make_plan
-from ft_core.topology.task_graph import TaskGraph, rate_shares
+from ft_core.replication.structure_aware import structure_aware_plan
+from ft_core.topology.task_graph import TaskGraph
 
-# HiGHS proves optima up to its feasibility tolerances (1e-6); a gap below this is optimal.
-TOLERANCE = 1e-5
-# A tiny cost per replicated task so that the solver does not pick useless tasks; far below TOLERANCE.
-_TASK_PENALTY = 1e-10
-DEFAULT_MAX_TREE_NONZEROS = 2_000_000
+# A plan is called optimal when its OF is within this (absolute) of the proven upper bound; HiGHS is
+# asked for a gap ten times smaller so that its own "optimal" always satisfies ours.
+TOLERANCE = 1e-6
+# What the time-limit contract allows past the limit: evaluating and returning the plan after the
+# solver stops, HiGHS's own reaction time to its limit, and the CLI's start-up before its clock
+# starts. Measured well below this (docs/benchmarks/replication.md, section 5).
+DEADLINE_SLACK_S = 1.0
+# Below this much time left there is no point in starting HiGHS.
+_MIN_SOLVE_S = 0.05
 
 
 def exact_plan(
@@ -56,144 +58,46 @@ def exact_plan(
     budget: int,
     *,
     time_limit: float | None = 60.0,
-    max_tree_nonzeros: int = DEFAULT_MAX_TREE_NONZEROS,
+    max_nonzeros: int = DEFAULT_MAX_NONZEROS,
+    started: float | None = None,
 ) -> ReplicationPlan:
-    """A proven-optimal plan, or the best plan found with its proven upper bound."""
-    start = time.perf_counter()
+    """A proven-optimal plan, or within ``time_limit`` seconds (counted from ``started``, default now)
+    the best plan found, never worse than structure-aware's, with its proven upper bound."""
+    deadline = Deadline(check_time_limit(time_limit), start=started)
     if budget >= graph.n:
-        return make_plan(graph, "exact", budget, set(range(graph.n)), time.perf_counter() - start, optimal=True, upper_bound=1.0)
-    has_joins = any(graph.correlated[i] and len(graph.inputs[i]) > 1 for i in range(graph.n))
-    if has_joins and _tree_nonzeros(graph) <= max_tree_nonzeros:
-        chosen, bound = _solve_trees(graph, budget, time_limit)
-    else:
-        chosen, bound = _solve_alive_fraction(graph, budget, time_limit)
-        if has_joins:
-            chosen = _best_incumbent(graph, budget, chosen)
-    plan_of = replicated_fidelity(graph, chosen)
-    optimal = bound - plan_of <= TOLERANCE
-    return make_plan(graph, "exact", budget, chosen, time.perf_counter() - start, optimal=optimal, upper_bound=max(bound, plan_of))
+        return make_plan(graph, "exact", budget, set(range(graph.n)), deadline.elapsed(), optimal=True, upper_bound=1.0)
+    incumbent = {graph.index[t] for t in structure_aware_plan(graph, budget, deadline=deadline).tasks}
+    clock = time.perf_counter()
+    fallback = make_plan(graph, "exact", budget, incumbent, 0.0)
+    # What is left to do once HiGHS stops: decode, evaluate and build the plan (measured on the incumbent).
+    reserve = 2 * (time.perf_counter() - clock) + 0.05
+    chosen, bound = incumbent, 1.0
+    if deadline.remaining() - reserve > _MIN_SOLVE_S:
+        chosen, bound = _solve(graph, budget, incumbent, deadline, reserve, max_nonzeros)
+    plan = make_plan(graph, "exact", budget, chosen, 0.0) if chosen != incumbent else fallback
+    if plan.output_fidelity < fallback.output_fidelity:
+        plan = fallback
+    bound = max(bound, plan.output_fidelity)
+    return plan.model_copy(update={"optimal": bound - plan.output_fidelity <= TOLERANCE, "upper_bound": bound,
+                                   "elapsed_s": deadline.elapsed()})
 
-
-def _tree_nonzeros(graph: TaskGraph) -> int:
-    # Cheap pre-check: trees x depth overestimates the constraint matrix without enumerating.
-    depth = len(graph.operator_order)
-    return count_mc_trees(graph) * depth
-
-
-def _sink_weights(graph: TaskGraph) -> dict[int, float]:
-    sinks = graph.sinks
-    total = sum(graph.rate[s] for s in sinks)
-    return {s: (graph.rate[s] / total if total > 0 else 1.0 / len(sinks)) for s in sinks}
-
-
-def _solve_alive_fraction(graph: TaskGraph, budget: int, time_limit: float | None) -> tuple[set[int], float]:
-    # Variables: x (n, binary), A (n), and one flow f per substream with f <= A_upstream, f <= x_task,
-    # A_i <= sum_k c_ik f_ik. The per-substream cap tightens the LP relaxation well beyond A_i <= x_i.
-    n = graph.n
-    subs = [(i, j, u, c) for i in range(n) for j, s in enumerate(graph.inputs[i]) for u, c in zip(s.upstream, rate_shares(s.rates))]
-    m = len(subs)
-    rows, cols, vals = [], [], []
-    upper: list[float] = []
-
-    def add(entries: list[tuple[int, float]], ub: float = 0.0) -> None:
-        r = len(upper)
-        for col, val in entries:
-            rows.append(r)
-            cols.append(col)
-            vals.append(val)
-        upper.append(ub)
-
-    for i in range(n):
-        add([(n + i, 1.0), (i, -1.0)])  # A_i <= x_i
-    by_task: dict[int, list[list[tuple[int, float]]]] = {}
-    for e, (i, j, u, c) in enumerate(subs):
-        f = 2 * n + e
-        add([(f, 1.0), (n + u, -1.0)])  # f <= A_u
-        add([(f, 1.0), (i, -1.0)])  # f <= x_i
-        streams = by_task.setdefault(i, [[] for _ in graph.inputs[i]])
-        streams[j].append((f, c))
-    for i, streams in by_task.items():
-        if graph.correlated[i]:
-            for stream in streams:  # the join's product relaxed to min over streams
-                add([(n + i, 1.0)] + [(f, -c) for f, c in stream])
-        else:
-            weights = rate_shares([graph.inputs[i][j].total_rate for j in range(len(streams))])
-            add([(n + i, 1.0)] + [(f, -c * w) for stream, w in zip(streams, weights) for f, c in stream])
-    add([(i, 1.0) for i in range(n)], float(budget))
-    for higher, lower in _exchangeable_pairs(graph):
-        add([(lower, 1.0), (higher, -1.0)])  # x_lower <= x_higher: breaks symmetry, loses no optimum
-
-    c = np.zeros(2 * n + m)
-    c[:n] = _TASK_PENALTY
-    for s, w in _sink_weights(graph).items():
-        c[n + s] -= w
-    matrix = coo_matrix((vals, (rows, cols)), shape=(len(upper), 2 * n + m)).tocsr()
-    integrality = np.concatenate([np.ones(n), np.zeros(n + m)])
-    return _run(c, matrix, np.array(upper), integrality, n, time_limit)
-
-
-def _exchangeable_pairs(graph: TaskGraph) -> list[tuple[int, int]]:
-    """Consecutive tasks (by rate) of operators whose every stream in and out is ``full``.
-
-    Such tasks have the same upstream and downstream tasks and differ only in rate, which weighs
-    their substreams (and their Eq. 4 weight at a sink); replacing a replicated task by an
-    unreplicated one of higher rate never lowers OF, so some optimum replicates a prefix of
-    them in rate order.
-    """
-    streams = graph.topology.streams
-    pairs = []
-    for op, tasks in graph.tasks_of.items():
-        touching = [s for s in streams if op in (s.source, s.target)]
-        if len(tasks) < 2 or any(s.partitioning != "full" for s in touching):
-            continue
-        ordered = sorted(tasks, key=lambda i: (-graph.rate[i], i))
-        pairs.extend(zip(ordered, ordered[1:]))
-    return pairs
-
-
-def _solve_trees(graph: TaskGraph, budget: int, time_limit: float | None) -> tuple[set[int], float]:
-    n = graph.n
-    trees = list(weighted_tree_sets(graph, limit=count_mc_trees(graph)).items())
-    rows, cols, vals = [], [], []
-    row = 0
-    for t, (tasks, _) in enumerate(trees):
-        for i in tasks:  # y_t <= x_i
-            rows += [row, row]
-            cols += [n + t, i]
-            vals += [1.0, -1.0]
-            row += 1
-    for higher, lower in _exchangeable_pairs(graph):
-        rows += [row, row]
-        cols += [lower, higher]
-        vals += [1.0, -1.0]
-        row += 1
-    for i in range(n):
-        rows.append(row)
-        cols.append(i)
-        vals.append(1.0)
-    row += 1
-    upper = np.zeros(row)
-    upper[-1] = float(budget)
-    c = np.concatenate([np.full(n, _TASK_PENALTY), -np.array([w for _, w in trees])])
-    matrix = coo_matrix((vals, (rows, cols)), shape=(row, n + len(trees))).tocsr()
-    integrality = np.concatenate([np.ones(n), np.zeros(len(trees))])
-    return _run(c, matrix, upper, integrality, n, time_limit)
-
-
-def _run(c, matrix, upper, integrality, n: int, time_limit: float | None) -> tuple[set[int], float]:
-    res = solve_milp(c, matrix, upper, integrality, time_limit=time_limit)
-    chosen = set() if res.x is None else {i for i in range(n) if res.x[i] > 0.5}
-    dual = getattr(res, "mip_dual_bound", None)
-    bound = -dual if dual is not None and np.isfinite(dual) else 1.0
-    # The dual bound is valid even when the time limit stopped the search.
-    return chosen, min(1.0, bound + n * _TASK_PENALTY)
-
-
-def _best_incumbent(graph: TaskGraph, budget: int, relaxed: set[int]) -> set[int]:
-    from ft_core.replication.greedy import greedy_plan
-    from ft_core.replication.structure_aware import structure_aware_plan
-
-    candidates = [relaxed]
-    for planner in (structure_aware_plan, greedy_plan):
-        candidates.append({graph.index[t] for t in planner(graph, budget).tasks})
-    return max(candidates, key=lambda p: replicated_fidelity(graph, p))
+def _solve(graph: TaskGraph, budget: int, incumbent: set[int], deadline: Deadline, reserve: float,
+           max_nonzeros: int) -> tuple[set[int], float]:
+    """HiGHS's plan (or the incumbent) and its proven upper bound (1.0 when none was proven)."""
+    left = None if deadline.seconds is None else deadline.remaining()
+    relax_by = Deadline(None if left is None else left / 2)  # past this, products are relaxed
+    give_up_by = Deadline(None if left is None else left - reserve - _MIN_SOLVE_S)
+    try:
+        model = build_alive_model(graph, budget, max_nonzeros=max_nonzeros, deadline=relax_by, hard_deadline=give_up_by)
+    except OutOfTime:
+        return incumbent, 1.0
+    limit = None if left is None else deadline.remaining() - reserve
+    if limit is not None and limit <= _MIN_SOLVE_S:
+        return incumbent, 1.0
+    res = solve_milp(model.cost, model.matrix, model.upper, model.integrality, time_limit=limit,
+                     rel_gap=1e-9, abs_gap=TOLERANCE / 10, start=model.start(incumbent))
+    chosen = model.decode(res.x) if res.x is not None else incumbent
+    if res.status == 2 or res.mip_dual_bound is None:  # HiGHS failed or stopped before any bound
+        return chosen, 1.0
+    # The dual bound is valid even when the time limit stopped the search; the penalties lower it.
+    return chosen, min(1.0, -res.mip_dual_bound + graph.n * TASK_PENALTY)

@@ -17,7 +17,8 @@ Algorithms:
 - :func:`iter_mc_trees`: depth-first expansion yielding one tree at a time (lazy; memory
   proportional to the topology's depth, not to the number of trees).
 - :func:`weighted_tree_sets`: distinct task sets with summed weights, stopping with an error past a
-  limit, for exact solvers.
+  limit: the set-union knapsack's items, to check OF against on small topologies (the exact planner
+  itself never enumerates trees, see :mod:`ft_core.replication.alive_model`).
 
 Example::
 

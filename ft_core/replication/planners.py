@@ -14,14 +14,17 @@ from ft_core.topology.task_graph import TaskGraph
 ALGORITHMS = ("exact", "structure-aware", "greedy")
 
 
-def plan_replication(graph: TaskGraph, budget: int, algorithm: str, *, time_limit: float | None = 60.0) -> ReplicationPlan:
-    """Run the named planner with ``budget`` replicas (R of paper 000)."""
+def plan_replication(graph: TaskGraph, budget: int, algorithm: str, *, time_limit: float | None = 60.0,
+                     started: float | None = None) -> ReplicationPlan:
+    """Run the named planner with ``budget`` replicas (R of paper 000); the exact planner returns
+    within ``time_limit`` seconds (plus a small constant) from ``started`` (a ``time.perf_counter()``
+    value, default now)."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise InputError(f"budget: must be a non-negative integer number of replicas, got {budget!r}")
     if algorithm == "exact":
         from ft_core.replication.exact import exact_plan
 
-        return exact_plan(graph, budget, time_limit=time_limit)
+        return exact_plan(graph, budget, time_limit=time_limit, started=started)
     if algorithm == "structure-aware":
         from ft_core.replication.structure_aware import structure_aware_plan
 

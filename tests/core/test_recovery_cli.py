@@ -17,8 +17,11 @@ def test_plan_recovery_json_contract(cli, samples, algorithm):
             "elapsed_s"} <= set(doc)
     assert doc["algorithm"] == algorithm and doc["budget"] == 1.6 and doc["cost"] <= 1.6 + 1e-9
     assert isinstance(doc["recovered_priority"], float) and isinstance(doc["optimal"], bool)
-    if algorithm != "operator-centric":
+    if algorithm == "best-density":
         assert doc["recovered_queries"] == ["Q1"] and doc["partitions"] == ["p3", "p5", "p7", "p9"]
+    if algorithm == "exact":  # Q1 and Q2 tie (priority 1, four partitions each); HiGHS may return either
+        assert (doc["recovered_queries"], doc["partitions"]) in [(["Q1"], ["p3", "p5", "p7", "p9"]),
+                                                                 (["Q2"], ["p4", "p5", "p7", "p10"])]
     if algorithm == "exact":
         assert doc["optimal"] is True and doc["gap"] == 0
 

@@ -11,6 +11,7 @@ from ft_core.replication.exact import exact_plan
 from ft_core.replication.fidelity import replicated_fidelity
 from ft_core.replication.greedy import greedy_plan, single_failure_losses
 from ft_core.replication.planners import plan_replication
+from ft_core.replication.exact import TOLERANCE, exact_plan
 from ft_core.samples import load_sample
 from ft_core.topology.random_topology import RandomTopologySpec, random_topology
 from ft_core.topology.task_graph import build_task_graph
@@ -72,7 +73,7 @@ def test_time_limit_returns_a_plan_and_a_bound():
     plan = exact_plan(g, g.n // 5, time_limit=0.05)
     assert len(plan.tasks) <= g.n // 5
     assert plan.upper_bound is not None and plan.upper_bound >= plan.output_fidelity - 1e-9
-    assert plan.optimal == (plan.upper_bound - plan.output_fidelity <= 1e-5)
+    assert plan.optimal == (plan.upper_bound - plan.output_fidelity <= TOLERANCE)
 
 
 def test_plan_records_its_input():
