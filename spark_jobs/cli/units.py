@@ -22,9 +22,10 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.home import path_flag
 from ft_core.input.quantities import PositiveSeconds, Seconds, flag
 
-DEFAULT_DIR = Path(".state/units/smartcity")
+DEFAULT_DIR = "$FTOPS_HOME/units/smartcity"  # resolved by path_flag when a command runs
 
 
 
@@ -38,8 +39,8 @@ def register(sub, groups) -> None:
     dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
     dep.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="workload parameter (repeatable)")
     where = dep.add_mutually_exclusive_group()
-    where.add_argument("--state-dir", type=Path, default=Path(".state/spark"),
-                       help="cluster state of `ftops cluster up` (default .state/spark): its primary master")
+    where.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
+                       help="cluster state of `ftops cluster up` (default %(default)s): its primary master")
     where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
     dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
     dep.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
@@ -110,7 +111,7 @@ def register(sub, groups) -> None:
 
 
 def _dir(parser) -> None:
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the deployment folder (default {DEFAULT_DIR})")
+    parser.add_argument("--dir", type=path_flag, default=DEFAULT_DIR, help="the deployment folder (default %(default)s)")
 
 
 def _deploy(args: argparse.Namespace) -> int:
