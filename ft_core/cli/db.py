@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 from ft_core.cli.output import print_json
+from ft_core.home import path_flag
 from ft_core.input.quantities import Port, flag
 from ft_core.store.connection import connect, redact
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
@@ -19,7 +18,7 @@ def register(sub, groups) -> None:
                              ("upgrade", _upgrade, "apply pending schema migrations from sql/ (idempotent)"),
                              ("status", _status, "schema version and row counts")):
         p = dsub.add_parser(name, help=text)
-        p.add_argument("--state-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder (default .state/postgres)")
+        p.add_argument("--state-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder (default %(default)s)")
         p.add_argument("--port", type=flag(Port), default=5433, help="embedded server port (default 5433)")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=func)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from importlib import resources
 from pathlib import Path
 
 from ft_core.errors import InputError
@@ -20,7 +21,7 @@ _FILE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 def sql_dir() -> Path:
     custom = os.environ.get("FTOPS_SQL_DIR")
-    path = Path(custom) if custom else Path(__file__).resolve().parent / "sql"
+    path = Path(custom) if custom else Path(str(resources.files("ft_core.store") / "sql"))  # package data
     if not path.is_dir():
         raise InputError(f"migrations folder {path} does not exist (set FTOPS_SQL_DIR)")
     return path

@@ -5,8 +5,8 @@ a non-interactive shell ignores SIGINT, so a scripted stop leaves an orphaned sc
 (stack notes, section 7). Each component is started here in its own session with its pid recorded,
 and stopped by signalling its whole process group (the LocalExecutor's workers included).
 
-Configuration: ``AIRFLOW_HOME`` under the project's state folder (SQLite metadata), this repository's
-``dags/`` folder, parallelism 4 (2 cores), the SimpleAuthManager with one ``admin`` user whose generated
+Configuration: ``AIRFLOW_HOME`` under the project's state folder (SQLite metadata), a dags folder in it
+with the thin files of ``ftops dags install`` (as users get the DAGs), parallelism 4 (2 cores), the SimpleAuthManager with one ``admin`` user whose generated
 password stays in ``$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated``. Connections come in as
 ``AIRFLOW_CONN_*`` environment variables of the processes (``extra_env``), never written to a file.
 """
@@ -24,13 +24,13 @@ from pathlib import Path
 import httpx
 
 from ft_core.errors import ExternalError, InputError
+from ftops_provider.dag_files import install_dag_files
 from spark_jobs.runtime.processes import pid_alive, signal_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 # Pools the ftops DAGs use: profiling copies compete for the machine's cores, so one runs at a time.
 POOLS = (("ftops_profiling", 1, "ftops_checkpoint_tuning: profiling copies running at once"),)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -39,8 +39,12 @@ class LocalAirflow:
 
     home: Path
     port: int = 8080
-    dags_folder: Path = ROOT / "dags"
+    dags_folder: Path | None = None  # default <home>/dags, filled with the thin DAG files on every start
     parallelism: int = 4
+
+    @property
+    def dags(self) -> Path:
+        return self.dags_folder or self.home / "dags"
 
     @property
     def url(self) -> str:
@@ -59,7 +63,7 @@ class LocalAirflow:
             **inherited,
             "PATH": f"{bin_dir}:{os.environ.get('PATH', '')}",  # spark-submit and airflow from the venv
             "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
@@ -148,6 +152,9 @@ class LocalAirflow:
         pids = self.pids()
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
+        if self.dags_folder is None:  # ours: refreshed, so an upgraded ftops brings its new DAGs along
+            self.dags.mkdir(parents=True, exist_ok=True)
+            install_dag_files(self.dags, force=True)
         for name in names:
             args = [sys.executable, "-m", "airflow", name] + (["--port", str(self.port)] if name == "api-server" else [])
             with open(logs / f"{name}.log", "ab") as log:

@@ -4,11 +4,12 @@
 Spark standalone clusters of ``spark_jobs.cluster.standalone``, the four Airflow components of
 :class:`~ftops_provider.local_airflow.LocalAirflow`), applies the history-store migrations, registers
 the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own specs, with
-deployments under ``.state/jobs/``) and starts the ``topk`` job: its seeded input generator and its
+deployments under ``$FTOPS_HOME/jobs/``) and starts the ``topk`` job: its seeded input generator and its
 primary (through ftops's detached launcher, as the DAGs resubmit it); its replica is started by
 ``ftops_profile_and_plan`` from the plan it computes. ``down`` stops all of it, also after a crash
 (every part keeps its pids in its own state folder). ``trigger`` runs a DAG through Airflow's REST API
-and waits for its end, as a user clicking "Trigger" would. Everything lives under ``.state/``.
+and waits for its end, as a user clicking "Trigger" would. Everything lives under ``$FTOPS_HOME``
+(:mod:`ft_core.home`: ``.state/`` in a checkout).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ft_core.home import ftops_home
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
-from ftops_provider.local_airflow import ROOT, LocalAirflow
+from ftops_provider.local_airflow import LocalAirflow
 from spark_jobs.runtime.waiting import wait_for
 
 # The demo's jobs are test jobs: their plans and drills apply at once (no approval waits in a demo).
@@ -51,7 +53,7 @@ def stack_connections(db_url: str, primary: tuple[int, int] = (7077, 8090), stan
 
 @dataclass
 class LocalStack:
-    state: Path = ROOT / ".state"
+    state: Path = field(default_factory=ftops_home)
     airflow_port: int = 8080
     db_port: int = 5433
     progress: object = field(default=lambda _: None)
@@ -143,7 +145,7 @@ class LocalStack:
                    "--realtime", *[a for p in dep.params for a in ("--param", p)]]
             with (self.state / "jobs" / RUNNING_JOB / "feed.log").open("a") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        start_new_session=True, cwd=ROOT)
+                                        start_new_session=True, cwd=self.state)
             self._feed_pid_file.write_text(str(proc.pid))
         self.progress(f"starting the {RUNNING_JOB} primary on {dep.primary_master} (if it is not running)")
         submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
+from ft_core.home import path_flag
 from ft_core.input.quantities import NodeCount, Port, PositiveNodeCount, check, flag
 
-DEFAULT_STATE = Path(".state/spark")
+DEFAULT_STATE = "$FTOPS_HOME/spark"  # resolved by path_flag when a command runs
 
 
 def register(sub, groups) -> None:
@@ -42,7 +42,7 @@ def register(sub, groups) -> None:
     add.add_argument("--memory", default="1g")
     add.set_defaults(func=_add)
     for p in (up, kill, add, *(csub.choices[n] for n in ("down", "status"))):
-        p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, help="where pids, logs and work dirs live (default .state/spark)")
+        p.add_argument("--state-dir", type=path_flag, default=DEFAULT_STATE, help="where pids, logs and work dirs live (default %(default)s)")
 
 
 def parse_domains(text: str) -> tuple[tuple[str, int], ...]:

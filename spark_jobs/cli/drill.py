@@ -18,6 +18,7 @@ from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, Seconds, TaskBudget,
                                       comma_list, flag)
+from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
@@ -192,7 +193,7 @@ def _add_job_drill(dsub) -> None:
                      "most this far behind its input (default 600)")
     job.add_argument("--lease-ttl-s", type=flag(PositiveSeconds), default=120.0, help="the lease expires this long after this command "
                      "dies without releasing it (default 120)")
-    job.add_argument("--db-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
+    job.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
                      "FTOPS_DATABASE_URL is not set)")
     job.add_argument("--json", action="store_true", help="print the experiment report as JSON")
     job.set_defaults(func=_drill_job)

@@ -24,6 +24,7 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
+from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.pipeline.loading import add_pipeline_arguments
@@ -78,7 +79,7 @@ def register(sub, groups) -> None:
 
 
 def _store_option(parser) -> None:
-    parser.add_argument("--db-dir", type=Path, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
+    parser.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
                         "FTOPS_DATABASE_URL is not set)")
 
 

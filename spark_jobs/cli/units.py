@@ -23,11 +23,12 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.home import path_flag, state_path
 from ft_core.input.quantities import PositiveSeconds, Seconds, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
 
 DEFAULT_PIPELINE = "smartcity"
-DEFAULT_DIR = Path(".state/units") / DEFAULT_PIPELINE
+DEFAULT_DIR = "$FTOPS_HOME/units/smartcity"  # resolved by path_flag when a command runs
 
 
 def register(sub, groups) -> None:
@@ -36,12 +37,12 @@ def register(sub, groups) -> None:
 
     dep = usub.add_parser("deploy", help="check the pipeline's shape, start the feed and one application per placement "
                           "entry; wait until every unit runs")
-    dep.add_argument("--dir", type=Path, help="the deployment folder (default .state/units/<pipeline>)")
+    dep.add_argument("--dir", type=path_flag, help="the deployment folder (default $FTOPS_HOME/units/<pipeline>)")
     _pipeline(dep)
     dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
     where = dep.add_mutually_exclusive_group()
-    where.add_argument("--state-dir", type=Path, default=Path(".state/spark"),
-                       help="cluster state of `ftops cluster up` (default .state/spark): its primary master")
+    where.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
+                       help="cluster state of `ftops cluster up` (default %(default)s): its primary master")
     where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
     dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
     dep.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
@@ -113,7 +114,7 @@ def register(sub, groups) -> None:
 
 
 def _dir(parser) -> None:
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"the deployment folder (default {DEFAULT_DIR})")
+    parser.add_argument("--dir", type=path_flag, default=DEFAULT_DIR, help="the deployment folder (default %(default)s)")
 
 
 def _pipeline(parser) -> None:
@@ -141,7 +142,7 @@ def _deploy(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import DeployConfig, deploy
 
     ref = _ref(args)
-    config = DeployConfig(root=args.dir or Path(".state/units") / pipeline_label(ref), pipeline=ref, params=args.param,
+    config = DeployConfig(root=args.dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
                           placement=args.placement, input=args.input, master=args.master,
                           cluster_state=None if args.master else args.state_dir, trigger_s=args.trigger_s,
                           backlog_s=args.backlog_s, feed=False if args.no_feed else None, timeout_s=args.timeout_s)

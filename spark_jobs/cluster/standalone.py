@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.home import state_path
 from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.runtime.processes import pid_alive, signal_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
@@ -36,7 +37,7 @@ class ClusterError(ExternalError):
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    state_dir: Path = Path(".state/spark")
+    state_dir: Path = field(default_factory=lambda: state_path("spark"))
     primary_domains: tuple[tuple[str, int], ...] = (("rack-a", 1), ("rack-b", 1))
     standby_workers: int = 1
     worker_cores: int = 1

@@ -61,7 +61,9 @@ def _listener(units_by_query: dict[str, str], root: Path, app: str):
 def _session(dep, app: str, ui_port: int):
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from spark_jobs.runtime.driver_address import use_driver_address
+
+    use_driver_address()
     builder = (SparkSession.builder.appName(f"ftops-units-{app}").master(dep.master)
                .config("spark.driver.memory", dep.driver_memory)
                .config("spark.executor.memory", dep.executor_memory)

@@ -185,7 +185,7 @@ def start_feed(root: Path) -> int:
     with (Path(root) / "feed.out").open("a") as out:
         proc = subprocess.Popen([sys.executable, "-m", "spark_jobs.recovery_units.feed", "--dir", str(root)],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, cwd=_repo_root())
+                                start_new_session=True, cwd=root)
     with locked(root) as dep:
         dep.feed_pid = proc.pid
     return proc.pid
@@ -208,10 +208,6 @@ def input_file_counts(root: Path) -> dict[str, int]:
 
     dep = load(root)
     return {s.name: len(data_files(s.folder(dep.input))) for s in dep.workload.stream_sources() if isinstance(s, FileSource)}
-
-
-def _repo_root() -> str:
-    return str(Path(__file__).resolve().parents[2])
 
 
 def start_app(root: Path, name: str, units: list[str], stage: int | None = None) -> AppRecord:
@@ -239,19 +235,21 @@ def start_app(root: Path, name: str, units: list[str], stage: int | None = None)
 
 def _spawn_app(dep: Deployment, name: str, units: list[str], stage: int | None) -> AppRecord:
     from spark_jobs.cluster.standalone import spark_env
+    from spark_jobs.runtime.driver_address import driver_env
 
     folder = app_dir(dep.root, name)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "status.json").unlink(missing_ok=True)
     log = folder / "driver.log"
     ui_port = dep.next_ui_port()
-    env = spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, "PYTHONUNBUFFERED": "1"})
+    env = driver_env(spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+                                "PYTHONUNBUFFERED": "1"}))
     env.pop("SPARK_NO_DAEMONIZE", None)
     cmd = [sys.executable, "-m", "spark_jobs.recovery_units.app", "--dir", dep.root, "--app", name,
            "--units", ",".join(units), "--ui-port", str(ui_port)]
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, cwd=_repo_root())
+                                start_new_session=True, cwd=dep.root)
     return AppRecord(name=name, units=units, pid=proc.pid, log=str(log), started_at=now(), ui_port=ui_port, stage=stage)
 
 

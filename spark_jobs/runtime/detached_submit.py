@@ -35,10 +35,9 @@ import os
 import sys
 from pathlib import Path
 
-# Run as a script by spark-submit: make the checkout importable when ftops is not installed.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from ft_core.errors import ExternalError, FtopsError, InputError  # noqa: E402
+# Run as a script by spark-submit with the submitting environment's Python (PYSPARK_PYTHON), in which
+# ftops is installed: its imports resolve there, never through a checkout.
+from ft_core.errors import ExternalError, FtopsError, InputError
 
 # Variables the launcher's own spark-submit sets for it; a child spark-submit must not inherit them.
 _SUBMIT_ENV = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_SUBMIT_OPTS", "PYSPARK_SUBMIT_ARGS",

@@ -111,7 +111,9 @@ def load_plan_tasks(path: str | Path, workload: Workload) -> frozenset[str]:
 def make_session(config: JobConfig):
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from spark_jobs.runtime.driver_address import use_driver_address
+
+    use_driver_address()
     builder = SparkSession.builder.appName(config.name)
     master = config.master or (None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[2]")
     if master:

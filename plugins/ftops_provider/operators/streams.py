@@ -28,7 +28,10 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
 
-# The launcher is a file spark-submit runs; found where the package is (a checkout or site-packages).
+from spark_jobs.runtime.driver_address import driver_address_env
+
+# The launcher is a file spark-submit runs: the module's file wherever the package is installed (site-packages,
+# or the checkout of an editable install); ftops must be installed in the Python it runs with (PYSPARK_PYTHON).
 LAUNCHER = importlib.util.find_spec("spark_jobs.runtime.detached_submit").origin
 
 
@@ -38,7 +41,7 @@ def _launcher_defaults(kwargs: dict) -> None:
     kwargs.setdefault("conf", {"spark.ui.enabled": "false"})
     kwargs.setdefault("driver_memory", "256m")
     kwargs.setdefault("env_vars", {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-                                   "SPARK_LOCAL_IP": "127.0.0.1"})
+                                   **driver_address_env()})
 
 
 class StreamSubmitOperator(SparkSubmitOperator):

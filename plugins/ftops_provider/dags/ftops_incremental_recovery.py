@@ -18,11 +18,10 @@ idempotent, so a scheduler restart in the middle resumes the recovery instead of
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pendulum
 from airflow.sdk import DAG, Param
 
+from ft_core.home import state_path
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveFraction, PositiveSeconds
 from ftops_provider.arguments import bounded_param
 from ft_core.recovery.staged import POLICIES
@@ -32,7 +31,7 @@ from ftops_provider.operators.run_watcher import RunFailureWatcher
 from ftops_provider.operators.streams import UnitsStageSubmitOperator
 
 MAX_STAGES = 5  # stage 0 (the survivors' free capacity) and up to four replacement nodes
-DEFAULT_UNITS_DIR = str(Path(__file__).resolve().parents[1] / ".state" / "units" / "smartcity")  # `ftops units deploy`
+DEFAULT_UNITS_DIR = str(state_path("units", "smartcity"))  # where `ftops units deploy` puts it by default
 PLANNED = "ti.xcom_pull(task_ids='plan_stages')"
 
 with DAG(

@@ -13,11 +13,10 @@ pinned by a checkpoint, and two drivers must never share one, so the old primary
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pendulum
 from airflow.sdk import DAG, Param, task
 
+from ft_core.home import state_path
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveSeconds, TaskCount
 from ftops_provider.arguments import bounded_param
 from ftops_provider.operators.checkpoint import ApplyIntervalOperator, ProfileIntervalOperator, RecommendIntervalOperator
@@ -25,7 +24,7 @@ from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOpe
 from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
 
-WORK_DIR = str(Path(__file__).resolve().parents[1] / ".state" / "profiling")
+WORK_DIR = str(state_path("profiling"))  # $FTOPS_HOME/profiling
 APPLY = "ti.xcom_pull(task_ids='apply_interval')"
 
 with DAG(
