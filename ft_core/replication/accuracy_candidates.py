@@ -17,7 +17,8 @@ Algorithm: the candidates, all within the budget R, without duplicates, are
    where a top-k's accuracy can differ from OF.
 
 Candidates that complete no MC-tree (OF 0: no tentative output at all) are dropped unless nothing
-else fits; the rest are ranked by OF and at most ``limit`` are kept (the OF optimum first). Complexity:
+else fits; the rest are ranked by OF (ties: the planners' plans first) and at most ``limit`` are kept
+(the OF optimum first). Complexity:
 O(max_trees * R^2) OF evaluations of O(tasks + substreams) each, plus the planners'.
 :func:`choose_by_accuracy` takes the candidate with the highest predicted mean accuracy; ties (within
 ``tolerance``) go to the higher OF, then to fewer tasks.
@@ -72,8 +73,9 @@ def accuracy_candidates(graph: TaskGraph, budget: int, *, limit: int = 8, max_tr
             found[swapped] = replicated_fidelity(graph, swapped)
     if any(of > 0 for of in found.values()):  # a plan that completes no MC-tree has no tentative output
         found = {tasks: of for tasks, of in found.items() if of > 0}
-    ranked = sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), sorted(kv[0])))
-    return [[graph.task_ids[i] for i in sorted(tasks)] for tasks, _ in ranked[:limit]]
+    order = {tasks: rank for rank, tasks in enumerate(found)}  # equal OF: the planners' plans first
+    ranked = sorted(found, key=lambda tasks: (-round(found[tasks], 12), order[tasks]))
+    return [[graph.task_ids[i] for i in sorted(tasks)] for tasks in ranked[:limit]]
 
 
 def choose_by_accuracy(estimates: Sequence[AccuracyEstimate], fidelity: Sequence[float],
