@@ -10,7 +10,8 @@ from ft_core.store.records import DRILL_KEYS, JOB_LOCK_BASE, DrillMeasurement, D
 
 
 class DrillRecords(StoreBase):
-    """Drills: predicted output fidelity against measured tentative accuracy, per failure window."""
+    """Drills: predicted output fidelity and predicted accuracy against measured tentative accuracy, per
+    failure window."""
 
     def start_drill(self, job: str, plan_id: int | None, params: dict[str, Any], dag_run_id: str | None = None) -> int:
         """Open a drill of the job against a replication plan; returns its id.
@@ -23,17 +24,19 @@ class DrillRecords(StoreBase):
         with self.conn, self.conn.cursor() as cur:
             job_id = self._locked_job(cur, job)
             predicted = self._check_plan_of(cur, plan_id, job_id, job) if plan_id is not None else None
+            accuracy = self._plan_accuracy(cur, plan_id)
             existing = self._drill_of_run(cur, job_id, dag_run_id)
             if existing is not None:
                 drill_id, status = existing
                 if status != "running":
-                    self._reopen_drill(cur, drill_id, plan_id, params, predicted)
+                    self._reopen_drill(cur, drill_id, plan_id, params, predicted, accuracy)
                     self._event(cur, job_id, "drill_restarted", {"drill_id": drill_id, "dag_run_id": dag_run_id})
                 return drill_id
             cur.execute(
-                """INSERT INTO ftops_drill (job_id, plan_id, params, status, predicted_output_fidelity, dag_run_id)
-                   VALUES (%s, %s, %s, 'running', %s, %s) RETURNING drill_id""",
-                (job_id, plan_id, jsonb(params), predicted, dag_run_id),
+                """INSERT INTO ftops_drill (job_id, plan_id, params, status, predicted_output_fidelity, predicted_accuracy,
+                                           dag_run_id)
+                   VALUES (%s, %s, %s, 'running', %s, %s, %s) RETURNING drill_id""",
+                (job_id, plan_id, jsonb(params), predicted, accuracy, dag_run_id),
             )
             drill_id = cur.fetchone()[0]
             self._event(cur, job_id, "drill_started", {"drill_id": drill_id, "plan_id": plan_id, "params": params})
@@ -55,6 +58,7 @@ class DrillRecords(StoreBase):
             cur.execute(
                 """UPDATE ftops_drill SET status = %s, finished_at = now(),
                        predicted_output_fidelity = coalesce(%s, predicted_output_fidelity),
+                       predicted_accuracy = coalesce(%s, predicted_accuracy),
                        tentative_accuracy = coalesce(%s, tentative_accuracy),
                        time_to_first_tentative_s = coalesce(%s, time_to_first_tentative_s),
                        time_to_caught_up_s = coalesce(%s, time_to_caught_up_s),
@@ -62,7 +66,7 @@ class DrillRecords(StoreBase):
                        output_equals_reference = coalesce(%s, output_equals_reference),
                        report = coalesce(report, '{}'::jsonb) || %s::jsonb
                    WHERE drill_id = %s""",
-                (status, measured.predicted_output_fidelity, measured.tentative_accuracy,
+                (status, measured.predicted_output_fidelity, measured.predicted_accuracy, measured.tentative_accuracy,
                  measured.time_to_first_tentative_s, measured.time_to_caught_up_s, measured.lost_windows,
                  measured.duplicated_windows, measured.output_equals_reference, jsonb(report), drill_id),
             )
@@ -129,6 +133,15 @@ class DrillRecords(StoreBase):
         return drills
 
     @staticmethod
+    def _plan_accuracy(cur, plan_id: int | None) -> float | None:
+        """The plan's predicted tentative accuracy (None: no plan, or not estimated)."""
+        if plan_id is None:
+            return None
+        cur.execute("SELECT predicted_accuracy FROM ftops_plan WHERE plan_id = %s", (plan_id,))
+        row = cur.fetchone()
+        return row[0] if row else None
+
+    @staticmethod
     def _drill_of_run(cur, job_id: int, dag_run_id: str | None) -> tuple[int, str] | None:
         if dag_run_id is None:
             return None
@@ -136,14 +149,15 @@ class DrillRecords(StoreBase):
         return cur.fetchone()
 
     @staticmethod
-    def _reopen_drill(cur, drill_id: int, plan_id: int | None, params: dict[str, Any], predicted: float | None) -> None:
+    def _reopen_drill(cur, drill_id: int, plan_id: int | None, params: dict[str, Any], predicted: float | None,
+                      accuracy: float | None) -> None:
         cur.execute(
             """UPDATE ftops_drill SET status = 'running', plan_id = %s, params = %s, predicted_output_fidelity = %s,
-                   tentative_accuracy = NULL, time_to_first_tentative_s = NULL, time_to_caught_up_s = NULL,
+                   predicted_accuracy = %s, tentative_accuracy = NULL, time_to_first_tentative_s = NULL, time_to_caught_up_s = NULL,
                    lost_windows = NULL, duplicated_windows = NULL, output_equals_reference = NULL, report = NULL,
                    started_at = now(), finished_at = NULL
                WHERE drill_id = %s""",
-            (plan_id, jsonb(params), predicted, drill_id),
+            (plan_id, jsonb(params), predicted, accuracy, drill_id),
         )
         cur.execute("DELETE FROM ftops_drill_window WHERE drill_id = %s", (drill_id,))
 

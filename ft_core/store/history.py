@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 from ft_core.errors import InputError
+from ft_core.store.accuracy import AccuracyRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
 from ft_core.store.leases import LeaseRecords
@@ -34,7 +35,7 @@ from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, Pr
 from ft_core.store.recovery_runs import RecoveryRecords
 
 
-class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords):
+class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords, AccuracyRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
     versions, profiles, plans and applied plans, events; drills, recovery runs, leases and experiment reports from the mixins."""
 
@@ -182,12 +183,14 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecord
         """The job's plans of a kind, oldest first, with payloads (for the UI and diffs)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
-                """SELECT p.plan_id, p.created_at, p.algorithm, p.objective, p.optimal, p.payload, p.topology_id, p.dag_run_id
+                """SELECT p.plan_id, p.created_at, p.algorithm, p.objective, p.optimal, p.payload, p.topology_id, p.dag_run_id,
+                          p.predicted_accuracy, p.accuracy_estimate
                    FROM ftops_plan p JOIN ftops_job j USING (job_id) WHERE j.name = %s AND p.kind = %s
                    ORDER BY p.created_at DESC, p.plan_id DESC LIMIT %s""",
                 (job, kind, limit),
             )
-            keys = ("plan_id", "created_at", "algorithm", "objective", "optimal", "payload", "topology_id", "dag_run_id")
+            keys = ("plan_id", "created_at", "algorithm", "objective", "optimal", "payload", "topology_id", "dag_run_id",
+                    "predicted_accuracy", "accuracy_estimate")
             return [dict(zip(keys, r)) for r in reversed(cur.fetchall())]
 
     def plan(self, plan_id: int) -> dict[str, Any] | None:
@@ -195,7 +198,7 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecord
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 """SELECT p.plan_id, j.name, p.kind, p.created_at, p.algorithm, p.parameters, p.objective, p.optimal,
-                          p.payload, p.input_hash, p.topology_id, p.dag_run_id
+                          p.payload, p.input_hash, p.topology_id, p.dag_run_id, p.predicted_accuracy, p.accuracy_estimate
                    FROM ftops_plan p JOIN ftops_job j USING (job_id) WHERE p.plan_id = %s""",
                 (plan_id,),
             )

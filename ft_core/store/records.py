@@ -67,6 +67,7 @@ class DrillMeasurement(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     predicted_output_fidelity: float | None = Field(default=None, ge=0, le=1)
+    predicted_accuracy: float | None = Field(default=None, ge=0, le=1)
     tentative_accuracy: float | None = Field(default=None, ge=0, le=1)
     # Times are differences of two clocks (file times, the driver's): kept as measured, even a hair below 0.
     time_to_first_tentative_s: float | None = None
@@ -168,7 +169,7 @@ def stage_transition(old: str | None, new: str) -> bool:
 JOB_KEYS = ("job_id", "name", "workload", "primary_master", "standby_master", "replication_budget",
              "query_priorities", "max_recovery_s", "deployment", "apply_mode", "test_job", "replica_cooldown_s",
              "created_at", "updated_at")
-DRILL_KEYS = ("drill_id", "plan_id", "params", "status", "predicted_output_fidelity", "tentative_accuracy",
+DRILL_KEYS = ("drill_id", "plan_id", "params", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows",
                "output_equals_reference", "error", "dag_run_id", "started_at", "finished_at")
 RUN_KEYS = ("run_id", "plan_id", "status", "failure", "dag_run_id", "started_at", "finished_at")
@@ -176,6 +177,6 @@ STAGE_KEYS = ("stage_no", "capacity", "partitions", "placement", "status", "wait
 APPLIED_KEYS = ("applied_id", "plan_id", "role", "spark_app_id", "master_url", "started_at", "stopped_at",
                  "kind", "algorithm", "objective")
 PLAN_KEYS = ("plan_id", "job", "kind", "created_at", "algorithm", "parameters", "objective", "optimal", "payload",
-              "input_hash", "topology_id", "dag_run_id")
+              "input_hash", "topology_id", "dag_run_id", "predicted_accuracy", "accuracy_estimate")
 
 

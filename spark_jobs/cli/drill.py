@@ -32,6 +32,7 @@ def register(sub, groups) -> None:
     source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
     source.add_argument("--budget", type=flag(TaskBudget), help="plan R replicas for the pipeline's topology instead")
     run.add_argument("--algorithm", choices=("exact", "structure-aware", "greedy"), default="structure-aware")
+    _accuracy_options(run)
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
     run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
@@ -46,18 +47,33 @@ def register(sub, groups) -> None:
     _add_job_drill(dsub)
 
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
-    bench.add_argument("--workloads", default="topk,incidents", help="pipelines to drill, comma-separated (sample names "
-                       "or module:attribute references)")
+    bench.add_argument("--workloads", default="topk,incidents,examples/sensor_alerts.py", help="pipelines to drill, "
+                       "comma-separated (sample names, module:attribute references or .py files; default: both samples "
+                       "and the example pipeline)")
     bench.add_argument("--ratios", type=comma_list(PositiveFraction, allow_empty=False), default="0.25,0.5,0.75,1.0",
                        help="replication ratios in (0, 1] (default 0.25,0.5,0.75,1.0)")
     bench.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S")
     bench.add_argument("--kill-driver", action="store_true")
+    bench.add_argument("--objective", choices=("output-fidelity", "accuracy"), default="output-fidelity",
+                       help="what the plans maximise (default output-fidelity, the paper's; accuracy: the best "
+                            "predicted accuracy among the planners' candidates)")
     bench.add_argument("--param", action="append", default=[], metavar="WORKLOAD:KEY=VALUE",
                        help="override a workload parameter of the benchmark (repeatable), e.g. topk:page_affinity=1")
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/drills.md"))
     bench.add_argument("--append", action="store_true", help="append this run's section to --out instead of replacing it")
     _common(bench)
     bench.set_defaults(func=_bench)
+
+
+def _accuracy_options(parser) -> None:
+    """Issue 15's options of a drill: the objective of a plan made from --budget, the accuracy replay."""
+    parser.add_argument("--objective", choices=("output-fidelity", "accuracy"), default="output-fidelity",
+                        help="with --budget: maximise output fidelity (default, the paper's objective) or the predicted "
+                             "tentative accuracy (candidate plans from the planners, each replayed)")
+    parser.add_argument("--accuracy-sample-s", type=flag(PositiveSeconds), default=240.0, metavar="S",
+                        help="event seconds of seeded input the accuracy replay reads (default 240)")
+    parser.add_argument("--no-predict-accuracy", action="store_true",
+                        help="skip the predicted accuracy (one local Spark application before the drill)")
 
 
 def _common(parser) -> None:
@@ -89,7 +105,8 @@ def _run(args: argparse.Namespace) -> int:
                          algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver,
                          new_capacity_after_s=args.new_capacity_after, primary_workers=args.primary_workers,
                          trigger_s=args.trigger_s, speedup=args.speedup, port_base=args.port_base, timeout_s=args.timeout_s,
-                         work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve)
+                         work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve, objective=args.objective,
+                         accuracy_sample_s=args.accuracy_sample_s, predict_accuracy=not args.no_predict_accuracy)
     _interrupt_on_sigterm()
     report = run_drill(config, progress=Progress("drill"))
     if args.json:
@@ -102,12 +119,14 @@ def _run(args: argparse.Namespace) -> int:
 def summary(report) -> str:
     """A one-screen human summary of a drill report."""
     acc = "-" if report.tentative_accuracy is None else f"{report.tentative_accuracy:.3f}"
+    est = report.predicted_accuracy_estimate
     first = "-" if report.time_to_first_tentative_s is None else f"{report.time_to_first_tentative_s:.1f} s"
     lines = [
         f"drill {report.workload}: killed {', '.join(report.killed)} ({report.recovery})",
         f"  plan ({len(report.plan_tasks)} tasks): {' '.join(report.plan_tasks) or '(empty: no replica)'}",
         f"  predicted OF {report.predicted_output_fidelity:.3f} (IC {report.predicted_internal_completeness:.3f}), "
-        f"measured tentative accuracy {acc} over {len(report.tentative_accuracy_per_window)} failure windows",
+        f"predicted accuracy {est.spread() if est else '-'}",
+        f"  measured tentative accuracy {acc} over {len(report.tentative_accuracy_per_window)} failure windows",
         f"  first tentative output {first} after the failure; primary caught up after {report.time_to_caught_up_s:.1f} s "
         f"(capacity back after {report.capacity_alive_s:.1f} s)",
         f"  final output {'equals' if report.output_equals_reference else 'DIFFERS FROM'} the reference: "
@@ -134,7 +153,7 @@ def _bench(args: argparse.Namespace) -> int:
     ratios = args.ratios
     config = _validated(BenchDrillsConfig, workloads=workloads, params=_bench_params(args.param), ratios=ratios, new_capacity_after_s=args.new_capacity_after,
                                kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),
-                               port_base=args.port_base, timeout_s=args.timeout_s)
+                               port_base=args.port_base, timeout_s=args.timeout_s, objective=args.objective)
     _interrupt_on_sigterm()
     progress = Progress("bench drills")
     rows = run_bench(config, progress)

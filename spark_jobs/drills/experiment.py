@@ -12,7 +12,7 @@ from typing import Any
 
 from ft_core.store.experiments import Check, ExperimentReport, Probe, timeline
 
-_MEASURED = ("predicted_output_fidelity", "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s",
+_MEASURED = ("predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s",
              "lost_windows", "duplicated_windows", "output_equals_reference")
 
 

@@ -39,6 +39,7 @@ class DrillContext(BaseModel):
     plan_id: int | None
     plan_tasks: list[str]
     predicted_output_fidelity: float
+    predicted_accuracy: float | None = None  # the plan's estimate (issue 15), None: not estimated
     domain: str
     kill_driver: bool
     replica_output: str | None
@@ -91,6 +92,7 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     check_blast_radius(state, domain)
     return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
                         predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
+                        predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
                         kill_driver=kill_driver, replica_output=replica)
 
 
@@ -211,6 +213,7 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
     caught = first_batch_reaching(dep.primary_output, ctx.backlog_ms, ctx.t_fail) if ctx.backlog_ms else None
     return {
         "workload": workload.name, "plan_tasks": ctx.plan_tasks, "predicted_output_fidelity": ctx.predicted_output_fidelity,
+        "predicted_accuracy": ctx.predicted_accuracy,
         "tentative_accuracy": sum(values) / len(values) if values else None,
         "tentative_accuracy_per_window": values, "failure_window_starts_ms": [w[0] for w in sorted(per_window)],
         "time_to_first_tentative_s": _first_tentative_s(ctx), "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,

@@ -62,6 +62,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import ExternalError, FtopsError, InputError
+from ft_core.replication.predicted_accuracy import AccuracyEstimate
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
 from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
 from spark_jobs.pipeline.accuracy import window_of
@@ -106,6 +107,9 @@ class DrillConfig(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
     serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
                         "and replica sinks and report what its consumers saw")
+    predict_accuracy: bool = Field(default=True, description="estimate the plan's tentative accuracy before the failure")
+    objective: Literal["output-fidelity", "accuracy"] = Field(default="output-fidelity", description="with --budget")
+    accuracy_sample_s: float = Field(default=240.0, gt=0, description="event seconds the accuracy replay reads")
 
 
 class DrillPorts(BaseModel):
@@ -130,11 +134,12 @@ class DrillPorts(BaseModel):
 
 
 class DrillReport(BaseModel):
-    """The result of one drill (the first ten fields are the issue's CLI contract)."""
+    """The result of one drill (the first eleven fields are the CLI contract of issues 4 and 15)."""
 
     workload: str = Field(description="the pipeline's name")
     plan_tasks: list[str]
     predicted_output_fidelity: float
+    predicted_accuracy: float | None = Field(default=None, description="the replay's mean (None: not estimated)")
     tentative_accuracy: float | None = Field(description="mean over the failure windows (None: no failure window)")
     tentative_accuracy_per_window: list[float]
     time_to_first_tentative_s: float | None
@@ -172,6 +177,8 @@ class DrillReport(BaseModel):
     serve_max_staleness_s: float | None = None
     serve_tentative_windows: int | None = None
     serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
+    predicted_accuracy_estimate: AccuracyEstimate | None = Field(default=None, description="spread, windows, sample")
+    objective: str = "output-fidelity"
 
 
 class DrillSetup(BaseModel):
@@ -287,13 +294,15 @@ class _Drill:
         self.reference_rows: list[dict] = []
         self.serving: subprocess.Popen | None = None  # the serving view (opt-in), not one of the jobs
         self.serving_stopped = False
+        self.estimate: AccuracyEstimate | None = None
         if config.serve:
             self.dirs["view"] = work / "view"
 
     # steps
     def run(self) -> DrillReport:
         self._prepare_dirs()
-        for stage, step in (("starting the clusters", self._start_cluster), ("starting the jobs", self._start_jobs),
+        for stage, step in (("predicting tentative accuracy", self._predict),
+                            ("starting the clusters", self._start_cluster), ("starting the jobs", self._start_jobs),
                             ("waiting for steady state", self._wait_steady), ("injecting the failure", self._inject),
                             ("recovering the primary", self._recover), ("draining the input", self._drain),
                             ("running the batch reference", self._reference)):
@@ -311,6 +320,15 @@ class _Drill:
     def _prepare_dirs(self) -> None:
         for path in self.dirs.values():
             path.mkdir(parents=True, exist_ok=True)
+
+    def _predict(self) -> None:
+        from spark_jobs.drills.prediction import predict_for_drill
+
+        c = self.config
+        if c.predict_accuracy:
+            self.estimate = predict_for_drill(self.setup, c.budget, c.objective, c.accuracy_sample_s,
+                                              c.work_dir.resolve() / "accuracy", replan=c.plan is None)
+            self.say(f"predicted tentative accuracy {self.estimate.spread()}, OF {self.setup.predicted_output_fidelity:.3f}")
         self.plan_file.write_text(json.dumps({"tasks": self.setup.plan_tasks}))
 
     def _start_cluster(self) -> None:
@@ -489,7 +507,8 @@ class _Drill:
         return self._serve_measures(expected, windows, DrillReport(
             workload=self.workload.name, plan_tasks=self.setup.plan_tasks,
             predicted_output_fidelity=self.setup.predicted_output_fidelity,
-            tentative_accuracy=sum(values) / len(values) if values else None,
+            predicted_accuracy=self.estimate.mean if self.estimate else None, predicted_accuracy_estimate=self.estimate,
+            objective=self.config.objective, tentative_accuracy=sum(values) / len(values) if values else None,
             tentative_accuracy_per_window=values, time_to_first_tentative_s=self._first_tentative_s(),
             time_to_caught_up_s=self.t_caught_up - self.t_fail, lost_windows=len(comparison.lost_windows),
             duplicated_windows=len(comparison.duplicated_windows), output_equals_reference=comparison.equal,

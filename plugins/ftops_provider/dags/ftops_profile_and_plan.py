@@ -2,7 +2,8 @@
 
 Per registered job (dynamic task mapping): measure the running primary's task rates from its metrics
 (``profile``), recompute the replication plan (``plan_replication``: exact up to 200 tasks, structure-aware
-above), simulate the failure of each failure domain now (``what_if_recovery``). When the new replication
+above), estimate its tentative accuracy from the job's recent input (``estimate_accuracy``, issue 15: a local
+replay, stored on the plan), simulate the failure of each failure domain now (``what_if_recovery``). When the new replication
 plan beats the applied one by more than ``of_threshold`` output fidelity (or no replica runs yet), the
 replica is resubmitted with the new plan (``submit_replica``, a SparkSubmitOperator through ftops's
 detached launcher), the DAG waits, deferred, until it runs (``wait_replica_running``), only then stops the
@@ -27,6 +28,7 @@ from airflow.sdk import DAG, Asset, task
 
 from ft_core.input.quantities import Fraction
 from ftops_provider.arguments import bounded_param
+from ftops_provider.operators.accuracy import EstimateAccuracyOperator
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
@@ -63,6 +65,7 @@ with DAG(
     profiled = ProfileJobOperator.partial(task_id="profile").expand(job_name=jobs)
     planned = PlanReplicationOperator.partial(task_id="plan_replication").expand(job_name=jobs)
     what_if = WhatIfRecoveryOperator.partial(task_id="what_if_recovery").expand(job_name=jobs)
+    estimated = EstimateAccuracyOperator.partial(task_id="estimate_accuracy").expand(job_name=jobs)
 
     @task
     def replica_changes(names: list[str], params=None, dag_run=None) -> list[dict]:
@@ -117,6 +120,7 @@ with DAG(
 
     upgrade >> jobs
     profiled >> planned >> what_if >> changes
+    planned >> estimated
     submit >> running >> stop_old >> record_applied(applying)
 
 if __name__ == "__main__":

@@ -36,11 +36,16 @@ def drill_approval_body(pre: dict) -> str:
         f"ftops would fail **{pre['domain']}** under job **{pre['job']}** (drill #{pre['drill_id']}): SIGKILL of its "
         f"workers{' and the primary driver' if pre['kill_driver'] else ''}, replacement capacity after "
         f"{pre['replacement_delay_s']:.0f} s.", "",
-        f"- replication plan #{pre['plan_id']}: predicted output fidelity {pre['predicted_output_fidelity']:.3f}"
+        f"- replication plan #{pre['plan_id']}: predicted output fidelity {pre['predicted_output_fidelity']:.3f}, "
+        f"predicted accuracy {_fraction(pre.get('predicted_accuracy'))}"
         if pre["plan_id"] is not None else "- no replica runs: tentative output is lost during the failure",
         f"- steady state now: the primary is {h['lag_s']:.1f} s behind its input (bound {h['steady_lag_bound_s']:.0f} s)",
         f"- aborted if it runs past {pre['probes']['max_duration_s']:.0f} s, another domain is lost, or the primary "
         f"falls {pre['probes']['max_lag_s']:.0f} s behind once capacity is back"])
+
+
+def _fraction(value: float | None) -> str:
+    return "not estimated" if value is None else f"{value:.3f}"
 
 
 def lease_holder(context: Any) -> str:
@@ -122,8 +127,9 @@ class DrillPreflightOperator(BaseOperator):
         finally:
             store.conn.close()
         steady = steady_lag_files(dep.primary_checkpoint, dep.input)
-        self.log.info("drill #%s of %s: plan %s (predicted OF %.3f), failing %s; steady: %d input files, %.1f s behind",
-                      drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity, ctx.domain, steady, lag)
+        self.log.info("drill #%s of %s: plan %s (predicted OF %.3f, accuracy %s), failing %s; steady: %d input files, "
+                      "%.1f s behind", drill_id, self.job_name, ctx.plan_id, ctx.predicted_output_fidelity,
+                      _fraction(ctx.predicted_accuracy), ctx.domain, steady, lag)
         probes = {"domain": ctx.domain, "max_duration_s": max_duration, "max_lag_s": max_lag,
                   "others": other_workers(dep.cluster_state, ctx.domain), "input_dir": str(dep.input),
                   "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params}

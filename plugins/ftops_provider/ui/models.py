@@ -45,8 +45,10 @@ class DrillOut(BaseModel):
     status: str
     params: dict[str, Any]
     predicted_output_fidelity: float | None
+    predicted_accuracy: float | None = None
     tentative_accuracy: float | None
     prediction_error: float | None
+    accuracy_prediction_error: float | None = None
     time_to_first_tentative_s: float | None
     time_to_caught_up_s: float | None
     lost_windows: int | None
@@ -60,9 +62,13 @@ class DrillOut(BaseModel):
 
     @classmethod
     def from_store(cls, drill: dict[str, Any]) -> DrillOut:
-        predicted, measured = drill["predicted_output_fidelity"], drill["tentative_accuracy"]
-        error = None if predicted is None or measured is None else abs(measured - predicted)
-        return cls.model_validate({**drill, "prediction_error": error})
+        measured = drill["tentative_accuracy"]
+
+        def gap(predicted: float | None) -> float | None:
+            return None if predicted is None or measured is None else abs(measured - predicted)
+
+        return cls.model_validate({**drill, "prediction_error": gap(drill["predicted_output_fidelity"]),
+                                   "accuracy_prediction_error": gap(drill.get("predicted_accuracy"))})
 
 
 class StageOut(BaseModel):

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from ft_core.topology.document import parse_topology
 from ft_core.topology.task_graph import build_task_graph
 from ftops_provider.ui.models import DrillOut, PlanDiff, RecoveryRunOut
-from ftops_provider.ui.svg import BLUE, ORANGE, GanttRow, Series, gantt_chart, line_chart, series_chart, topology_graph
+from ftops_provider.ui.svg import BLUE, ORANGE, PURPLE, GanttRow, Series, gantt_chart, line_chart, series_chart, topology_graph
 
 RUN_CHARTS = 5  # recovery runs drawn as timelines; older ones are listed only
 
@@ -39,7 +39,9 @@ def history_section(job: str, plans: list[dict[str, Any]], topology: dict | None
 
 def _current_plan(plan: dict) -> str:
     status = "proven optimal" if plan["optimal"] else "heuristic"
-    return (f"<h3>Current plan #{plan['plan_id']}</h3><p>{escape(plan['algorithm'])}, OF {plan['objective']:.4f} ({status}), "
+    accuracy = plan.get("predicted_accuracy")
+    predicted = "" if accuracy is None else f", predicted accuracy {accuracy:.3f}"
+    return (f"<h3>Current plan #{plan['plan_id']}</h3><p>{escape(plan['algorithm'])}, OF {plan['objective']:.4f} ({status}){predicted}, "
             f"{len(plan['payload'].get('tasks', []))} replicas, stored {_when(plan['created_at'])}</p>")
 
 
@@ -83,26 +85,29 @@ def diff_section(diff: PlanDiff) -> str:
 # -- drills ---------------------------------------------------------------------------------------------
 
 def drills_section(job: str, drills: list[DrillOut]) -> str:
-    """Predicted output fidelity against measured tentative accuracy per drill, over time, and the rows."""
+    """Predicted output fidelity and predicted accuracy against measured tentative accuracy per drill, over
+    time, and the rows."""
     head = "<h2 id='drills'>Drills</h2>"
     if not drills:
         return head + "<p>No drill recorded for this job yet (run the <code>ftops_chaos_drill</code> DAG).</p>"
     labels = [f"#{d.drill_id}" for d in drills]
     chart = series_chart(labels, [
         Series("predicted output fidelity", "predicted", BLUE, [d.predicted_output_fidelity for d in drills], dashed=True),
+        Series("predicted accuracy", "predicted-accuracy", PURPLE, [d.predicted_accuracy for d in drills], dashed=True),
         Series("measured tentative accuracy", "measured", ORANGE, [d.tentative_accuracy for d in drills]),
-    ], title="Drills: predicted output fidelity vs measured tentative accuracy", y_label="fraction")
+    ], title="Drills: predicted output fidelity and predicted accuracy vs measured tentative accuracy", y_label="fraction")
     return head + f"<section id='drill-chart'>{chart}</section>" + _drill_table(job, drills)
 
 
 def _drill_table(job: str, drills: list[DrillOut]) -> str:
     header = ("<tr><th>drill</th><th>started</th><th>finished</th><th>status</th><th>failure domain</th><th>predicted OF</th>"
-              "<th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up</th><th>lost windows</th>"
+              "<th>predicted accuracy</th><th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up</th><th>lost windows</th>"
               "<th>duplicated windows</th><th>equals reference</th></tr>")
     rows = "".join(
         f"<tr class='drill {escape(d.status)}'><td><a href='{escape(quote(job, safe=''))}/drills/{d.drill_id}'>#{d.drill_id}</a></td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
         f"<td>{_status(d.status, d.error)}</td><td>{escape(str(d.params.get('failure_domain', '-')))}</td>"
-        f"<td>{_num(d.predicted_output_fidelity)}</td><td>{_num(d.tentative_accuracy)}</td><td>{len(d.windows)}</td>"
+        f"<td>{_num(d.predicted_output_fidelity)}</td><td>{_num(d.predicted_accuracy)}</td><td>{_num(d.tentative_accuracy)}</td>"
+        f"<td>{len(d.windows)}</td>"
         f"<td>{_secs(d.time_to_first_tentative_s)}</td><td>{_secs(d.time_to_caught_up_s)}</td>"
         f"<td>{_count(d.lost_windows)}</td><td>{_count(d.duplicated_windows)}</td><td>{_yes_no(d.output_equals_reference)}</td></tr>"
         for d in reversed(drills))
