@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 from ft_core.errors import InputError
+from ft_core.store.checkpoint_validations import CheckpointValidationRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
 from ft_core.store.leases import LeaseRecords
@@ -34,9 +35,10 @@ from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, Pr
 from ft_core.store.recovery_runs import RecoveryRecords
 
 
-class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords):
+class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords, CheckpointValidationRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
-    versions, profiles, plans and applied plans, events; drills, recovery runs, leases and experiment reports from the mixins."""
+    versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports
+    and checkpoint validations from the mixins."""
 
     def register_job(self, job: JobSpec) -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one)."""
