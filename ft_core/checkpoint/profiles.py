@@ -26,7 +26,10 @@ format); units are in the field names, rates in events/s::
               "recovery_time_s": 14.2,       # R_avg, mean restore time over the injected failures (>= 0)
               "warmup_time_s": 4.8,          # W_avg, ingress ramp from 0 to I_max (>= 0)
               "detection_timeout_s": 10.0,   # optional, overrides the document's T
-              "checkpoint_duration_ms": 900  # optional checkpoint cost (Young/Daly baselines)
+              "checkpoint_duration_ms": 900, # optional checkpoint cost (Young/Daly baselines)
+              "total_recovery_time_s": 41.0  # optional measured TRT, failure to caught up (mean over the
+                                             #    run's failures, each just before a checkpoint: the
+                                             #    worst case E = CI); chooses the heuristic variant
             }
           ]
         }
@@ -89,6 +92,7 @@ class Repetition(_Strict):
     warmup_time_s: Seconds = Field(description="W_avg, s")
     detection_timeout_s: Seconds | None = Field(default=None, description="T, s (overrides the document)")
     checkpoint_duration_ms: Milliseconds | None = Field(default=None, description="checkpoint cost, ms")
+    total_recovery_time_s: Seconds | None = Field(default=None, description="measured TRT, s (failure to caught up)")
 
 
 class IntervalProfile(_Strict):
@@ -117,6 +121,7 @@ class IntervalSummary:
     warmup_time_s: float
     detection_timeout_s: float
     checkpoint_duration_ms: float | None
+    total_recovery_time_s: float | None = None
 
     @property
     def utilisation(self) -> float:
@@ -149,6 +154,7 @@ def summarise(doc: ProfilesDocument) -> list[IntervalSummary]:
 def _summary(doc: ProfilesDocument, profile: IntervalProfile) -> IntervalSummary:
     reps = profile.repetitions
     costs = [r.checkpoint_duration_ms for r in reps if r.checkpoint_duration_ms is not None]
+    trts = [r.total_recovery_time_s for r in reps if r.total_recovery_time_s is not None]
     timeouts = [doc.detection_timeout_s if r.detection_timeout_s is None else r.detection_timeout_s for r in reps]
     return IntervalSummary(
         checkpoint_interval_ms=float(profile.checkpoint_interval_ms),
@@ -160,6 +166,7 @@ def _summary(doc: ProfilesDocument, profile: IntervalProfile) -> IntervalSummary
         warmup_time_s=statistics.median(r.warmup_time_s for r in reps),
         detection_timeout_s=statistics.median(timeouts),
         checkpoint_duration_ms=statistics.median(costs) if costs else None,
+        total_recovery_time_s=statistics.median(trts) if trts else None,
     )
 
 

@@ -22,6 +22,15 @@ Variants (the paper's Eq. 2-5 disagree with each other; see the digest
 - ``eq2``: the same truncated series with Eq. 2's first term ``a_1 = D*U``.
 - ``closed_form``: the infinite Eq. 2 series, ``TRT = T + R + D*U / (1 - U)``, the standard queueing
   catch-up time; no threshold.
+- ``warmup_elapsed``: ``closed_form`` plus ``W``, ``TRT = T + R + W + D*U / (1 - U)``. Eq. 5 counts the
+  warm-up only as backlog (inside ``D``), yet the warm-up itself elapses before the job runs at ``I_max``
+  (the paper's timeline, Sec. II, points 4-5). In micro-batches this is exact: the first batch after the
+  restart reads the ``E + T + R`` backlog and takes ``W + (E + T + R) U``; each later batch reads what
+  arrived during the previous one, so the batches shrink by ``U`` and sum to
+  ``W + (E + T + R) U + (W + (E + T + R) U) U / (1 - U) = W + D U / (1 - U)``. No threshold.
+
+Which variant predicts a given job best is measured, not assumed:
+:mod:`ft_core.checkpoint.variant_choice` compares each with the recovery times the profiling runs measured.
 
 Units: every duration is in one ``unit`` (``"s"`` by default) and the result is in that unit. The
 paper's threshold "less than one" is in ms (all its times are ms), so the truncation threshold is
@@ -46,6 +55,8 @@ Example (digest Example A, worst case ``E = CI = 40 s``)::
     75.0
     >>> total_recovery_time(40, 10, 5, 5, 0.5, variant="paper_eq4", eps_ms=1000)
     134.0625
+    >>> total_recovery_time(40, 10, 5, 5, 0.5, variant="warmup_elapsed")
+    80.0
 """
 
 from __future__ import annotations
@@ -56,9 +67,9 @@ from typing import Literal
 
 from ft_core.errors import InputError
 
-Variant = Literal["paper_eq4", "eq2", "closed_form"]
+Variant = Literal["paper_eq4", "eq2", "closed_form", "warmup_elapsed"]
 Case = Literal["min", "avg", "max"]
-VARIANTS: tuple[str, ...] = ("paper_eq4", "eq2", "closed_form")
+VARIANTS: tuple[str, ...] = ("paper_eq4", "eq2", "closed_form", "warmup_elapsed")
 CASES: tuple[str, ...] = ("min", "avg", "max")
 PAPER_EPS_MS = 1.0
 MS_PER_UNIT = {"ms": 1.0, "s": 1000.0, "min": 60_000.0, "h": 3_600_000.0}
@@ -122,7 +133,7 @@ def total_recovery_time(
     """TRT (Eq. 5) from ``E``, ``T``, ``R``, ``W`` (all in ``unit``) and ``U``; ``math.inf`` if ``U >= 1``.
 
     ``eps_ms`` is the truncation threshold of ``paper_eq4`` and ``eq2`` as a time in ms (the paper's
-    "less than one" with times in ms); ``closed_form`` ignores it."""
+    "less than one" with times in ms); ``closed_form`` and ``warmup_elapsed`` ignore it."""
     for name, value in (("reprocess", reprocess), ("timeout", timeout), ("recovery", recovery),
                         ("warmup", warmup), ("utilisation", utilisation)):
         _check_duration(name, value)
@@ -133,8 +144,9 @@ def total_recovery_time(
     if utilisation >= 1:
         return math.inf
     backlog = reprocess + timeout + recovery + warmup
-    if variant == "closed_form":
-        return timeout + recovery + backlog * utilisation / (1.0 - utilisation)
+    if variant in ("closed_form", "warmup_elapsed"):
+        elapsed_warmup = warmup if variant == "warmup_elapsed" else 0.0
+        return timeout + recovery + elapsed_warmup + backlog * utilisation / (1.0 - utilisation)
     first = backlog if variant == "paper_eq4" else backlog * utilisation
     n = series_length(first, utilisation, eps_ms / MS_PER_UNIT[unit])
     return timeout + recovery + geometric_sum(first, utilisation, n)

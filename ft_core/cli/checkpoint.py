@@ -1,7 +1,10 @@
 """``ftops plan checkpoint``: Chiron's checkpoint interval from a profiles document (paper 004).
 
 ``ftops plan checkpoint PROFILES --max-recovery-s X [--case min|avg|max]
-[--variant paper_eq4|eq2|closed_form] [--eps-ms E] [--mtbf-s M] [--json]``
+[--variant auto|paper_eq4|eq2|closed_form|warmup_elapsed] [--eps-ms E] [--mtbf-s M] [--json]``
+
+``--variant auto`` chooses the recovery-time variant whose model is closest to the recovery times the
+profiling runs measured (:mod:`ft_core.checkpoint.variant_choice`); the JSON then has ``variant_choice``.
 
 With ``--json`` it prints :class:`ft_core.checkpoint.tuning.CheckpointPlan` (``checkpoint_interval_ms``,
 ``predicted_latency_ms``, ``predicted_recovery_s``, ``r2.latency``, ``r2.recovery``, then the case,
@@ -18,6 +21,7 @@ import argparse
 from ft_core.checkpoint.profiles import load_profiles
 from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
 from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
+from ft_core.checkpoint.variant_choice import AUTO, VariantChoice, resolve_variant
 from ft_core.cli.output import print_json, print_table
 from ft_core.input.quantities import Positive, PositiveSeconds, flag
 
@@ -31,8 +35,9 @@ def register(sub, groups) -> None:
                     help="bound C_TRT on the total recovery time, s")
     cp.add_argument("--case", choices=CASES, default=DEFAULT_CASE,
                     help=f"reprocessing case E = 0 / CI/2 / CI (default {DEFAULT_CASE}, as in the paper's experiments)")
-    cp.add_argument("--variant", choices=VARIANTS, default=DEFAULT_VARIANT,
-                    help=f"total-recovery-time heuristic (default {DEFAULT_VARIANT}, the equations as printed)")
+    cp.add_argument("--variant", choices=(AUTO, *VARIANTS), default=DEFAULT_VARIANT,
+                    help=f"total-recovery-time heuristic (default {DEFAULT_VARIANT}, the equations as printed; "
+                    f"{AUTO}: the one closest to the measured recovery times)")
     cp.add_argument("--eps-ms", type=flag(Positive), default=PAPER_EPS_MS,
                     help="series truncation threshold in ms (default 1, the paper's 'less than one')")
     cp.add_argument("--mtbf-s", type=flag(Positive), default=None, help="MTBF for the Young/Daly baselines (overrides the document)")
@@ -41,16 +46,20 @@ def register(sub, groups) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    plan = plan_checkpoint(load_profiles(args.profiles), args.max_recovery_s, case=args.case,
-                           variant=args.variant, eps_ms=args.eps_ms, mtbf_s=args.mtbf_s)
+    doc = load_profiles(args.profiles)
+    variant, choice = resolve_variant(doc, args.variant)
+    plan = plan_checkpoint(doc, args.max_recovery_s, case=args.case, variant=variant, eps_ms=args.eps_ms,
+                           mtbf_s=args.mtbf_s)
     if args.json:
-        print_json(plan)
+        print_json({**plan.model_dump(mode="json"), **({"variant_choice": choice.model_dump(mode="json")} if choice else {})})
     else:
-        _print_human(plan)
+        _print_human(plan, choice)
     return 0
 
 
-def _print_human(plan: CheckpointPlan) -> None:
+def _print_human(plan: CheckpointPlan, choice: VariantChoice | None) -> None:
+    if choice is not None:
+        print(f"variant {choice.chosen}: {choice.reason}")
     print(f"checkpoint interval {plan.checkpoint_interval_ms:.0f} ms: predicted latency "
           f"{plan.predicted_latency_ms:.1f} ms, predicted recovery {plan.predicted_recovery_s:.2f} s "
           f"<= {plan.max_recovery_s:g} s (case {plan.case}, variant {plan.variant})")

@@ -28,6 +28,7 @@ from typing import Any
 
 from ft_core.errors import InputError
 from ft_core.store.accuracy import AccuracyRecords
+from ft_core.store.checkpoint_validations import CheckpointValidationRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
 from ft_core.store.leases import LeaseRecords
@@ -35,9 +36,11 @@ from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, Pr
 from ft_core.store.recovery_runs import RecoveryRecords
 
 
-class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords, AccuracyRecords):
+class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords, AccuracyRecords,
+                   CheckpointValidationRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
-    versions, profiles, plans and applied plans, events; drills, recovery runs, leases and experiment reports from the mixins."""
+    versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports,
+    predicted accuracy and checkpoint validations from the mixins."""
 
     def register_job(self, job: JobSpec) -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one)."""

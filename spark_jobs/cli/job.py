@@ -1,4 +1,4 @@
-"""``ftops job register|start|stop|status|list``: streaming jobs known to the history store.
+"""``ftops job register|start|stop|status|checkpoint|list``: streaming jobs known to the history store.
 
 A job is registered in one of two ways:
 
@@ -65,7 +65,9 @@ def register(sub, groups) -> None:
 
     for name, help_text, func in (("start", "submit the job's primary (detached) unless it runs", _start),
                                   ("stop", "stop the job's primary and replicas between micro-batches", _stop),
-                                  ("status", "the job's deployment and which of its streams run", _status)):
+                                  ("status", "the job's deployment and which of its streams run", _status),
+                                  ("checkpoint", "the job's checkpoint-interval recommendation and its validations "
+                                   "(predicted against measured recovery; applied only when validated)", _checkpoint)):
         cmd = jsub.add_parser(name, help=help_text)
         cmd.add_argument("name", help="a registered job")
         _store_option(cmd)
@@ -266,4 +268,34 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     print_table(["job", "kind", "pipeline", "budget"], [[r["job"], r["kind"], r["pipeline"], r["budget"]] for r in rows])
+    return 0
+
+
+def _checkpoint(args: argparse.Namespace) -> int:
+    """The current checkpoint plan (ftops_checkpoint_tuning's recommendation) and its newest validations."""
+    store = _store(args)
+    try:
+        store.job(args.name)
+        plan = store.current_plan(args.name, "checkpoint")
+        validations = store.checkpoint_validations(args.name, limit=10)
+    finally:
+        store.conn.close()
+    doc = {"job": args.name, "recommendation": None if plan is None else {
+        "plan_id": plan["plan_id"], "checkpoint_interval_ms": plan["objective"], "algorithm": plan["algorithm"],
+        "predicted_recovery_s": plan["payload"].get("predicted_recovery_s"), "created_at": plan["created_at"].isoformat()},
+        "validations": [{**v, "created_at": v["created_at"].isoformat()} for v in validations]}
+    if args.json:
+        print_json(doc)
+        return 0
+    rec = doc["recommendation"]
+    print(f"{args.name}: " + ("no checkpoint recommendation yet" if rec is None else
+          f"recommended interval {rec['checkpoint_interval_ms']:.0f} ms ({rec['algorithm']}, plan {rec['plan_id']}, "
+          f"predicted recovery {rec['predicted_recovery_s']:.1f} s)"))
+    if validations:
+        print_table(["plan", "interval ms", "variant", "predicted s", "measured s", "error", "bound", "validated", "applied", "when"],
+                    [[v["plan_id"], f"{v['interval_ms']:.0f}", v["variant"], f"{v['predicted_recovery_s']:.1f}",
+                      f"{v['measured_recovery_s']:.1f}", "-" if v["recovery_error"] is None else f"{v['recovery_error']:.1%}",
+                      f"{v['max_recovery_error']:.0%}", "yes" if v["validated"] else "no", "yes" if v["applied"] else "no",
+                      v["created_at"][:19]] for v in doc["validations"]])
+        print(f"latest: {validations[0]['reason']}")
     return 0

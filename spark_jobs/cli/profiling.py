@@ -10,8 +10,8 @@
   recommendation from the document, run with failures; predicted against measured latency and
   recovery time. The profiled workload parameters are taken from the raw file when ``--param`` is
   not given; an unreachable bound exits 3 as ``ftops plan checkpoint`` does.
-- ``bench checkpoint``: profile (at least 5 intervals), recommend, validate; writes
-  ``docs/benchmarks/checkpoint.md``.
+- ``bench checkpoint``: profile (at least 5 intervals, one copy at a time), choose the variant, recommend,
+  validate 3 times in a row; writes ``docs/benchmarks/checkpoint.md`` and its plots.
 
 Progress goes to stderr; bad input exits 2 with one line before anything starts; a run that fails
 midway stops everything it started and names the copy and the step.
@@ -28,12 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_core.input.quantities import Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
+from ft_core.input.quantities import NonNegative, Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
+from ft_core.checkpoint.variant_choice import AUTO
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from spark_jobs.cli.discovery import register_topology_command
+from spark_jobs.profiling.settings import DEFAULT_MAX_RECOVERY_ERROR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 DEFAULT_BENCH_INTERVALS = "2,3,4,6,8"
@@ -66,11 +68,13 @@ def register(sub, groups) -> None:
 
     register_topology_command(psub)  # ``profile topology``: discovery from a Spark UI (spark_jobs.cli.discovery)
 
-    bench = groups["bench"].add_parser("checkpoint", help="profile >= 5 intervals, recommend, validate; writes "
+    bench = groups["bench"].add_parser("checkpoint", help="profile >= 5 intervals, recommend, validate 3 times; writes "
                                        "docs/benchmarks/checkpoint.md")
     _run_options(bench, intervals=True, bench=True)
     _plan_options(bench, bound_required=False)
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/checkpoint.md"), help="markdown report to write (default docs/benchmarks/checkpoint.md)")
+    bench.add_argument("--validations", type=flag(TaskCount), default=3,
+                       help="consecutive validation runs of the recommendation (default 3)")
     bench.add_argument("--json", action="store_true", help="print the whole result as JSON instead of the markdown")
     bench.set_defaults(func=_bench)
 
@@ -87,7 +91,8 @@ def _run_options(parser, intervals: bool, bench: bool = False) -> None:
     parser.add_argument("--duration", type=flag(PositiveSeconds), required=not bench, default=30.0 if bench else None, metavar="S",
                         help="seconds of steady operation per copy, split around the failures" + (" (default 30)" if bench else ""))
     parser.add_argument("--repetitions", type=flag(TaskCount), default=1, help="copies per interval (default 1)")
-    parser.add_argument("--parallel", type=flag(PositiveNodeCount), help="copies at once (default: one per core, memory permitting)")
+    parser.add_argument("--parallel", type=flag(PositiveNodeCount), default=1,
+                        help="copies at once (default 1: copies side by side compete for cores and distort what is measured)")
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, copies, logs (default: a new temp folder)")
     parser.add_argument("--master", default="local[1]", help="Spark master of every copy (default local[1]; or spark://HOST:PORT)")
     parser.add_argument("--detection-timeout-s", type=flag(Seconds), default=5.0,
@@ -108,7 +113,11 @@ def _plan_options(parser, bound_required: bool) -> None:
                         " (default: the median of the recovery model at the profiled intervals)"))
     parser.add_argument("--case", default="max", help=f"{'|'.join(CASES)} (default max: failures are injected near "
                         "the end of an interval)")
-    parser.add_argument("--variant", default="paper_eq4", help=f"{'|'.join(VARIANTS)} (default paper_eq4)")
+    parser.add_argument("--variant", default=AUTO, help=f"{AUTO}|{'|'.join(VARIANTS)} (default {AUTO}: the variant whose "
+                        "recovery model is closest to the recovery times the profiling copies measured)")
+    parser.add_argument("--max-recovery-error", type=flag(NonNegative), default=DEFAULT_MAX_RECOVERY_ERROR, metavar="SHARE",
+                        help="the prediction validates when |predicted - measured| / measured recovery is at most this "
+                        f"(default {DEFAULT_MAX_RECOVERY_ERROR})")
 
 
 
@@ -131,10 +140,8 @@ def _choice(value: str, choices, flag: str) -> str:
 
 
 def _run_values(args: argparse.Namespace, prefix: str) -> dict:
-    from spark_jobs.profiling import default_parallel
-
     return dict(pipeline=pipeline_ref(args), params=args.param, failures=args.failures, duration_s=args.duration,
-                repetitions=args.repetitions, parallel=args.parallel if args.parallel is not None else default_parallel(),
+                repetitions=args.repetitions, parallel=args.parallel,
                 work_dir=args.work_dir or Path(tempfile.gettempdir()) / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}",
                 master=args.master, detection_timeout_s=args.detection_timeout_s,
                 min_deltas_for_snapshot=args.min_deltas_for_snapshot, shuffle_partitions=args.shuffle_partitions,
@@ -144,7 +151,8 @@ def _run_values(args: argparse.Namespace, prefix: str) -> dict:
 
 
 def _plan_values(args: argparse.Namespace) -> dict:
-    return dict(case=_choice(args.case, CASES, "--case"), variant=_choice(args.variant, VARIANTS, "--variant"))
+    return dict(case=_choice(args.case, CASES, "--case"), variant=_choice(args.variant, (AUTO, *VARIANTS), "--variant"),
+                max_recovery_error=args.max_recovery_error)
 
 
 def _validated(model, **values):
@@ -193,11 +201,15 @@ def _validate(args: argparse.Namespace) -> int:
         print_json(report)
         return 0
     print(f"recommended interval {report.validated_interval_ms:g} ms ({report.plan.case}, {report.plan.variant})")
+    if report.variant_choice is not None:
+        print(f"  variant: {report.variant_choice.reason}")
     print(f"  latency: predicted {report.predicted_latency_ms:.0f} ms, measured {report.measured_latency_ms:.0f} ms "
           f"(error {report.latency_error:.1%})")
-    print(f"  recovery: predicted {report.predicted_recovery_s:.1f} s, measured {report.measured_recovery_s:.1f} s "
-          f"(error {report.recovery_error:.1%}; target {report.recovery_target:.0%} "
-          f"{'met' if report.target_met else 'not met'})")
+    print(f"  recovery ({report.validated_case} case, as injected): {report.reason}")
+    print_table(["variant", "predicted recovery s", "error"],
+                [(name, f"{e.predicted_recovery_s:.1f}", f"{e.recovery_error:.1%}") for name, e in report.by_variant.items()])
+    print(f"  conditions: {report.conditions.describe()}" + ("" if report.profile_conditions is None else
+          f" (profile: {report.profile_conditions.describe()})"))
     print(f"  outputs {'equal' if report.outputs_equal_reference else 'DIFFER FROM'} the reference; {report.lineage.message}")
     return 0
 
@@ -212,13 +224,13 @@ def _bench(args: argparse.Namespace) -> int:
     values = _run_values(args, "ftops-bench-checkpoint-")
     values["params"] = args.param or list(DEFAULT_BENCH_PARAMS)
     config = _validated(BenchConfig, **values, **_plan_values(args), intervals_s=_intervals(args.intervals),
-                        max_recovery_s=args.max_recovery_s)
+                        max_recovery_s=args.max_recovery_s, validations=args.validations)
     _interrupt_on_sigterm()
     command = "ftops " + " ".join(shlex.quote(a) for a in (sys.argv[1:] or ["bench", "checkpoint"]))
     progress = Progress("bench checkpoint")
     result = run_bench(config, command, progress)
     (config.work_dir / "bench.json").write_text(result.model_dump_json(indent=2))
-    report = render_bench(result)
+    report = render_bench(result, args.out)
     args.out.write_text(report)
     if args.json:
         print_json(result)

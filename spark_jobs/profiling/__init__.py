@@ -4,7 +4,8 @@ Modules: :mod:`~spark_jobs.profiling.vector` (the checkpoint vector, lineages),
 :mod:`~spark_jobs.profiling.settings` (options and checks), :mod:`~spark_jobs.profiling.reports` (samples and
 reports), :mod:`~spark_jobs.profiling.measures` (the definitions below, as pure functions),
 :mod:`~spark_jobs.profiling.copies` (running copies), :mod:`~spark_jobs.profiling.profiles`,
-:mod:`~spark_jobs.profiling.validation` and :mod:`~spark_jobs.profiling.bench` (the three commands).
+:mod:`~spark_jobs.profiling.validation` and :mod:`~spark_jobs.profiling.bench` (the three commands),
+:mod:`~spark_jobs.profiling.bench_report` (the benchmark's markdown and plots).
 
 Problem: Chiron chooses a checkpoint interval from profiling runs: isolated copies of the job, one per
 candidate interval, all reading the same stream, each measured for average and maximum ingress,
@@ -30,9 +31,16 @@ pinned values from a running job's checkpoint (:func:`pinned_settings`). The tri
 thread that records when each file became available and the input watermark it carries (Spark's rule,
 :class:`~spark_jobs.pipeline.sample_input.InputWatermark`). Every (interval, repetition) is a *copy*:
 ``spark_jobs.runtime.run_pipeline`` through ``spark-submit`` (:func:`spark_jobs.runtime.launch.launch_run`, own
-process group) with its own output, checkpoint, metrics and event-log folders; ``parallel`` copies
-run at once, the rest are queued (Chiron runs them side by side; on a small machine they compete for
-cores, which the report states). Each copy:
+process group) with its own output, checkpoint, metrics and event-log folders. By default one copy
+runs at a time (``parallel`` = 1) and the rest are queued: Chiron runs isolated deployments side by side
+on a cluster, and on one small machine side-by-side copies compete for its cores, which inflates restore
+and warm-up times (issue 15: 27 s of restore profiled two at a time on two cores against 14.5 s alone),
+and the model then predicts a slower recovery than the job has alone. Correcting for contention instead
+would need a model of how restore, warm-up and ingress scale with the load, per job and machine, and
+would itself need validating; running one copy at a time costs only wall time. Each copy records the
+machine's load average (other programs compete too), and validation reruns the profile's conditions
+(as many copies at once, the same restart delay) so that it checks the model, not a change of
+conditions. Each copy:
 
 1. runs until it is *steady*: three consecutive micro-batches (after its cold first one) whose lag
    (below) is within ``2 max(TI, d) + 2 d + file_s`` (TI the trigger interval, d the median batch
@@ -84,26 +92,30 @@ cores, which the report states). Each copy:
   copy's Spark event log; the median.
 
 Outputs: the profiles document (one ``repetitions`` entry per copy; the mean over its failures of
-R and W, as the format's R_avg) and, next to it, ``<name>.raw.json`` with every sample (feed marks,
-batches, per-failure timings, latency samples, output checks). :func:`validate_profiles` plans with
+R, W and the measured recovery time, as the format's R_avg and ``total_recovery_time_s``) and, next to
+it, ``<name>.raw.json`` with every sample (feed marks, batches, per-failure timings, latency samples,
+output checks, load). :func:`validate_profiles` chooses the recovery-time variant whose model is closest
+to the profiled recovery times (:mod:`ft_core.checkpoint.variant_choice`, unless one is given), plans with
 :func:`ft_core.checkpoint.tuning.plan_checkpoint`, runs the recommended interval with failures, and
-compares predicted with measured latency and recovery time (relative errors ``|p - m| / m``).
+compares predicted with measured latency and recovery time (relative errors ``|p - m| / m``); the
+prediction validates when the recovery error is within ``max_recovery_error`` (20%) and the output
+equals the reference.
 Everything a run starts is stopped whatever happens; a failure raises :class:`ProfilingError` naming
 the copy and the step.
 """
 
-from spark_jobs.profiling.bench import BenchConfig, render_bench, run_bench
+from spark_jobs.profiling.bench import BenchConfig, run_bench
+from spark_jobs.profiling.bench_report import render_bench
 from spark_jobs.profiling.profiles import run_profiling
 from spark_jobs.profiling.settings import (
            ProfileConfig,
            ProfilingError,
            ValidateConfig,
            check_intervals,
-           default_parallel,
 )
 from spark_jobs.profiling.validation import validate_profiles
 from spark_jobs.profiling.vector import CheckpointVector, lineage_check, pinned_settings
 
 __all__ = ["BenchConfig", "CheckpointVector", "ProfileConfig", "ProfilingError", "ValidateConfig", "check_intervals",
-           "default_parallel", "lineage_check", "pinned_settings", "render_bench", "run_bench", "run_profiling",
+           "lineage_check", "pinned_settings", "render_bench", "run_bench", "run_profiling",
            "validate_profiles"]

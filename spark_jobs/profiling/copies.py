@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import threading
@@ -104,6 +105,7 @@ class _Copy:
         self.periods: list[tuple[float, float]] = []
         self.stage = "queued"
         self.exit_code: int | None = None
+        self.loads: list[float] = []  # the machine's 1-minute load average at every poll
 
     # the steps
     def run(self) -> CopyResult:
@@ -242,6 +244,7 @@ class _Copy:
         self.shared.say(f"{self.copy_id}: {message}")
 
     def _check_alive(self) -> None:
+        self.loads.append(os.getloadavg()[0])
         if self.shared.abort.is_set():
             raise _Aborted
         if self.shared.feed.error is not None:
@@ -302,7 +305,8 @@ class _Copy:
             recovery_time_s=statistics.fmean(f.recovery_time_s for f in failures),
             checkpoint_duration_ms=statistics.median(steady_costs) if steady_costs else None,
             steady_periods=self.periods, failures=failures, latency_samples_ms=latencies, batches=batches,
-            final_exit_code=self.exit_code, started_at=started, finished_at=time.time(), output_dir=str(self.output))
+            final_exit_code=self.exit_code, started_at=started, finished_at=time.time(), output_dir=str(self.output),
+            load_1m=statistics.fmean(self.loads) if self.loads else None)
 
     def _catch_up(self, batches: list[BatchSample], run: int, kill: _Kill) -> list[BatchSample]:
         """The batches of the restarted job up to and including the recovered one."""

@@ -10,7 +10,7 @@ import time
 from ft_core.checkpoint.profiles import parse_profiles
 from ft_core.errors import InputError
 from spark_jobs.profiling.copies import run_copies
-from spark_jobs.profiling.reports import CopyResult, IntervalRow, ProfileRaw, ProfileReport
+from spark_jobs.profiling.reports import CopyResult, IntervalRow, ProfileRaw, ProfileReport, RunConditions
 from spark_jobs.profiling.settings import (
     ProfileConfig,
     Progress,
@@ -27,7 +27,8 @@ def repetition_entry(copy: CopyResult) -> dict:
     """One ``repetitions`` entry of the profiles document: a copy, R and W averaged over its failures."""
     entry = {"run_id": copy.copy_id, "avg_ingress_rate": copy.avg_ingress_rate, "max_ingress_rate": copy.max_ingress_rate,
              "avg_latency_ms": copy.avg_latency_ms, "recovery_time_s": copy.restore_s,
-             "warmup_time_s": copy.warmup_s, "detection_timeout_s": copy.detection_s}
+             "warmup_time_s": copy.warmup_s, "detection_timeout_s": copy.detection_s,
+             "total_recovery_time_s": copy.recovery_time_s}
     if copy.checkpoint_duration_ms is not None:
         entry["checkpoint_duration_ms"] = copy.checkpoint_duration_ms
     return entry
@@ -63,6 +64,7 @@ def interval_rows(copies: list[CopyResult]) -> list[IntervalRow]:
     for trigger, group in sorted(groups.items()):
         mean = lambda attr: statistics.fmean(getattr(c, attr) for c in group)  # noqa: E731 - local shorthand
         costs = [c.checkpoint_duration_ms for c in group if c.checkpoint_duration_ms is not None]
+        loads = [c.load_1m for c in group if c.load_1m is not None]
         outputs = [c.output for c in group if c.output is not None]
         rows.append(IntervalRow(
             checkpoint_interval_ms=round(trigger * 1000, 3), copies=len(group), avg_ingress_rate=mean("avg_ingress_rate"),
@@ -70,8 +72,16 @@ def interval_rows(copies: list[CopyResult]) -> list[IntervalRow]:
             avg_latency_ms=mean("avg_latency_ms"), restore_s=mean("restore_s"), warmup_s=mean("warmup_s"),
             measured_recovery_s=mean("recovery_time_s"), checkpoint_duration_ms=statistics.fmean(costs) if costs else None,
             outputs_equal_reference=len(outputs) == len(group) and all(o.equals_reference for o in outputs),
-            lost_windows=sum(o.lost_windows for o in outputs), duplicated_windows=sum(o.duplicated_windows for o in outputs)))
+            lost_windows=sum(o.lost_windows for o in outputs), duplicated_windows=sum(o.duplicated_windows for o in outputs),
+            load_1m=statistics.fmean(loads) if loads else None))
     return rows
+
+
+def run_conditions(parallel: int, copies: list[CopyResult]) -> RunConditions:
+    """How many copies ran at once and the machine's load while they ran."""
+    loads = [c.load_1m for c in copies if c.load_1m is not None]
+    return RunConditions(copies_at_once=min(parallel, len(copies)), cores=os.cpu_count() or 1,
+                         load_1m=statistics.fmean(loads) if loads else None)
 
 
 def _warnings(settings: RunSettings, rows: list[IntervalRow], copies: list[CopyResult]) -> list[str]:

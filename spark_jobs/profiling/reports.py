@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ft_core.checkpoint.tuning import CheckpointPlan
+from ft_core.checkpoint.variant_choice import VariantChoice
 from spark_jobs.profiling.vector import CheckpointVector, LineageCheck
 from spark_jobs.pipeline.feed import FeedMark
 
@@ -83,6 +84,8 @@ class CopyResult(BaseModel):
     started_at: float
     finished_at: float
     output_dir: str
+    load_1m: float | None = Field(default=None, description="the machine's mean 1-minute load average while the "
+                                  "copy ran (other copies and other programs compete for its cores)")
 
 
 class IntervalRow(BaseModel):
@@ -101,6 +104,7 @@ class IntervalRow(BaseModel):
     outputs_equal_reference: bool
     lost_windows: int
     duplicated_windows: int
+    load_1m: float | None = None
 
 
 class ProfileRaw(BaseModel):
@@ -133,6 +137,18 @@ class VariantError(BaseModel):
     recovery_error: float | None
 
 
+class RunConditions(BaseModel):
+    """What competed with a profile's or a validation's copies for the machine."""
+
+    copies_at_once: int
+    cores: int
+    load_1m: float | None = Field(description="mean 1-minute load average over the copies")
+
+    def describe(self) -> str:
+        load = "load not measured" if self.load_1m is None else f"load average {self.load_1m:.1f}"
+        return f"{self.copies_at_once} cop{'y' if self.copies_at_once == 1 else 'ies'} at once on {self.cores} cores, {load}"
+
+
 class ValidationReport(BaseModel):
     """What ``ftops profile validate --json`` prints: Chiron's prediction against a measured run."""
 
@@ -150,7 +166,14 @@ class ValidationReport(BaseModel):
     recovery_error: float
     recovery_error_per_failure: list[float]
     recovery_target: float
-    target_met: bool
+    target_met: bool = Field(description="the predicted recovery is within recovery_target of the measured one")
+    validated: bool = Field(description="target_met, and every copy's output equals the reference")
+    validated_case: str = Field(description="the case the injected failures realise (a kill just before a "
+                                "checkpoint: max); the prediction is the recovery model of this case")
+    reason: str = Field(description="why the prediction validated or not, in numbers")
+    variant_choice: VariantChoice | None = Field(description="how the variant was chosen (None: it was given)")
+    profile_conditions: RunConditions | None
+    conditions: RunConditions
     by_variant: dict[str, VariantError]
     lineage: LineageCheck
     copies: list[IntervalRow]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
@@ -11,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.checkpoint.recovery_time import Case, Variant
-from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT
+from ft_core.checkpoint.tuning import DEFAULT_CASE
 from ft_core.errors import ExternalError, InputError
 from spark_jobs.profiling.vector import CheckpointVector
 from spark_jobs.pipeline.definition import Workload
@@ -21,21 +20,11 @@ Progress = Callable[[str], None]
 
 
 DEFAULT_MASTER = "local[1]"
+DEFAULT_MAX_RECOVERY_ERROR = 0.2  # issue 15: predicted recovery within 20% of the measured one
+
+
 class ProfilingError(ExternalError):
     """A profiling run could not complete a step; the message names the copy, the step and the logs."""
-
-
-def default_parallel() -> int:
-    """Copies at once: one per core (a ``local[1]`` copy keeps one core busy), at most one per 1.5 GB
-    of available memory (driver JVM and Python worker)."""
-    cores = os.cpu_count() or 1
-    try:
-        meminfo = Path("/proc/meminfo").read_text()
-        kb = int(next(line.split()[1] for line in meminfo.splitlines() if line.startswith("MemAvailable:")))
-        by_memory = int(kb / (1.5 * 1024 * 1024))
-    except (OSError, StopIteration, ValueError):
-        by_memory = cores
-    return max(1, min(cores, by_memory))
 
 
 class RunSettings(BaseModel):
@@ -48,7 +37,8 @@ class RunSettings(BaseModel):
     failures: int = Field(default=3, ge=1, description="failures injected per copy")
     duration_s: float = Field(gt=0, description="seconds of steady operation per copy, split around the failures")
     repetitions: int = Field(default=1, ge=1, description="copies per interval")
-    parallel: int = Field(default_factory=default_parallel, ge=1, description="copies at once")
+    parallel: int = Field(default=1, ge=1, description="copies at once (1: no copy competes with another for "
+                          "cores, as Chiron's isolated deployments; validation reruns the profile's value)")
     work_dir: Path
     master: str = DEFAULT_MASTER
     detection_timeout_s: float = Field(default=5.0, ge=0, description="T: kill to relaunch")
@@ -82,7 +72,10 @@ class ValidateConfig(RunSettings):
     profiles: Path
     max_recovery_s: float = Field(gt=0)
     case: Case = DEFAULT_CASE
-    variant: Variant = DEFAULT_VARIANT
+    variant: Variant | Literal["auto"] = Field(default="auto", description="auto: the variant closest to the "
+                                                "profiled recovery times (ft_core.checkpoint.variant_choice)")
+    max_recovery_error: float = Field(default=DEFAULT_MAX_RECOVERY_ERROR, ge=0, description="the prediction "
+                                      "validates when |predicted - measured| / measured is at most this")
     against_checkpoint: Path | None = Field(default=None, description="a running job's checkpoint: may the "
                                             "recommended vector restart on it?")
 

@@ -104,3 +104,24 @@ def test_missing_file_and_bad_bound_exit_2(cli, tmp_path, samples):
     assert negative.code == 2 and "--max-recovery-s: Input should be greater than 0" in negative.err
     bad_case = cli("plan", "checkpoint", samples / "profiles-example.json", "--max-recovery-s", "100", "--case", "p99")
     assert bad_case.code == 2
+
+
+def test_variant_auto_chooses_the_variant_closest_to_the_measured_recovery_times(cli, tmp_path):
+    def measured(doc):  # every run measured the closed_form worst case, A(CI)
+        for entry in doc["profiles"]:
+            for rep in entry["repetitions"]:
+                rep["total_recovery_time_s"] = float(np.polyval(A_COEF, entry["checkpoint_interval_ms"] / 1000))
+
+    res = cli("plan", "checkpoint", example_b(tmp_path, mutate=measured), "--max-recovery-s", "180", "--variant", "auto", "--json")
+    assert res.code == 0, res.err
+    doc = res.json()
+    assert doc["variant"] == doc["variant_choice"]["chosen"] == "closed_form"
+    assert doc["variant_choice"]["errors"]["closed_form"] == pytest.approx(0.0, abs=1e-9)
+    assert doc["checkpoint_interval_ms"] == pytest.approx(57_759.0, abs=0.5)
+    human = cli("plan", "checkpoint", example_b(tmp_path, mutate=measured), "--max-recovery-s", "180", "--variant", "auto")
+    assert human.out.startswith("variant closed_form: closed_form has the lowest mean error")
+
+
+def test_variant_auto_without_measured_recovery_times_exits_2_with_one_line(cli, tmp_path):
+    res = cli("plan", "checkpoint", example_b(tmp_path), "--max-recovery-s", "180", "--variant", "auto")
+    assert res.code == 2 and len(res.err.strip().splitlines()) == 1 and "no measured total_recovery_time_s" in res.err

@@ -424,3 +424,30 @@ def test_events_are_logged_by_job_and_by_the_writes(pg_conn):
     assert events[0]["event_id"] == event_id and events[0]["payload"] == {"plan_id": plan_id, "app": "app-9"}
     assert [e["kind"] for e in events[1:]] == ["drill_started", "plan_stored"]
     assert events[1]["payload"]["drill_id"] == drill_id
+
+
+def test_a_checkpoint_validation_is_stored_beside_its_plan_once_per_dag_run(pg_conn):
+    from ft_core.store.checkpoint_validations import CheckpointValidation
+
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    store.register_job(JobSpec(name="topk", workload="topk"))
+    store.register_job(JobSpec(name="other", workload="topk"))
+    plan = store.save_plan("topk", "checkpoint", algorithm="chiron eq2", objective=2000.0, optimal=False,
+                           payload={"predicted_recovery_s": 38.6}, input_hash="h").plan_id
+    failed = CheckpointValidation(interval_ms=2000, variant="eq2", predicted_recovery_s=38.6, measured_recovery_s=20.0,
+                                  max_recovery_error=0.2, validated=False, reason="not validated: error 93.0% > 20%")
+    first = store.save_checkpoint_validation("topk", plan, failed, "run-1")
+    again = store.save_checkpoint_validation("topk", plan, failed.model_copy(update={"measured_recovery_s": 21.0}), "run-1")
+    assert first == again  # a retried task replaces its row
+    ok = failed.model_copy(update={"measured_recovery_s": 34.4, "validated": True, "reason": "validated"})
+    store.save_checkpoint_validation("topk", plan, ok, "run-2")
+    store.record_applied_plan(plan, "topk", "primary")
+    latest, older = store.checkpoint_validations("topk")
+    assert (latest["validated"], latest["reason"], latest["applied"]) == (True, "validated", True)
+    assert latest["recovery_error"] == pytest.approx(abs(38.6 - 34.4) / 34.4)
+    assert (older["measured_recovery_s"], older["validated"]) == (21.0, False)
+    assert [e["kind"] for e in store.events("topk") if e["kind"] == "checkpoint_validated"] == ["checkpoint_validated"] * 3
+    with pytest.raises(InputError, match="is not a plan of job 'other'"):
+        store.save_checkpoint_validation("other", plan, ok, "run-3")
+    assert store.checkpoint_validations("other") == []

@@ -28,6 +28,7 @@ EXAMPLE_A = {
     "paper_eq4": (54.375, 94.375, 134.0625),  # units s, eps 1 s
     "eq2": (34.375, 54.375, 74.0625),
     "closed_form": (35.0, 55.0, 75.0),
+    "warmup_elapsed": (40.0, 60.0, 80.0),  # closed_form + W
 }
 
 
@@ -102,6 +103,19 @@ def test_truncated_series_stay_below_their_infinite_sums_and_above_t_plus_r(e, t
     assert t + r <= eq4 <= t + r + d / (1 - u) + 1e-9  # P5 for a_1 = D
     assert t + r <= eq2 <= closed + 1e-9  # P5 for a_1 = D*U; closed_form is Eq. 2's infinite sum
     assert closed == pytest.approx(t + r + d * u / (1 - u))
+    warm = total_recovery_time(e, t, r, w, u, variant="warmup_elapsed")
+    assert warm == pytest.approx(closed + w)  # the warm-up elapses besides adding its backlog
+
+
+def test_warmup_elapsed_is_the_sum_of_micro_batches_shrinking_by_u():
+    # The first batch after the restart reads the E + T + R backlog and takes W + (E + T + R) U; each later
+    # batch reads what arrived during the previous one. Summing the batches one by one gives the variant.
+    e, t, r, w, u = 8.0, 5.0, 14.5, 8.0, 0.1
+    batch, elapsed = w + (e + t + r) * u, t + r
+    while batch > 1e-12:
+        elapsed += batch
+        batch *= u
+    assert total_recovery_time(e, t, r, w, u, variant="warmup_elapsed") == pytest.approx(elapsed)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

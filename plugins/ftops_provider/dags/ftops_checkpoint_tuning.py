@@ -5,10 +5,14 @@ isolated copy of the job's workload at that interval, kills its driver ``failure
 checkpoint interval and measures ingress, latency, restore and warm-up; the ``ftops_profiling`` pool (one
 slot by default) limits how many copies run at once. ``recommend`` fits Chiron's quadratic models and picks
 the lowest-latency interval whose predicted recovery time meets the job's bound (stored as a ``checkpoint``
-plan with its R^2; the task fails with the smallest achievable recovery time when none does). With
-``resubmit`` on, the primary restarts on its checkpoint with the new interval: the trigger interval is not
-pinned by a checkpoint, and two drivers must never share one, so the old primary stops first
-(``stop_primary``), then ``submit_primary`` and a deferred ``wait_primary_running``.
+plan with its R^2 and the recovery-time variant chosen by its error against the measured recovery times;
+the task fails with the smallest achievable recovery time when none does). ``validate_interval`` runs the
+recommended interval as one more copy with the same failures and stores its measured against predicted
+recovery beside the plan; ``apply_if_validated`` lets the change through only when the prediction was
+within ``max_recovery_error`` (20%) and ``resubmit`` is on, and otherwise logs why the job's interval stays.
+Then the primary restarts on its checkpoint with the new interval: the trigger interval is not pinned by a
+checkpoint, and two drivers must never share one, so the old primary stops first (``stop_primary``), then
+``submit_primary`` and a deferred ``wait_primary_running``.
 """
 
 from __future__ import annotations
@@ -17,9 +21,14 @@ import pendulum
 from airflow.sdk import DAG, Param, task
 
 from ft_core.home import state_path
-from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveSeconds, TaskCount
+from ft_core.input.quantities import NUMBER_LIST_PATTERN, NonNegative, PositiveSeconds, TaskCount
 from ftops_provider.arguments import bounded_param
-from ftops_provider.operators.checkpoint import ApplyIntervalOperator, ProfileIntervalOperator, RecommendIntervalOperator
+from ftops_provider.operators.checkpoint import (
+    ApplyIntervalOperator,
+    ProfileIntervalOperator,
+    RecommendIntervalOperator,
+    ValidateIntervalOperator,
+)
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
@@ -43,8 +52,14 @@ with DAG(
         "failures": bounded_param(1, TaskCount, "driver kills per profiling copy"),
         "duration_s": bounded_param(60, PositiveSeconds, "steady seconds per copy", minimum=10),
         "max_recovery_s": bounded_param(None, PositiveSeconds | None, "bound (default: the job's max_recovery_s)"),
-        "case": Param("avg", enum=["min", "avg", "max"], description="Chiron's recovery-time case"),
-        "resubmit": Param(False, type="boolean", description="restart the primary with the recommended interval"),
+        "case": Param("max", enum=["min", "avg", "max"], description="Chiron's recovery-time case (max: as the "
+                      "validation's failures, just before a checkpoint)"),
+        "variant": Param("auto", enum=["auto", "paper_eq4", "eq2", "closed_form", "warmup_elapsed"],
+                         description="recovery-time variant (auto: the closest to the measured recovery times)"),
+        "max_recovery_error": bounded_param(0.2, NonNegative, "apply only when |predicted - measured| / measured "
+                                            "recovery of the validation is at most this"),
+        "resubmit": Param(False, type="boolean", description="restart the primary with the recommended interval "
+                          "(only when it validated)"),
     },
 ) as dag:
 
@@ -62,12 +77,18 @@ with DAG(
         work_dir=WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}",
         failures="{{ params.failures }}", duration_s="{{ params.duration_s }}",
     ).expand(interval_s=candidate_intervals())
-    recommend = RecommendIntervalOperator(task_id="recommend", job_name="{{ params.job }}",
+    recommend = RecommendIntervalOperator(task_id="recommend", job_name="{{ params.job }}", variant="{{ params.variant }}",
                                           max_recovery_s="{{ params.max_recovery_s }}", case="{{ params.case }}")
+    validate = ValidateIntervalOperator(
+        task_id="validate_interval", pool="ftops_profiling", job_name="{{ params.job }}",
+        work_dir=WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}", failures="{{ params.failures }}",
+        duration_s="{{ params.duration_s }}", max_recovery_error="{{ params.max_recovery_error }}")
 
     @task.short_circuit
-    def resubmit_requested(params=None) -> bool:
-        return bool(params["resubmit"])
+    def apply_if_validated(params=None, ti=None) -> bool:
+        from ftops_provider.operators.checkpoint import apply_decision
+
+        return apply_decision(ti.xcom_pull(task_ids="validate_interval"), bool(params["resubmit"]))[0]
 
     apply = ApplyIntervalOperator(task_id="apply_interval", job_name="{{ params.job }}")
     stop = StopStreamOperator(task_id="stop_primary", output_dir="{{ " + APPLY + "['output'] }}")
@@ -76,7 +97,7 @@ with DAG(
     running = SparkAppSensor(task_id="wait_primary_running", app_name="{{ " + APPLY + "['app_name'] }}",
                              spark_master_conn_id="ftops_spark_master", timeout_s=300)
 
-    profiled >> recommend >> resubmit_requested() >> apply >> stop >> submit >> running
+    profiled >> recommend >> validate >> apply_if_validated() >> apply >> stop >> submit >> running
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")
