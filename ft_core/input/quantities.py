@@ -95,6 +95,8 @@ PositiveNodeCount = Annotated[int, Field(ge=1), AtMost("max_nodes")]
 Port = Annotated[int, Field(ge=1, le=65535)]
 # the JSON-schema pattern of a comma-separated list of non-negative decimals (a trigger form's text field;
 # the values themselves are then checked with check_list)
+# A pipeline reference in a trigger form: empty, a sample's name, module.path:attribute or a .py file path.
+PIPELINE_REF_PATTERN = r"^$|^(topk|incidents|smartcity)$|^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$|^[^\s:]+\.py(:[A-Za-z_][A-Za-z0-9_]*)?$"
 NUMBER_LIST_PATTERN = r"^\s*[0-9]+(\.[0-9]+)?(\s*,\s*[0-9]+(\.[0-9]+)?)*\s*$"
 Seed = Annotated[int, Field(ge=-(2**63), le=2**64 - 1)]
 

@@ -12,7 +12,8 @@ Algorithm: the candidates, all within the budget R, without duplicates, are
    ``structure-aware`` always, ``greedy``): the paper's objective is always among them;
 2. an MC-tree swap neighbourhood of the best-OF plan P: for every MC-tree T not inside P (lazily
    enumerated, at most ``max_trees``), ``P ∪ T`` pruned back to R tasks by removing, one at a
-   time, the task whose loss costs the least OF, then every task no complete MC-tree needs
+   time, the task of ``P \ T`` whose loss costs the least OF (T stays: pruning freely would only
+   rebuild P), then every task no complete MC-tree needs
    (:func:`prune_to_budget`). These are plans that trade some OF for other key groups, which is
    where a top-k's accuracy can differ from OF.
 
@@ -41,12 +42,14 @@ from ft_core.replication.predicted_accuracy import AccuracyEstimate
 from ft_core.topology.task_graph import TaskGraph
 
 
-def prune_to_budget(graph: TaskGraph, tasks: set[int], budget: int) -> set[int]:
-    """Remove the least useful tasks until at most ``budget`` remain, then the tasks no replicated
-    MC-tree needs (their removal keeps OF unchanged)."""
+def prune_to_budget(graph: TaskGraph, tasks: set[int], budget: int, protected: frozenset[int] = frozenset()) -> set[int]:
+    """Remove the least useful tasks outside ``protected`` until at most ``budget`` remain, then the
+    tasks no replicated MC-tree needs (their removal keeps OF unchanged)."""
     kept = set(tasks)
-    while len(kept) > budget:
-        kept.remove(max(sorted(kept), key=lambda t: replicated_fidelity(graph, kept - {t})))
+    while len(kept) > budget and kept - protected:
+        kept.remove(max(sorted(kept - protected), key=lambda t: replicated_fidelity(graph, kept - {t})))
+    if len(kept) > budget:
+        return set()  # the protected tasks alone exceed the budget
     full = replicated_fidelity(graph, kept)
     for t in sorted(kept):
         if replicated_fidelity(graph, kept - {t}) >= full - 1e-12:
@@ -68,7 +71,7 @@ def accuracy_candidates(graph: TaskGraph, budget: int, *, limit: int = 8, max_tr
     for tree, _weight in islice(iter_mc_trees(graph), max_trees):
         if tree <= base:
             continue
-        swapped = frozenset(prune_to_budget(graph, base | tree, budget))
+        swapped = frozenset(prune_to_budget(graph, base | tree, budget, protected=frozenset(tree)))
         if swapped and swapped not in found:
             found[swapped] = replicated_fidelity(graph, swapped)
     if any(of > 0 for of in found.values()):  # a plan that completes no MC-tree has no tentative output

@@ -21,8 +21,8 @@ from typing import Any, Literal
 from ft_core.errors import FtopsError, InputError
 from ft_core.store.base import StoreBase
 
-LeaseKind = Literal["drill", "recovery", "checkpoint_profiling", "replica_change"]
-KINDS = ("drill", "recovery", "checkpoint_profiling", "replica_change")
+LeaseKind = Literal["drill", "recovery", "checkpoint_change", "replica_change"]
+KINDS = ("drill", "recovery", "checkpoint_change", "replica_change")
 _KEYS = ("job", "kind", "holder", "acquired_at", "expires_at")
 
 

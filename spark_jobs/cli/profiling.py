@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_core.input.quantities import NonNegative, Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
+from ft_core.input.quantities import Fraction, Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.checkpoint.variant_choice import AUTO
 from ft_core.cli.output import print_json, print_table
@@ -115,7 +115,7 @@ def _plan_options(parser, bound_required: bool) -> None:
                         "the end of an interval)")
     parser.add_argument("--variant", default=AUTO, help=f"{AUTO}|{'|'.join(VARIANTS)} (default {AUTO}: the variant whose "
                         "recovery model is closest to the recovery times the profiling copies measured)")
-    parser.add_argument("--max-recovery-error", type=flag(NonNegative), default=DEFAULT_MAX_RECOVERY_ERROR, metavar="SHARE",
+    parser.add_argument("--max-recovery-error", type=flag(Fraction), default=DEFAULT_MAX_RECOVERY_ERROR, metavar="SHARE",
                         help="the prediction validates when |predicted - measured| / measured recovery is at most this "
                         f"(default {DEFAULT_MAX_RECOVERY_ERROR})")
 

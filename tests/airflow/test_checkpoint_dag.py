@@ -34,7 +34,9 @@ def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendatio
 
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert [states[("profile_interval", i)] for i in range(3)] == ["success"] * 3
-    assert states[("apply_interval", -1)] == "skipped"  # resubmit is off by default
+    assert states[("validate_interval", -1)] == "success"
+    assert states[("apply_interval", -1)] == "skipped"  # resubmit is off by default (and no lease was taken)
+    assert store.lease("topk") is None
     profile = store.latest_profile("topk", "checkpoint")["doc"]
     assert [p["checkpoint_interval_ms"] for p in profile["profiles"]] == [1000, 2000, 3000]
     for entry in profile["profiles"]:
@@ -43,3 +45,6 @@ def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendatio
     plan = store.current_plan("topk", "checkpoint")
     assert 1000 <= plan["objective"] <= 3000 and store.plan(plan["plan_id"])["dag_run_id"] == run.run_id
     assert set(plan["payload"]["r2"]) >= {"latency", "recovery"}
+    [validation] = store.checkpoint_validations("topk")
+    assert validation["plan_id"] == plan["plan_id"] and validation["measured_recovery_s"] > 0
+    assert validation["reason"]  # validated or not, it says why

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.leases import BusyError
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.local_stack import stack_connections
@@ -66,9 +67,20 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     root, state = deployment
     local, env = airflow
     failure = kill_domain(root, "rack-a")
+    store = HistoryStore(pg_conn)
+    conf = {"units_dir": str(root), "pipeline": "smartcity", "job": "smartcity", "arrivals": "1,1",
+            "cost": "declared:0.8", "timeout_s": 900}
+    drill = "ftops drill job smartcity (pid 4242)"
+    store.acquire_lease("smartcity", "drill", drill, ttl_s=600)
+    refused = local.trigger(DAG_ID, conf)
+    wait(lambda: local.dag_run(DAG_ID, refused)["state"] in ("success", "failed"), "the refused run to end", timeout_s=300)
+    assert local.dag_run(DAG_ID, refused)["state"] == "failed"
+    assert local.task_instances(DAG_ID, refused)["plan_stages"]["state"] == "failed"
+    assert store.recovery_runs("smartcity") == [] and store.lease("smartcity")["holder"] == drill
+    assert store.release_lease("smartcity", drill)
+
     first = arrivals(state, failure.time, (5,), BASE)  # the second replacement node comes after the crash
-    run_id = local.trigger(DAG_ID, {"units_dir": str(root), "pipeline": "smartcity", "job": "smartcity",
-                                    "arrivals": "1,1", "cost": "declared:0.8", "timeout_s": 900})
+    run_id = local.trigger(DAG_ID, conf)
 
     def tis() -> dict[str, dict]:
         return local.task_instances(DAG_ID, run_id)
@@ -81,6 +93,8 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
 
     wait(stage_2_waiting, "stage 1 done and stage 2 deferred on its capacity", timeout_s=600)
     first.join(timeout=60)
+    with pytest.raises(BusyError, match=f"recovery by dag run {DAG_ID}/{run_id}"):
+        store.acquire_lease("smartcity", "drill", drill, ttl_s=600)
     before = tis()
     local.crash(("scheduler", "triggerer"))
     time.sleep(5)
@@ -99,8 +113,11 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     stage_apps = [n for n in names if "-rec-" in n]
     assert len(stage_apps) == 2 and len(set(stage_apps)) == 2, names  # one application per stage, each once
 
-    store = HistoryStore(pg_conn)
+    assert store.lease("smartcity") is None  # released by the finish step
     [rec] = store.recovery_runs("smartcity")
+    report = store.experiment("recovery", rec["run_id"])
+    assert report.verdict == "passed" and all(c.held for c in report.hypothesis_after)
+    assert [e.event for e in report.timeline][-1] == "stage 3 finished"
     assert rec["status"] == "succeeded" and rec["dag_run_id"] == run_id
     stages = {s["stage_no"]: s for s in rec["stages"]}
     assert [(stages[n]["partitions"], stages[n]["status"]) for n in (2, 3)] == [(["O2[0]"], "done"), (["O1[0]"], "done")]

@@ -151,3 +151,14 @@ def test_operators_and_the_cli_say_the_same(tmp_path):
     operator, message = _operators()[0]
     reason = message.removeprefix("replacement_delay_s: ")
     assert reason in cli.err and cli.err.startswith("ftops: error: --restore-s: ")
+
+
+def test_the_pipeline_pattern_of_trigger_forms_accepts_every_sample_and_reference_form():
+    import re
+
+    from ft_core.input.quantities import PIPELINE_REF_PATTERN
+    from spark_jobs.pipeline.loading import SAMPLES
+
+    accepted = ["", *SAMPLES, *SAMPLES.values(), "examples/sensor_alerts.py", "/abs/job.py:pipeline"]
+    assert all(re.search(PIPELINE_REF_PATTERN, ref) for ref in accepted)
+    assert not any(re.search(PIPELINE_REF_PATTERN, ref) for ref in ["x", "a b:c", "mod:", "declared:2", "rm -rf /"])

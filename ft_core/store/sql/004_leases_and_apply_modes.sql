@@ -1,11 +1,11 @@
 -- ftops history store, version 4: one experiment per job at a time, and how a job's changes are applied.
 --
--- A lease says who is experimenting on a job (a drill, a staged recovery, checkpoint profiling, a replica
+-- A lease says who is experimenting on a job (a drill, a staged recovery, a checkpoint-interval change, a replica
 -- change) and until when. At most one row per job; taking it succeeds only when there is none, it has
 -- expired (its holder died without releasing it), or the same holder takes it again (a retried task).
 CREATE TABLE ftops_lease (
     job_id      bigint PRIMARY KEY REFERENCES ftops_job (job_id) ON DELETE CASCADE,
-    kind        text NOT NULL CHECK (kind IN ('drill', 'recovery', 'checkpoint_profiling', 'replica_change')),
+    kind        text NOT NULL CHECK (kind IN ('drill', 'recovery', 'checkpoint_change', 'replica_change')),
     holder      text NOT NULL,
     acquired_at timestamptz NOT NULL DEFAULT now(),
     expires_at  timestamptz NOT NULL

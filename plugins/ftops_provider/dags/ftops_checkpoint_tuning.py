@@ -21,7 +21,7 @@ import pendulum
 from airflow.sdk import DAG, Param, task
 
 from ft_core.home import state_path
-from ft_core.input.quantities import NUMBER_LIST_PATTERN, NonNegative, PositiveSeconds, TaskCount
+from ft_core.input.quantities import NUMBER_LIST_PATTERN, Fraction, PositiveSeconds, TaskCount
 from ftops_provider.arguments import bounded_param
 from ftops_provider.operators.checkpoint import (
     ApplyIntervalOperator,
@@ -29,6 +29,7 @@ from ftops_provider.operators.checkpoint import (
     RecommendIntervalOperator,
     ValidateIntervalOperator,
 )
+from ftops_provider.operators.run_watcher import RunFailureWatcher
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
@@ -56,7 +57,7 @@ with DAG(
                       "validation's failures, just before a checkpoint)"),
         "variant": Param("auto", enum=["auto", "paper_eq4", "eq2", "closed_form", "warmup_elapsed"],
                          description="recovery-time variant (auto: the closest to the measured recovery times)"),
-        "max_recovery_error": bounded_param(0.2, NonNegative, "apply only when |predicted - measured| / measured "
+        "max_recovery_error": bounded_param(0.2, Fraction, "apply only when |predicted - measured| / measured "
                                             "recovery of the validation is at most this"),
         "resubmit": Param(False, type="boolean", description="restart the primary with the recommended interval "
                           "(only when it validated)"),
@@ -97,7 +98,14 @@ with DAG(
     running = SparkAppSensor(task_id="wait_primary_running", app_name="{{ " + APPLY + "['app_name'] }}",
                              spark_master_conn_id="ftops_spark_master", timeout_s=300)
 
-    profiled >> recommend >> validate >> apply_if_validated() >> apply >> stop >> submit >> running
+    @task(trigger_rule="all_done")
+    def release_lease(params=None, **context) -> bool:
+        from ftops_provider.operators.checkpoint import release_apply_lease
+
+        return release_apply_lease(params["job"], context)
+
+    profiled >> recommend >> validate >> apply_if_validated() >> apply >> stop >> submit >> running >> release_lease()
+    dag.tasks >> RunFailureWatcher()  # `release_lease` runs after failures too: this leaf keeps such a run failed
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

@@ -22,7 +22,7 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from ft_core.home import state_path
-from ft_core.input.quantities import NUMBER_LIST_PATTERN, PositiveFraction, PositiveSeconds
+from ft_core.input.quantities import NUMBER_LIST_PATTERN, PIPELINE_REF_PATTERN, PositiveFraction, PositiveSeconds
 from ftops_provider.arguments import bounded_param
 from ft_core.recovery.staged import POLICIES
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
@@ -44,7 +44,7 @@ with DAG(
     doc_md=__doc__,
     params={
         "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
-        "pipeline": Param("", type="string", pattern=r"^[A-Za-z0-9_./:-]*$", maxLength=500, description="optional: the pipeline the deployment must run (a sample's "
+        "pipeline": Param("", type="string", pattern=PIPELINE_REF_PATTERN, maxLength=500, description="optional: the pipeline the deployment must run (a sample's "
                           "name or module:attribute / file.py); empty: whatever it runs"),
         "job": Param("smartcity", type="string", minLength=1, description="registered job the run is recorded under"),
         "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,
@@ -60,7 +60,7 @@ with DAG(
     detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir, pipeline="{{ params.pipeline }}")
     plan = PlanStagesOperator(task_id="plan_stages", units_dir=units_dir, job_name="{{ params.job }}",
                               arrivals="{{ params.arrivals }}", cost="{{ params.cost }}", policy="{{ params.policy }}",
-                              node_cap="{{ params.node_cap }}")
+                              node_cap="{{ params.node_cap }}", timeout_s="{{ params.timeout_s }}")
     detect >> plan
     previous = plan
     for k in range(MAX_STAGES):

@@ -19,8 +19,10 @@ only when the recommendation validated.
   logged;
 - resubmission: the trigger interval is not pinned by a checkpoint, so the primary restarts on the same
   checkpoint with the new interval. Two drivers on one checkpoint would corrupt it, so the old primary stops
-  first, then the new one starts (:class:`ApplyIntervalOperator` records the new interval in the job's
-  deployment; the DAG stops, resubmits and waits).
+  first, then the new one starts (:class:`ApplyIntervalOperator` takes the job's lease, kind
+  ``checkpoint_change``, so no drill, recovery or replica change runs beside the restart, and records the
+  new interval in the job's deployment; the DAG stops, resubmits, waits and :func:`release_apply_lease`
+  gives the lease back on every path). A job busy with another experiment keeps its interval this run.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any, Literal
 
 from airflow.sdk import BaseOperator
 
-from ft_core.input.quantities import NonNegative, PositiveSeconds, TaskCount
+from ft_core.input.quantities import Fraction, PositiveSeconds, TaskCount
 from ftops_provider.arguments import checked
 from ftops_provider.hooks.history import HistoryStoreHook
 
@@ -156,7 +158,7 @@ class ValidateIntervalOperator(BaseOperator):
 
         failures = checked(TaskCount, self.failures, "failures")
         duration = checked(PositiveSeconds, self.duration_s, "duration_s")
-        bound = checked(NonNegative, self.max_recovery_error, "max_recovery_error")
+        bound = checked(Fraction, self.max_recovery_error, "max_recovery_error")
         rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
         work = Path(self.work_dir) / "validation"
         profiles = Path(self.work_dir) / "profiles.json"
@@ -203,6 +205,27 @@ def apply_decision(validation: dict[str, Any] | None, resubmit: bool) -> tuple[b
     return apply, why
 
 
+APPLY_LEASE_S = 900.0  # stop, resubmit and wait; released at the end, the expiry only matters if Airflow loses the run
+
+
+def apply_holder(context: Any) -> str:
+    from ftops_provider.leases import run_holder
+
+    return run_holder(context["dag"].dag_id, context["run_id"])
+
+
+def release_apply_lease(job: str, context: Any, conn_id: str = "ftops_db") -> bool:
+    """Give back the lease the apply step took (a no-op when it took none)."""
+    store = HistoryStoreHook(conn_id).store()
+    try:
+        released = store.release_lease(job, apply_holder(context))
+    finally:
+        store.conn.close()
+    if released:
+        log.info("released the lease on %s", job)
+    return released
+
+
 class ApplyIntervalOperator(BaseOperator):
     """Record the recommended trigger interval in the job's deployment (the primary's next (re)submission
     uses it) and return the resubmission's arguments for the DAG's stop/submit/wait steps."""
@@ -220,9 +243,17 @@ class ApplyIntervalOperator(BaseOperator):
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
+        from airflow.exceptions import AirflowSkipException
+
+        from ft_core.store.leases import BusyError
+
         rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
+            try:
+                store.acquire_lease(self.job_name, "checkpoint_change", apply_holder(context), ttl_s=APPLY_LEASE_S)
+            except BusyError as exc:
+                raise AirflowSkipException(f"the interval is not applied this run: {exc}") from None
             job, dep = job_and_deployment(store, self.job_name)
             dep = dep.model_copy(update={"trigger_s": round(rec["checkpoint_interval_ms"] / 1000, 3)})
             fields = {k: job[k] for k in JobSpec.model_fields if k in job and k != "deployment"}

@@ -4,15 +4,18 @@
 - :class:`DetectFailureOperator`: the units that are down: the deployment's last recorded failure if it is
   not recovered yet, else the applications whose drivers died (recorded now as a failure); with
   ``pipeline``, the deployment must run that pipeline;
-- :class:`PlanStagesOperator`: the recovery problem of that failure (measured or declared unit costs), the
-  staged schedule (``ft_core.recovery.staged``) for the expected replacement nodes, written next to the
-  deployment and stored as a ``recovery`` plan with a recovery run and its stages;
+- :class:`PlanStagesOperator`: the job's lease (kind ``recovery``: no drill, replica change or second
+  recovery of the job runs beside it; a busy job fails the step, naming the holder), the recovery problem
+  of that failure (measured or declared unit costs), the staged schedule (``ft_core.recovery.staged``) for
+  the expected replacement nodes, written next to the deployment and stored as a ``recovery`` plan with a
+  recovery run and its stages;
 - :class:`StageCapacitySensor`: a deferred wait for a stage's capacity (new workers, free cores) on the
   Spark master; skipped for a stage that starts nothing;
 - the stage's restart goes through ``UnitsStageSubmitOperator`` (spark-submit of ftops's launcher), then
   :class:`RecordStageOperator` marks it done, so a resumed run knows where it stands;
 - :class:`QueriesRecoveredSensor` (deferred) and :class:`FinishRecoveryOperator`: per-query recovery times,
-  lost/duplicated rows, the run's verdict.
+  lost/duplicated rows, the run's verdict, its experiment report (``ft_core.store.experiments``) and the
+  lease released.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from ftops_provider.arguments import bad_input_fails_the_task
+from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
+from ftops_provider.leases import run_holder
 from ftops_provider.sensors.waits import _DeferredWait
 
 
@@ -69,23 +73,46 @@ class DetectFailureOperator(BaseOperator):
 class PlanStagesOperator(BaseOperator):
     """Plan the stages of the current failure's recovery and open the recovery run in the history store."""
 
-    template_fields = ("units_dir", "job_name", "arrivals", "cost", "policy", "node_cap")
+    template_fields = ("units_dir", "job_name", "arrivals", "cost", "policy", "node_cap", "timeout_s")
 
     def __init__(self, *, units_dir: str, job_name: str, arrivals: str = "1,1", cost: str = "measured",
-                 policy: str = "order-then-pack", node_cap: float | str = 0.8, ftops_db_conn_id: str = "ftops_db",
-                 **kwargs: Any):
+                 policy: str = "order-then-pack", node_cap: float | str = 0.8, timeout_s: float | str = 900,
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.units_dir, self.job_name, self.arrivals = units_dir, job_name, arrivals
-        self.cost, self.policy, self.node_cap = cost, policy, node_cap
+        self.cost, self.policy, self.node_cap, self.timeout_s = cost, policy, node_cap, timeout_s
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from ft_core.input_hash import input_hash
+        from ft_core.input.quantities import PositiveSeconds
         from spark_jobs.recovery_units.recovery import plan_failure_stages
 
         root = Path(self.units_dir)
         with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is written
             schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap)
+        # Every wait may take timeout_s; the run releases the lease when it ends, expiry only matters if
+        # Airflow loses the run.
+        ttl_s = checked(PositiveSeconds, self.timeout_s, "timeout_s") * (len(schedule.stages) + 2)
+        self._take_lease(context, ttl_s)
+        return self._open_run(context, root, schedule, problem)
+
+    def _take_lease(self, context: Any, ttl_s: float) -> None:
+        from airflow.exceptions import AirflowFailException
+
+        from ft_core.store.leases import BusyError
+
+        store = HistoryStoreHook(self.ftops_db_conn_id).store()
+        try:
+            store.acquire_lease(self.job_name, "recovery", run_holder(context["dag"].dag_id, context["run_id"]), ttl_s=ttl_s)
+        except BusyError as exc:
+            raise AirflowFailException(f"no recovery of {self.job_name}: {exc}") from None
+        finally:
+            store.conn.close()
+        self.log.info("took the lease on %s for recovery (%.0f s)", self.job_name, ttl_s)
+
+    def _open_run(self, context: Any, root: Path, schedule, problem: dict) -> dict[str, Any]:
+        from ft_core.input_hash import input_hash
+
         path = root / "recoveries" / f"{_safe(context['run_id'])}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(schedule.model_dump_json(indent=2))
@@ -106,7 +133,7 @@ class PlanStagesOperator(BaseOperator):
         self.log.info("%s schedule: %s", schedule.mode, "; ".join(f"stage {s.stage}: {' '.join(s.partitions) or '-'}"
                                                                    for s in schedule.stages))
         return {"schedule_path": str(path), "stages": len(schedule.stages), "run_id": run_id, "plan_id": plan.plan_id,
-                "prefix": app_prefix(context["run_id"])}
+                "prefix": app_prefix(context["run_id"]), "job": self.job_name}
 
 
 def _safe(run_id: str) -> str:
@@ -192,6 +219,26 @@ class StageCapacitySensor(_DeferredWait):
                 store.record_stage(planned["run_id"], self.stage + 1, s.capacity, s.partitions, s.placement, status, **times)
         finally:
             store.conn.close()
+
+
+def recovery_experiment(store, planned: dict, recovered: dict[str, float | None], check, problems: list[str],
+                        dag_run_id: str):
+    """The recovery run's experiment report: the hypothesis after (every query back, no row lost or
+    duplicated, every begun stage finished), the stages' moments as its timeline, the measured times."""
+    from ft_core.store.experiments import Check, ExperimentReport, timeline
+
+    stages = store.recovery_stages(planned["run_id"])
+    moments = {f"stage {s['stage_no']} {what}": s[f"{what}_at"].timestamp()
+               for s in stages for what in ("waiting", "started", "finished") if s.get(f"{what}_at")}
+    after = [Check(name=f"{q} available again", expected="recovered", observed="no" if v is None else f"after {v:.1f} s",
+                   held=v is not None) for q, v in recovered.items()]
+    after += [Check(name="rows lost", expected="0", observed=str(check.lost_rows), held=check.lost_rows == 0),
+              Check(name="rows duplicated", expected="0", observed=str(check.duplicated_rows), held=check.duplicated_rows == 0)]
+    return ExperimentReport(kind="recovery", job=planned["job"], experiment_id=planned["run_id"], dag_run_id=dag_run_id,
+                            verdict="failed" if problems else "passed", reasons=problems, hypothesis_after=after,
+                            timeline=timeline(moments),
+                            measurements={"query_recovered_s": recovered, "lost_rows": check.lost_rows,
+                                          "duplicated_rows": check.duplicated_rows, "stages": len(stages)})
 
 
 def _planned(context: Any, plan_task_id: str) -> dict:
@@ -284,7 +331,10 @@ class FinishRecoveryOperator(BaseOperator):
             if stalled:  # a stage's wait or restart failed (this task runs after failures too)
                 problems.append(f"stage(s) {', '.join(map(str, stalled))} did not finish")
             store.finish_recovery_run(planned["run_id"], "failed" if problems else "succeeded")
+            store.save_experiment(recovery_experiment(store, planned, recovered, check, problems, context["run_id"]))
         finally:
+            if store.release_lease(planned["job"], run_holder(context["dag"].dag_id, context["run_id"])):
+                self.log.info("released the lease on %s", planned["job"])
             store.conn.close()
         self.log.info("queries back after (s): %s; lost %d, duplicated %d rows", recovered, check.lost_rows,
                       check.duplicated_rows)
