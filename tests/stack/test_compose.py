@@ -57,7 +57,17 @@ def test_airflow_services_share_one_image_and_wait_for_the_migration(resolved):
             assert svc["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully", name
     assert "ftops db upgrade" in " ".join(services["airflow-init"]["command"])
     env = services["airflow-scheduler"]["environment"]
-    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/ftops/dags"
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == "/opt/airflow/dags"
+    dockerfile = (ROOT / "docker" / "airflow.Dockerfile").read_text()
+    assert "ftops dags install --dags-folder /opt/airflow/dags" in dockerfile  # the thin files are where Airflow looks
+    def waits_for_data_init(name: str) -> bool:  # directly or through a service that does
+        needs = services[name].get("depends_on") or {}
+        return needs.get("data-init", {}).get("condition") == "service_completed_successfully" or \
+            any(waits_for_data_init(n) for n in needs)
+
+    for name, svc in services.items():  # one owner for the shared volume before anything writes into it
+        if any(str(v).startswith("ftops-data") for v in svc.get("volumes", [])) and name != "data-init":
+            assert waits_for_data_init(name), name
     assert env["AIRFLOW_CONN_FTOPS_DB"].endswith("@postgres:5432/ftops")
     assert [p["published"] for p in services["airflow-apiserver"]["ports"]] in (["8080"], [8080])
 
