@@ -78,6 +78,10 @@ class ClusterState:
     def master_url(self, pool: str) -> str:
         return f"spark://{HOST}:{self.master(pool).port}"
 
+    def master_ui(self, pool: str) -> str:
+        """The web UI of ``pool``'s master (this cluster is ftops's own, on loopback)."""
+        return f"http://{HOST}:{self.master(pool).ui_port}"
+
     def workers(self, pool: str | None = None, domain: str | None = None) -> list[Process]:
         return [p for p in self.processes if p.role == "worker" and (pool is None or p.pool == pool)
                 and (domain is None or p.domain == domain)]

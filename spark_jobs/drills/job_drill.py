@@ -73,7 +73,7 @@ def _app_executors(dep, app_name: str) -> int | None:
     apps = [a["id"] for a in master_apps(dep.primary_ui) if a.get("name") == app_name and a.get("state") == "RUNNING"]
     if not apps:
         return None
-    n = sum(executor_domains(require_state(Path(dep.cluster_state)), apps[0]).values())
+    n = sum(executor_domains(require_state(Path(dep.cluster_state)), apps[0], master_ui=dep.primary_ui).values())
     return n or None
 
 

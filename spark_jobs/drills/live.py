@@ -71,7 +71,7 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     apps = {a["name"]: a["id"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
     if primary_app_name(job) not in apps:
         raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
-    hosting = executor_domains(state, apps[primary_app_name(job)])
+    hosting = executor_domains(state, apps[primary_app_name(job)], master_ui=dep.primary_ui)
     if domain == "auto":
         if not hosting:
             raise ExternalError(f"job {job!r}: its primary has no executor on a live worker right now")
@@ -86,7 +86,8 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
         if replica_app_name(job, plan["plan_id"]) not in standby:
             raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
         replica = str(dep.replica_output(plan["plan_id"]))
-        if domain in executor_domains(state, standby[replica_app_name(job, plan["plan_id"])], pool="standby"):
+        if domain in executor_domains(state, standby[replica_app_name(job, plan["plan_id"])], pool="standby",
+                                      master_ui=dep.standby_ui):
             raise InputError(f"blast radius: failure domain {domain!r} holds {job!r}'s replica; a drill must not "
                              "fail what is meant to cover the failure")
     check_blast_radius(state, domain)
@@ -104,20 +105,13 @@ def check_blast_radius(state, domain: str) -> None:
                          "leave standby workers for the replica and for recovery")
 
 
-def executor_domains(state, app_id: str, pool: str = "primary") -> dict[str, int]:
+def executor_domains(state, app_id: str, pool: str = "primary", master_ui: str | None = None) -> dict[str, int]:
     """Failure domain -> number of the application's executors on ``pool``'s live workers (each worker's
-    own JSON lists its executors)."""
-    from spark_jobs.cluster.web_ui import try_json
-    from spark_jobs.runtime.processes import pid_alive
+    own JSON lists its executors, at the address ``master_ui``'s master reports; default: the state's)."""
+    from spark_jobs.cluster.worker_ui import executors_by_worker
 
     out: dict[str, int] = {}
-    for w in state.workers(pool):
-        if not pid_alive(w.pid):
-            continue
-        doc = try_json(f"http://127.0.0.1:{w.ui_port}/json/")
-        if doc is None:  # the worker died since the check
-            continue
-        executors = doc.get("executors", [])
+    for w, executors in executors_by_worker(master_ui or state.master_ui(pool), state.workers(pool)):
         n = sum(1 for e in executors if e.get("appid") == app_id)
         if n:
             out[w.domain] = out.get(w.domain, 0) + n

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.documents import read_document
-from spark_jobs.cluster.web_ui import try_json
+from spark_jobs.cluster.worker_ui import executors_by_worker
 from spark_jobs.recovery_units.deployment import (
     AppRecord,
     Deployment,
@@ -387,13 +387,9 @@ def app_domains(root: Path) -> dict[str, str | None]:
     out: dict[str, str | None] = dict.fromkeys(apps)
     if not dep.cluster_state:
         return out
-    for worker in require_state(Path(dep.cluster_state)).workers("primary"):
-        if not pid_alive(worker.pid):
-            continue
-        doc = try_json(f"http://127.0.0.1:{worker.ui_port}/json/")
-        if doc is None:  # the worker died since the check
-            continue
-        hosted = {e.get("appid") for e in doc.get("executors", [])}
+    state = require_state(Path(dep.cluster_state))
+    for worker, executors in executors_by_worker(state.master_ui("primary"), state.workers("primary")):
+        hosted = {e.get("appid") for e in executors}
         for name, app_id in apps.items():
             if app_id in hosted:
                 out[name] = worker.domain

@@ -1,0 +1,35 @@
+"""A worker's web UI address comes from the master's JSON, on a real local standalone cluster.
+
+The second worker binds another loopback address (127.0.0.2, as :mod:`spark_jobs.cluster.worker_hosts`
+does): its UI is not on 127.0.0.1, so only the address the master reports reaches it.
+"""
+
+from __future__ import annotations
+
+from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up, require_state
+from spark_jobs.cluster.web_ui import master_state
+from spark_jobs.cluster.worker_hosts import loopback_host
+from spark_jobs.cluster.worker_ui import executors_by_worker, reported_worker_uis
+from tests.conftest import test_port
+
+PORTS = dict(primary_port=test_port(17277), primary_ui=test_port(18290), standby_port=test_port(17278),
+             standby_ui=test_port(18291), worker_port_base=test_port(17300), worker_ui_base=test_port(18300))
+
+
+def test_worker_ui_address_comes_from_the_masters_json(tmp_path):
+    state_dir = tmp_path / "spark"
+    state = cluster_up(ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 1),), standby_workers=0,
+                                     worker_timeout_s=5, **PORTS))
+    try:
+        other = add_worker(state_dir, "rack-b", host=loopback_host(1), port_base=test_port(17310),
+                           ui_base=test_port(18310))
+        master_ui = state.master_ui("primary")
+        reported = reported_worker_uis(master_state(master_ui))
+        assert reported[other.port] == f"http://127.0.0.2:{other.ui_port}"
+        first = state.workers("primary")[0]
+        assert reported[first.port] == f"http://127.0.0.1:{first.ui_port}"
+        workers = require_state(state_dir).workers("primary")
+        answered = {w.domain: executors for w, executors in executors_by_worker(master_ui, workers)}
+        assert answered == {"rack-a": [], "rack-b": []}  # both workers' own JSON answered, no executors yet
+    finally:
+        cluster_down(state_dir)
