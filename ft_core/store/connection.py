@@ -14,10 +14,21 @@ def redact(url: str) -> str:
 
 def connect(url: str):
     """A psycopg2 connection (autocommit off); errors name the server without its password."""
+    return _open(redact(url), dsn=url)
+
+
+def connect_params(params: dict):
+    """A psycopg2 connection from keyword parameters (host, port, dbname, user, password and any libpq
+    option, such as an Airflow connection's ``sslmode`` extra); errors name host, port and database."""
+    where = f"{params.get('host')}:{params.get('port') or 5432}/{params.get('dbname') or ''}"
+    return _open(where, **params)
+
+
+def _open(where: str, **params):
     import psycopg2
 
     try:
-        return psycopg2.connect(url, connect_timeout=10)
+        return psycopg2.connect(**{"connect_timeout": 10, **params})
     except psycopg2.OperationalError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection refused"
-        raise ExternalError(f"cannot connect to the history store at {redact(url)}: {redact(reason)}") from None
+        raise ExternalError(f"cannot connect to the history store at {where}: {redact(reason)}") from None

@@ -1,7 +1,8 @@
 """SparkMasterHook: a Spark standalone master's state (workers, cores, applications) from its JSON.
 
-Connection (type ``ftops_spark_master``): host and port of the master's web UI (default
-127.0.0.1:8090); ``extra.master_url`` is the ``spark://`` URL applications use.
+Connection (type ``ftops_spark_master``): host (required: a connection without one is refused with its
+name, never taken for this machine) and port (default 8090) of the master's web UI; ``extra.master_url``
+is the ``spark://`` URL applications use (default ``spark://<host>:7077``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from ft_core.errors import InputError
 from spark_jobs.cluster.web_ui import master_state, post_form
 
 
@@ -24,9 +26,17 @@ class SparkMasterHook(BaseHook):
         self.spark_master_conn_id = spark_master_conn_id
         self.timeout_s = timeout_s
 
-    def _base_url(self) -> str:
+    def _connection(self):
+        """The Airflow connection; InputError naming it when it has no host."""
         conn = self.get_connection(self.spark_master_conn_id)
-        return f"http://{conn.host or '127.0.0.1'}:{conn.port or 8090}"
+        if not conn.host:
+            raise InputError(f"Airflow connection {self.spark_master_conn_id!r} has no host: set the host (and port) "
+                             "of the Spark master's web UI", field=self.spark_master_conn_id)
+        return conn
+
+    def _base_url(self) -> str:
+        conn = self._connection()
+        return f"http://{conn.host}:{conn.port or 8090}"
 
     def ui_url(self) -> str:
         """The master web UI's base URL (what the triggers poll)."""
@@ -34,8 +44,8 @@ class SparkMasterHook(BaseHook):
 
     def master_url(self) -> str:
         """The ``spark://`` URL applications are submitted to (``extra.master_url``, else host:7077)."""
-        conn = self.get_connection(self.spark_master_conn_id)
-        return conn.extra_dejson.get("master_url") or f"spark://{conn.host or '127.0.0.1'}:7077"
+        conn = self._connection()
+        return conn.extra_dejson.get("master_url") or f"spark://{conn.host}:7077"
 
     def master_state(self) -> dict[str, Any]:
         """The master's ``/json/`` document."""
