@@ -43,7 +43,9 @@ def register(sub, groups) -> None:
     where = dep.add_mutually_exclusive_group()
     where.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
                        help="cluster state of `ftops cluster up` (default %(default)s): its primary master")
-    where.add_argument("--master", help="a Spark master URL instead (no domains, no capacity polling)")
+    where.add_argument("--master", help="a Spark master URL instead (no domains)")
+    dep.add_argument("--master-ui", help="that master's web UI, e.g. http://HOST:8080 (recovery polls its capacity there; "
+                     "default: the cluster state's, else the Airflow connection ftops_spark_master)")
     dep.add_argument("--input", type=Path, help="input folder (default DIR/input)")
     dep.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
     dep.add_argument("--backlog-s", type=flag(Seconds), help="event seconds of sample input written before the start "
@@ -143,7 +145,7 @@ def _deploy(args: argparse.Namespace) -> int:
 
     ref = _ref(args)
     config = DeployConfig(root=args.dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
-                          placement=args.placement, input=args.input, master=args.master,
+                          placement=args.placement, input=args.input, master=args.master, master_ui=args.master_ui,
                           cluster_state=None if args.master else args.state_dir, trigger_s=args.trigger_s,
                           backlog_s=args.backlog_s, feed=False if args.no_feed else None, timeout_s=args.timeout_s)
     dep = deploy(config)

@@ -63,6 +63,8 @@ class Deployment(BaseModel):
     params: dict
     input: str
     master: str
+    master_ui: str | None = Field(default=None, description="the master's web UI, where capacity is polled (None: "
+                                  "the cluster state's, or the Airflow connection's)")
     layouts: dict[str, TableLayout] = Field(default_factory=dict)
     cluster_state: str | None = None
     trigger_s: float = 2.0

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ft_core.errors import InputError
+from ft_core.errors import ExternalError, InputError
 from ft_core.input.documents import read_document
 from ft_core.input.quantities import PositiveFraction, PositiveNodes, check, check_list
 from ft_core.input.validation import validate
@@ -130,18 +130,17 @@ def unit_costs(root: Path, text: str) -> dict[str, float]:
     return units.declared_cost(per_unit)
 
 
-def survivor_capacity(root: Path, node_cap: float) -> list[float]:
-    """Usable capacity on the surviving workers now: ``node_cap`` per free core (one-core nodes)."""
-    from spark_jobs.cluster.standalone import master_json
-
+def survivor_capacity(root: Path, node_cap: float, master_ui: str | None = None) -> list[float]:
+    """Usable capacity on the surviving workers now: ``node_cap`` per free core (one-core nodes), from the
+    master at ``master_ui`` (default: the one the deployment records)."""
     failure = last_failure(root)
-    alive = [w for w in master_json(master_ui_port(root))["workers"]
+    alive = [w for w in _master_doc(root, master_ui)["workers"]
              if w["state"] == "ALIVE" and w["id"] in failure.survivor_workers]
     return [node_cap] * sum(w["cores"] - w["coresused"] for w in alive)
 
 
 def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", policy: str = "order-then-pack",
-                        node_cap: float = 0.8) -> tuple[StagedSchedule, dict]:
+                        node_cap: float = 0.8, master_ui: str | None = None) -> tuple[StagedSchedule, dict]:
     """The staged schedule for the last failure's units that are still down: its recovery problem (unit
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
@@ -158,7 +157,7 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     if not down:
         raise InputError("every unit of the last failure runs again: nothing to recover")
     problem = dep.units.problem(down, unit_costs(root, cost))
-    capacity = survivor_capacity(root, node_cap) or 0.0
+    capacity = survivor_capacity(root, node_cap, master_ui) or 0.0
     if policy == "blocking":
         schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, failures=1)
     else:
@@ -168,20 +167,36 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
 
 # --- capacity (the Spark master's real state) -----------------------------------------------------
 
-def master_ui_port(root: Path) -> int:
+def recorded_master_ui(root: Path) -> str | None:
+    """The master web UI the deployment records (deployments older than that field: their local cluster
+    state's); None when it records neither."""
     from spark_jobs.cluster.standalone import require_state
 
     dep = load(root)
-    if not dep.cluster_state:
-        raise InputError("this deployment runs without a cluster state: capacity cannot be polled")
-    return require_state(Path(dep.cluster_state)).master("primary").ui_port
+    if dep.master_ui:
+        return dep.master_ui
+    return require_state(Path(dep.cluster_state)).master_ui("primary") if dep.cluster_state else None
 
 
-def capacity(root: Path, known_workers: list[str]) -> tuple[int, int]:
-    """(alive workers not in ``known_workers``, free cores on alive workers) from the master's JSON."""
-    from spark_jobs.cluster.standalone import master_json
+def _master_doc(root: Path, master_ui: str | None = None) -> dict:
+    """The master's ``/json/`` at ``master_ui`` (default: the recorded one); ClusterError when it does not answer."""
+    from spark_jobs.cluster.standalone import ClusterError
+    from spark_jobs.cluster.web_ui import master_state
 
-    alive = [w for w in master_json(master_ui_port(root))["workers"] if w["state"] == "ALIVE"]
+    url = master_ui or recorded_master_ui(root)
+    if url is None:
+        raise InputError("this deployment records no master web UI (deploy with --master-ui or --state-dir): "
+                         "capacity cannot be polled")
+    try:
+        return master_state(url)
+    except ExternalError as exc:
+        raise ClusterError(str(exc)) from None
+
+
+def capacity(root: Path, known_workers: list[str], master_ui: str | None = None) -> tuple[int, int]:
+    """(alive workers not in ``known_workers``, free cores on alive workers) from the JSON of the master at
+    ``master_ui`` (default: the one the deployment records)."""
+    alive = [w for w in _master_doc(root, master_ui)["workers"] if w["state"] == "ALIVE"]
     return sum(w["id"] not in known_workers for w in alive), sum(w["cores"] - w["coresused"] for w in alive)
 
 

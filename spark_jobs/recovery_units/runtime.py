@@ -103,6 +103,7 @@ class DeployConfig(BaseModel):
     placement: Path
     input: Path | None = None
     master: str | None = None
+    master_ui: str | None = None
     cluster_state: Path | None = None
     trigger_s: float = 2.0
     backlog_s: float | None = None
@@ -144,13 +145,13 @@ def create_deployment(config: DeployConfig) -> Placement:
     root = config.root.resolve()
     if (root / "deployment.json").exists() and load(root).running_apps():
         raise InputError(f"--dir: {root} has running units; run `ftops units stop --all` first")
-    master, cluster_state = _master(config)
+    master, master_ui, cluster_state = _master(config)
     root.mkdir(parents=True, exist_ok=True)
     input_dir = (config.input or root / "input").resolve()
     _write_backlog(workload, input_dir, backlog_s)
     layouts = analyse(workload, input_dir, root)
     dep = Deployment(root=str(root), pipeline=workload.ref, params=workload.params_dict(), input=str(input_dir),
-                     master=master, cluster_state=str(cluster_state) if cluster_state else None, layouts=layouts,
+                     master=master, master_ui=master_ui, cluster_state=str(cluster_state) if cluster_state else None, layouts=layouts,
                      trigger_s=config.trigger_s, ui_port_base=config.ui_port_base, feed_speedup=config.feed_speedup)
     dep.save()
     if feed:
@@ -158,15 +159,17 @@ def create_deployment(config: DeployConfig) -> Placement:
     return placement
 
 
-def _master(config: DeployConfig) -> tuple[str, Path | None]:
+def _master(config: DeployConfig) -> tuple[str, str | None, Path | None]:
+    """The master URL, its web UI (None: unknown here, the Airflow connection's) and the cluster state."""
+    ui = config.master_ui.rstrip("/") if config.master_ui else None
     if config.cluster_state is not None:
         from spark_jobs.cluster.standalone import require_state
 
         state = require_state(config.cluster_state)
-        return config.master or state.master_url("primary"), Path(state.state_dir)
+        return config.master or state.master_url("primary"), ui or state.master_ui("primary"), Path(state.state_dir)
     if not config.master:
         raise InputError("--master or --state-dir: say where the units run (a Spark master URL or a cluster state)")
-    return config.master, None
+    return config.master, ui, None
 
 
 def _write_backlog(workload: Workload, input_dir: Path, seconds: float) -> None:

@@ -67,3 +67,17 @@ def test_spark_master_hook_uses_the_connections_host(monkeypatch):
                                                                   "host": "spark-master.example", "port": 8080}))
     hook = SparkMasterHook("ftops_ep_master")
     assert (hook.ui_url(), hook.master_url()) == ("http://spark-master.example:8080", "spark://spark-master.example:7077")
+
+
+def test_recovery_takes_the_master_ui_from_the_record_else_the_connection(monkeypatch, tmp_path):
+    from ftops_provider.operators.recovery import _master_ui
+    from spark_jobs.recovery_units.deployment import Deployment
+
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_EP_MASTER", json.dumps({"conn_type": "ftops_spark_master",
+                                                                  "host": "spark-master.example", "port": 8080}))
+    dep = Deployment(root=str(tmp_path), pipeline="smartcity", params={}, input=str(tmp_path / "input"),
+                     master="spark://spark-master.example:7077")
+    dep.save()
+    assert _master_ui(tmp_path, "ftops_ep_master") == "http://spark-master.example:8080"
+    dep.model_copy(update={"master_ui": "http://ui.example:8081"}).save()
+    assert _master_ui(tmp_path, "ftops_ep_master") == "http://ui.example:8081"

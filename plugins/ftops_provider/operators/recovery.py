@@ -77,11 +77,11 @@ class PlanStagesOperator(BaseOperator):
 
     def __init__(self, *, units_dir: str, job_name: str, arrivals: str = "1,1", cost: str = "measured",
                  policy: str = "order-then-pack", node_cap: float | str = 0.8, timeout_s: float | str = 900,
-                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+                 ftops_db_conn_id: str = "ftops_db", spark_master_conn_id: str = "ftops_spark_master", **kwargs: Any):
         super().__init__(**kwargs)
         self.units_dir, self.job_name, self.arrivals = units_dir, job_name, arrivals
         self.cost, self.policy, self.node_cap, self.timeout_s = cost, policy, node_cap, timeout_s
-        self.ftops_db_conn_id = ftops_db_conn_id
+        self.ftops_db_conn_id, self.spark_master_conn_id = ftops_db_conn_id, spark_master_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
         from ft_core.input.quantities import PositiveSeconds
@@ -89,7 +89,8 @@ class PlanStagesOperator(BaseOperator):
 
         root = Path(self.units_dir)
         with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is written
-            schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap)
+            schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap,
+                                                    _master_ui(root, self.spark_master_conn_id))
         # Every wait may take timeout_s; the run releases the lease when it ends, expiry only matters if
         # Airflow loses the run.
         ttl_s = checked(PositiveSeconds, self.timeout_s, "timeout_s") * (len(schedule.stages) + 2)
@@ -154,9 +155,11 @@ class StageCapacitySensor(_DeferredWait):
 
     template_fields = ("units_dir", "plan_task_id", "timeout_s")
 
-    def __init__(self, *, units_dir: str, stage: int, plan_task_id: str = "plan_stages", **kwargs: Any):
+    def __init__(self, *, units_dir: str, stage: int, plan_task_id: str = "plan_stages",
+                 spark_master_conn_id: str = "ftops_spark_master", **kwargs: Any):
         super().__init__(**kwargs)
         self.units_dir, self.stage, self.plan_task_id = units_dir, stage, plan_task_id
+        self.spark_master_conn_id = spark_master_conn_id
 
     def _need(self, context: Any) -> tuple[int, int, list[str], str]:
         from spark_jobs.recovery_units.deployment import load
@@ -171,7 +174,8 @@ class StageCapacitySensor(_DeferredWait):
         todo = [a for a in apps if a not in load(root).apps]
         if not apps:
             raise _skip(f"stage {self.stage} starts nothing")
-        return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, _master_ui(root)
+        ui = _master_ui(root, self.spark_master_conn_id)
+        return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, ui
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         """Pass at once when the capacity is there already (no deferral round trip: a task that defers and is
@@ -180,9 +184,9 @@ class StageCapacitySensor(_DeferredWait):
         from spark_jobs.cluster.standalone import ClusterError
         from spark_jobs.recovery_units.recovery import capacity
 
-        new, cores, known, _ = self._need(context)
+        new, cores, known, ui = self._need(context)
         try:
-            have = capacity(Path(self.units_dir), known)
+            have = capacity(Path(self.units_dir), known, ui)
         except ClusterError:
             have = None  # the master does not answer now: the trigger keeps asking
         if have is not None and have[0] >= new and have[1] >= cores:
@@ -249,10 +253,13 @@ def _planned(context: Any, plan_task_id: str) -> dict:
     return planned
 
 
-def _master_ui(root: Path) -> str:
-    from spark_jobs.recovery_units.recovery import master_ui_port
+def _master_ui(root: Path, spark_master_conn_id: str) -> str:
+    """The primary master's web UI: the one the deployment records (its own, or its local cluster's), else
+    the Airflow connection's (a deployment on a user's master that was deployed without ``--master-ui``)."""
+    from ftops_provider.hooks.spark_master import SparkMasterHook
+    from spark_jobs.recovery_units.recovery import recorded_master_ui
 
-    return f"http://127.0.0.1:{master_ui_port(root)}"
+    return recorded_master_ui(root) or SparkMasterHook(spark_master_conn_id).ui_url()
 
 
 class RecordStageOperator(BaseOperator):
