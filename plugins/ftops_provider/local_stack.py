@@ -102,10 +102,12 @@ class LocalStack:
         return stopped
 
     def deployment(self, job: JobSpec):
+        from spark_jobs.cluster.standalone import local_masters
         from spark_jobs.runtime.job_streams import JobDeployment
 
         return JobDeployment(pipeline=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
-                             params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()))
+                             params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()),
+                             **local_masters())
 
     def register_sample_jobs(self) -> list[str]:
         from spark_jobs.pipeline.loading import load_workload

@@ -101,6 +101,14 @@ class ClusterState:
         return cls(doc["state_dir"], doc["worker_timeout_s"], [Process(**p) for p in doc["processes"]])
 
 
+def local_masters(config: ClusterConfig | None = None) -> dict[str, str]:
+    """The masters and web UIs of a local cluster with ``config``'s ports (default: the local stack's), named
+    as a job deployment names them (:class:`spark_jobs.runtime.job_streams.JobDeployment`)."""
+    c = config or ClusterConfig(state_dir=Path("."))
+    return {"primary_master": f"spark://{HOST}:{c.primary_port}", "standby_master": f"spark://{HOST}:{c.standby_port}",
+            "primary_ui": f"http://{HOST}:{c.primary_ui}", "standby_ui": f"http://{HOST}:{c.standby_ui}"}
+
+
 def spark_home() -> Path:
     """The pyspark package directory, which is a Spark distribution without the sbin start scripts."""
     import importlib.util

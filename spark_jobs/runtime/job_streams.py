@@ -41,10 +41,10 @@ class JobDeployment(BaseModel):
     replica_cores: int = Field(default=1, ge=1)
     cluster_state: str | None = Field(default=None, description="local cluster state (drills inject failures there)")
     domains: dict[str, str] | None = Field(default=None, description="worker host (or id) -> failure domain")
-    primary_master: str = "spark://127.0.0.1:7077"
-    standby_master: str = "spark://127.0.0.1:7078"
-    primary_ui: str = "http://127.0.0.1:8090"
-    standby_ui: str = "http://127.0.0.1:8091"
+    primary_master: str = Field(description="the primary's Spark master (spark://HOST:PORT): `ftops job register --master`")
+    standby_master: str = Field(description="the replica's master: --standby-master")
+    primary_ui: str = Field(description="the primary master's web UI: --master-ui")
+    standby_ui: str = Field(description="the standby master's web UI: --standby-ui")
 
     @model_validator(mode="before")
     @classmethod
@@ -52,6 +52,18 @@ class JobDeployment(BaseModel):
         """Deployments stored before the pipeline API named a sample as ``workload``."""
         if isinstance(data, dict) and "workload" in data and "pipeline" not in data:
             data = {("pipeline" if k == "workload" else k): v for k, v in data.items()}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_cluster_masters(cls, data):
+        """A deployment on a local cluster ftops started (``cluster_state``, the local stack's sample jobs) that
+        names no masters runs on that stack's default ports; any other deployment must name its masters."""
+        masters = ("primary_master", "standby_master", "primary_ui", "standby_ui")
+        if isinstance(data, dict) and data.get("cluster_state") and not all(data.get(k) for k in masters):
+            from spark_jobs.cluster.standalone import local_masters
+
+            data = {**local_masters(), **{k: v for k, v in data.items() if v is not None}}
         return data
 
     def workload(self) -> Workload:

@@ -19,13 +19,15 @@ PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendation(tmp_path, pg_server, pg_conn, monkeypatch):
     from airflow.dag_processing.dagbag import DagBag
 
+    from spark_jobs.cluster.standalone import local_masters
+
     monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
     pool = subprocess.run([sys.executable, "-m", "airflow", "pools", "set", "ftops_profiling", "1", "profiling copies"],
                           capture_output=True, text=True, timeout=120)
     assert pool.returncode == 0, pool.stderr
     upgrade(pg_conn)
     store = HistoryStore(pg_conn)
-    dep = JobDeployment(pipeline="topk", root=str(tmp_path / "topk"), params=PARAMS)
+    dep = JobDeployment(pipeline="topk", root=str(tmp_path / "topk"), params=PARAMS, **local_masters())
     store.register_job(JobSpec(name="topk", workload="topk", max_recovery_s=600, deployment=dep.model_dump()))
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
