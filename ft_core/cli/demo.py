@@ -1,4 +1,4 @@
-"""``ftops demo``: the project's main job until the Spark and Airflow layers land.
+"""``ftops demo``: a quick tour of the replication planners, with no Spark or Airflow.
 
 Plans active replication for the shipped sample topologies (paper 000's Q1, Q2 and the Fig. 6
 topology) with every planner at replication ratios of 25%, 50% and 75%, and prints what each plan
@@ -20,7 +20,7 @@ RATIOS = (0.25, 0.5, 0.75)
 
 
 def register(sub, groups) -> None:
-    demo = sub.add_parser("demo", help="planner demo on the sample topologies (the README's main job)")
+    demo = sub.add_parser("demo", help="a quick tour of the planners on the sample topologies (no Spark, no Airflow)")
     demo.add_argument("--json", action="store_true", help="print the output fidelity per topology, ratio and planner as JSON")
     demo.set_defaults(func=_demo)
 

@@ -31,6 +31,7 @@ class BusyError(FtopsError):
 
     exit_code = 3
     label = "busy"
+    kind = "busy"
 
     def __init__(self, job: str, lease: dict[str, Any]):
         self.lease = lease
