@@ -322,7 +322,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     finally:
         person.join(timeout=60)
         assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
-    assert "would fail" in answered["body"] and "predicted output fidelity" in answered["body"]
+    assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
     assert answered["response"].status_code == 200, answered["response"].text
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"
