@@ -290,7 +290,12 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
 
     from spark_jobs.drills.probes import other_workers
 
+    from spark_jobs.drills.probes import event_lag_s
+
     dep, store = live_job
+    # the preflight drills only a job that keeps up: alone, this test meets a job that just started
+    wait_for(lambda: (lag := event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)) is not None
+             and lag < 60, timeout_s=300, interval_s=2, what="the job to keep up with its input")
     assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
     assert store.job(JOB)["apply_mode"] == "approve"
     workers = other_workers(dep.cluster_state, "none")
