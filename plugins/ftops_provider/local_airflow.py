@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from ft_core.errors import ExternalError, InputError
 from ftops_provider.dag_files import install_dag_files
@@ -102,7 +103,7 @@ class LocalAirflow:
         """A JWT for the admin user (``POST /auth/token``), for API calls and the plugin's pages."""
         body = {"username": "admin", "password": self.admin_password()}
         try:
-            resp = httpx.post(f"{self.url}/auth/token", json=body, timeout=10)
+            resp = self._request("POST", f"{self.url}/auth/token", json=body, timeout=30)
             resp.raise_for_status()
             return resp.json()["access_token"]
         except (httpx.HTTPError, KeyError, ValueError) as exc:
@@ -163,11 +164,19 @@ class LocalAirflow:
         self._state_file.write_text(json.dumps(pids))
 
     # -- REST ------------------------------------------------------------------------------
+    # A loaded machine's api-server can miss a timeout now and then: reads and the token are asked again.
+    @staticmethod
+    @retry(retry=retry_if_exception_type(httpx.TimeoutException), stop=stop_after_attempt(3), wait=wait_fixed(2),
+           reraise=True)
+    def _request(method: str, url: str, **kwargs) -> httpx.Response:
+        return httpx.request(method, url, **kwargs)
+
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> dict:
         """One call of Airflow's REST API as the admin user; an error names the call and the status."""
         try:
-            resp = httpx.request(method, f"{self.url}{path}", json=body, timeout=30,
-                                 headers={"Authorization": f"Bearer {token or self.token()}"})
+            send = self._request if method == "GET" else httpx.request  # a write is not repeated blindly
+            resp = send(method, f"{self.url}{path}", json=body, timeout=30,
+                        headers={"Authorization": f"Bearer {token or self.token()}"})
         except httpx.HTTPError as exc:
             raise ExternalError(f"Airflow API {method} {path}: {exc}") from None
         if resp.is_error:

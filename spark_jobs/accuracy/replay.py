@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from pydantic import BaseModel
 from ft_core.replication.predicted_accuracy import AccuracyEstimate, summarize
 from spark_jobs.pipeline.accuracy import window_of
 from spark_jobs.pipeline.definition import Workload
+from spark_jobs.runtime.driver_address import use_driver_address
 
 
 class ReplayRequest(BaseModel):
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     request = ReplayRequest.model_validate_json(args.request.read_text())
     workload = load_workload(request.pipeline, request.params)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    use_driver_address()  # the one rule for drivers ftops starts: loopback unless SPARK_LOCAL_HOSTNAME names the host
     spark = SparkSession.builder.appName(f"ftops-{workload.name}-accuracy").getOrCreate()
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:

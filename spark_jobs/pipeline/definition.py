@@ -71,7 +71,7 @@ def parse_params(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--param {item!r}: expected key=value")
+            raise InputError(f"--param {item!r}: expected key=value", field="--param")
         out[key.strip()] = value.strip()
     return out
 
@@ -105,7 +105,7 @@ class Pipeline:
                 err = exc.errors()[0]
                 where = ".".join(str(p) for p in err["loc"])
                 msg = err["msg"].removeprefix("Value error, ")
-                raise InputError(f"--param {where}: {msg}" if where else f"--param {msg}") from None
+                raise InputError(f"--param {where}: {msg}" if where else f"--param {msg}", field="--param") from None
         return Workload(self, model)
 
     def __repr__(self) -> str:

@@ -12,7 +12,6 @@ the job's log.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -20,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ft_core.errors import ExternalError, InputError
+from spark_jobs.runtime.driver_address import use_driver_address
 
 
 def local_session(name: str):
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    use_driver_address()  # the one rule for drivers ftops starts: loopback unless SPARK_LOCAL_HOSTNAME names the host
     spark = (SparkSession.builder.appName(name).master("local[1]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
              .getOrCreate())

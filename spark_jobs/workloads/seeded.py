@@ -4,7 +4,7 @@ records, whether a file is written in bulk or appended live (:mod:`spark_jobs.pi
     >>> count_in_file(2.5, 1.0, 0), count_in_file(2.5, 1.0, 1)
     (2, 3)
     >>> apportion(10, zipf_probabilities(3, 1.0))
-    [6, 3, 1]
+    [5, 3, 2]
 """
 
 from __future__ import annotations

@@ -209,13 +209,13 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     from spark_jobs.cluster.standalone import require_state
 
     dep, store = live_job
-    command = _drill_command(dep, "--lease-ttl-s", "45")
+    command = _drill_command(dep, "--lease-ttl-s", "150")  # long enough for a loaded dag.test() to meet it
     wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
     os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
     command.wait(timeout=30)
     refused = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
     assert {ti.task_id: ti.state for ti in refused.get_task_instances()}["preflight"] == "skipped"  # not expired yet
-    wait_for(lambda: store.lease(JOB) is None or store.lease(JOB)["expires_at"] < _now(store), timeout_s=60,
+    wait_for(lambda: store.lease(JOB) is None or store.lease(JOB)["expires_at"] < _now(store), timeout_s=200,
              interval_s=1, what="the dead command's lease to expire")
 
     # The next drill takes the lease over, but capacity comes back only after 120 s and the drill may
@@ -290,35 +290,45 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
 
     from spark_jobs.drills.probes import other_workers
 
+    from spark_jobs.drills.probes import event_lag_s
+
     dep, store = live_job
+    # the preflight drills only a job that keeps up: alone, this test meets a job that just started
+    wait_for(lambda: (lag := event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)) is not None
+             and lag < 60, timeout_s=300, interval_s=2, what="the job to keep up with its input")
     assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
     assert store.job(JOB)["apply_mode"] == "approve"
     workers = other_workers(dep.cluster_state, "none")
     client = TestClient(create_app("core"))
     headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
                                                                                                    role="ADMIN"))}
-    result = {}
-    drill = threading.Thread(target=lambda: result.update(run=_dag("ftops_chaos_drill").test(run_conf={"job": JOB})))
-    drill.start()
-    try:
-        def request() -> dict | None:
-            runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
-            for run in runs.json().get("dag_runs", []):
-                got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
-                                 "/hitlDetails", headers=headers)
-                if got.status_code == 200:
-                    return {"run_id": run["dag_run_id"], **got.json()}
-            return None
+    answered = {}
 
+    def request() -> dict | None:
+        runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
+        for run in runs.json().get("dag_runs", []):
+            got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
+                             "/hitlDetails", headers=headers)
+            if got.status_code == 200:
+                return {"run_id": run["dag_run_id"], **got.json()}
+        return None
+
+    def reject() -> None:  # the person, beside the run (dag.test() needs the main thread: it sets signals)
         asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
-        assert "would fail" in asked["body"] and "predicted output fidelity" in asked["body"]
-        answered = client.patch(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1"
-                                "/hitlDetails", json={"chosen_options": ["Reject"]}, headers=headers)
-        assert answered.status_code == 200, answered.text
+        answered["body"] = asked["body"]
+        answered["response"] = client.patch(
+            f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1/hitlDetails",
+            json={"chosen_options": ["Reject"]}, headers=headers)
+
+    person = threading.Thread(target=reject, daemon=True)
+    person.start()
+    try:
+        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
     finally:
-        drill.join(timeout=900)
+        person.join(timeout=60)
         assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
-    run = result["run"]
+    assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
+    assert answered["response"].status_code == 200, answered["response"].text
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"
     drill_row = store.drills(JOB)[-1]

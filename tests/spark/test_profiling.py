@@ -123,7 +123,7 @@ def test_two_intervals_produce_a_valid_profiles_document_on_spark(tmp_path, cli)
     with pytest.raises(InputError, match="needs at least 3"):
         load_profiles(report.profiles)  # the planner's own minimum still holds
     planned = cli("plan", "checkpoint", report.profiles, "--max-recovery-s", "100", "--json")
-    assert planned.code == 2 and "only 2 distinct interval(s)" in planned.err
+    assert planned.code == 2 and "only 2 distinct interval(s)" in json.loads(planned.out)["error"]  # --json: errors too
 
     raw = ProfileRaw.model_validate_json(Path(report.raw).read_text())
     workload = load_workload("topk", PARAMS)

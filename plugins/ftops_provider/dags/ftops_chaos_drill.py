@@ -118,7 +118,9 @@ with DAG(
     [preflight, decided] >> inject >> [wait_tentative, replacement_due]
     replacement_due >> add_capacity >> ensure_primary >> wait_executors >> [wait_caught_up, inject_faults]
     [wait_tentative, wait_caught_up, inject_faults] >> verify
-    [t for t in dag.tasks if t is not finish] >> finish  # after everything: it restores what an abort left
+    # After everything: it restores what an abort left. Not directly after the approval: a rejection skips
+    # the approval's direct downstream tasks, and `finish` must still record the drill and release the lease.
+    [t for t in dag.tasks if t not in (finish, approve)] >> finish
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

@@ -253,6 +253,10 @@ class VerifyDrillOperator(BaseOperator):
         from spark_jobs.runtime.job_streams import JobDeployment
 
         doc = context["ti"].xcom_pull(task_ids=self.capacity_task_id)
+        if doc is None:  # every wait skipped (trigger rule none_failed): nothing was injected, nothing to measure
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            raise AirflowSkipException("no capacity was added: nothing was injected, nothing to measure")
         dep = JobDeployment.model_validate(doc["deployment"])
         work_dir = dep.path / "drills" / f"drill-{doc['drill_id']}" / "reference"
         report = measure(dep, DrillContext.model_validate({k: doc[k] for k in DrillContext.model_fields}), work_dir)
