@@ -28,6 +28,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tenacity import retry, retry_if_exception_type, stop_after_attempt
+
 from pydantic import BaseModel
 
 Row = dict[str, Any]
@@ -90,6 +92,9 @@ def _log_entries(path: Path) -> list[dict]:
     return [json.loads(line) for line in lines[1:] if line.strip()]
 
 
+# Spark deletes sink-log files a newer compact file covers while the query runs: a file listed a
+# moment ago can be gone when read, and reading the log again sees a consistent set.
+@retry(retry=retry_if_exception_type(FileNotFoundError), stop=stop_after_attempt(5), reraise=True)
 def committed_batches(root: Path, unit: str) -> dict[int, tuple[float, list[str]]]:
     """Batch id -> (commit wall time, absolute paths of the Parquet files it added), from the sink log."""
     log = table_dir(root, unit) / "_spark_metadata"

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from tenacity import retry, retry_if_exception_type, stop_after_attempt
+
 
 @dataclass(frozen=True)
 class StreamLag:
@@ -61,6 +63,9 @@ def _log_entries(folder: Path) -> list[dict]:
     return entries
 
 
+# Spark purges old log files while the query runs (their entries live on in a compact file): a file
+# listed a moment ago can be gone when read. Reading the whole checkpoint again sees a consistent set.
+@retry(retry=retry_if_exception_type(FileNotFoundError), stop=stop_after_attempt(5), reraise=True)
 def file_source_lag(checkpoint: str | Path, input_dir: str | Path) -> StreamLag:
     checkpoint, input_dir = Path(checkpoint), Path(input_dir)
     commits = [int(f.name) for f in (checkpoint / "commits").iterdir() if f.name.isdigit()] \
