@@ -33,7 +33,7 @@ within its window, its :class:`~spark_jobs.pipeline.definition.Output` ``key``: 
 for incidents, whose rows are one per window) and the predicted OF, which is recomputed from the
 replica's plan tasks and topology (paper 000's OF, :mod:`ft_core.replication.fidelity`).
 
-    ftops serve --primary P --replica R --out V [--predicted-of X] [--once]
+    ftops transparency serve --primary P --replica R --out V [--predicted-of X] [--once]
 
 Memory: the rows of the windows served (per-window state, no global snapshot).
 """
@@ -297,9 +297,9 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def start_serving(primary: Path, replica: Path | None, out: Path, predicted_of: float,
                   poll_s: float = 0.25) -> subprocess.Popen:
-    """``ftops serve`` as its own process group (what consumers would run)."""
+    """``ftops transparency serve`` as its own process group (what consumers would run)."""
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "ft_core.cli.main", "serve", "--primary", str(primary), "--out", str(out),
+    cmd = [sys.executable, "-m", "ft_core.cli.main", "transparency", "serve", "--primary", str(primary), "--out", str(out),
            "--predicted-of", f"{predicted_of:.6g}", "--poll-s", f"{poll_s:g}"]
     cmd += ["--replica", str(replica)] if replica is not None else []
     with (out / "_serve.log").open("w") as log:
@@ -346,7 +346,7 @@ def measure_view(out: Path, expected: list[dict[str, Any]], failure_windows: lis
         equals_reference=not any(r["tentative"] for r in rows) and strip_served_fields(rows) == expected)
 
 
-# --- command line (``ftops serve`` is registered by spark_jobs.cli.faults) ---------------------
+# --- command line (``ftops transparency serve`` is registered by spark_jobs.cli.faults) ---------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--primary", type=Path, required=True, help="the primary run's output folder (accurate rows)")

@@ -8,7 +8,10 @@ through the ``ftops.commands`` entry point, so ft_core never imports them.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import sys
+from collections.abc import Callable
 from importlib.metadata import entry_points
 
 COMMAND_MODULES = [
@@ -36,3 +39,24 @@ def register_all(sub) -> None:
         importlib.import_module(module_name).register(sub, groups)
     for entry in entry_points(group="ftops.commands"):
         entry.load().register(sub, groups)
+
+
+def group_commands(sub, name: str):
+    """The subcommands of the top-level group ``name`` another module created, to add one beside them."""
+    group = sub.choices[name]
+    # argparse offers no public accessor for an existing parser's subcommands
+    return next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
+
+
+def add_old_name(sub, old: str, new: str, add_arguments: Callable, func: Callable) -> None:
+    """Keep ``ftops <old>`` working for one release after the command moved to ``ftops <new>``: the same
+    arguments and behaviour, and a note on stderr (stdout, JSON included, is unchanged)."""
+    def run(args):
+        print(f"ftops: note: `ftops {old}` is now `ftops {new}`; the old name goes away in the next release",
+              file=sys.stderr)
+        return func(args)
+
+    parser = sub.add_parser(old, help=f"old name of `ftops {new}` (kept for one release)",
+                            description=f"Old name of `ftops {new}`, kept for one release.")
+    add_arguments(parser)
+    parser.set_defaults(func=run)

@@ -1,11 +1,14 @@
-"""``ftops stack up|down|status`` and ``ftops stack demo``: the local stack on the embedded defaults."""
+"""``ftops stack up|down|status``, ``ftops stack demo`` and ``ftops bench soak``: the local stack on the
+embedded defaults, and drills in a row through its Airflow."""
 
 from __future__ import annotations
 
 import argparse
 
-from ft_core.cli.output import print_table
+from ft_core.cli.output import emit_report, print_table
 from ft_core.cli.progress import Progress
+from ft_core.input.quantities import Seconds, flag
+from ftops_provider.soak import DrillCount
 
 DEMO_RUNS = (  # (DAG, conf): what the README's main command runs, in order
     ("ftops_profile_and_plan", {}),
@@ -23,6 +26,30 @@ def register(sub, groups) -> None:
         p = ssub.add_parser(name, help=text, description=text)
         p.add_argument("--airflow-port", type=int, default=8080)
         p.set_defaults(func=func)
+    soak = groups["bench"].add_parser("soak", help="chaos drills in a row through ftops_chaos_drill on the local stack, "
+                                      "alternating failure domains (issue 16); writes docs/benchmarks/soak.md")
+    soak.add_argument("--drills", type=flag(DrillCount), default=20, help="how many drills in a row (default 20)")
+    soak.add_argument("--domains", type=domain_list, default=["auto"],
+                      help="failure domains to take turns, comma-separated (default auto: where the primary's executors "
+                      "run, which alternates, since each drill moves them to the other domain)")
+    soak.add_argument("--replacement-delay-s", type=flag(Seconds), default=20,
+                      help="seconds until each drill's replacement capacity arrives (default 20)")
+    soak.add_argument("--out", default="docs/benchmarks/soak.md", help="report path (default docs/benchmarks/soak.md)")
+    soak.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
+    soak.add_argument("--airflow-port", type=int, default=8080)
+    soak.set_defaults(func=_soak)
+
+
+def domain_list(text: str) -> list[str]:
+    """``--domains``: failure-domain names, comma-separated (at least one).
+
+    >>> domain_list("rack-a, rack-b")
+    ['rack-a', 'rack-b']
+    """
+    domains = [d.strip() for d in text.split(",") if d.strip()]
+    if not domains:
+        raise argparse.ArgumentTypeError(f"expected failure domains, comma-separated, got {text!r}")
+    return domains
 
 
 def _stack(args: argparse.Namespace):
@@ -67,6 +94,23 @@ def _demo(args: argparse.Namespace) -> int:
     _summary(stack)
     _where(stack)
     return 0 if all(run["state"] == "success" for _, run in results) else 1
+
+
+def _soak(args: argparse.Namespace) -> int:
+    import shlex
+    import sys
+
+    from ftops_provider.local_stack import RUNNING_JOB
+    from ftops_provider.soak import run_soak, soak_report
+
+    stack = _stack(args)
+    stack.up()
+    command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    progress = Progress("soak", total=args.drills)
+    result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
+                      replacement_delay_s=args.replacement_delay_s, command=command, progress=progress)
+    emit_report(soak_report(result), args.out, args.json)
+    return 0 if result.target_met else 1
 
 
 def _summary(stack) -> None:

@@ -1,14 +1,15 @@
-"""``ftops faults inject``, ``ftops serve`` and ``ftops bench redundancy``: issue 7's Spark side.
+"""``ftops faults inject``, ``ftops transparency serve`` and ``ftops bench redundancy``: issue 7's Spark side.
 
 Registered through the ``ftops.commands`` entry point (``faults-spark = "spark_jobs.cli.faults"``);
 ``python -m spark_jobs.cli.faults ...`` is ``ftops ...``. ``inject`` joins the ``faults`` group that
-:mod:`ft_core.cli.fault_tolerance` creates (``validate``, ``schedule``). The logic lives in :mod:`spark_jobs.fault_injection`,
+:mod:`ft_core.cli.fault_tolerance` creates (``validate``, ``schedule``), ``serve`` the ``transparency`` group. The logic lives in :mod:`spark_jobs.fault_injection`,
 :mod:`spark_jobs.serving_view` and :mod:`spark_jobs.redundancy.bench`, so Airflow can call it.
 
 - ``faults inject PROFILE (--output DIR | --app-id ID) --duration S --seed N [--state-dir DIR] [--json]``:
   apply a fault profile to a running application (executor pauses, executor crashes, domain
   failures); exit 2 when the application has no executor on this host.
-- ``serve --primary DIR [--replica DIR] --out DIR [--predicted-of X] [--once]``: the serving view.
+- ``transparency serve --primary DIR [--replica DIR] --out DIR [--predicted-of X] [--once]``: the serving view
+  (``ftops serve``, its old name, still works for one release).
 - ``bench redundancy [...]``: the benchmark; writes ``docs/benchmarks/redundancy.md``.
 """
 
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
+from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.quantities import (PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds, Port,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
@@ -31,17 +33,10 @@ from ft_core.redundancy.controller import ControllerParams
 
 
 def register(sub, groups) -> None:
-    _register_inject(_faults_group(sub))
+    _register_inject(group_commands(sub, "faults"))
     _register_serve(sub)
     if "bench" in groups:
         _register_bench(groups["bench"])
-
-
-def _faults_group(sub):
-    """The subcommands of ``ftops faults``, the group :mod:`ft_core.cli.fault_tolerance` creates."""
-    group = sub.choices["faults"]
-    # argparse offers no public accessor for an existing parser's subcommands
-    return next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
 
 
 def _register_inject(fsub) -> None:
@@ -64,10 +59,12 @@ def _register_inject(fsub) -> None:
 def _register_serve(sub) -> None:
     from spark_jobs import serving_view
 
-    srv = sub.add_parser("serve", help="the serving view: one table of a job's accurate and tentative outputs (paper 001)",
-                         description=serving_view.__doc__.split("\n\n")[1])
+    srv = group_commands(sub, "transparency").add_parser(
+        "serve", help="the serving view: one table of a job's accurate and tentative outputs (paper 001)",
+        description=serving_view.__doc__.split("\n\n")[1])
     serving_view.add_arguments(srv)
     srv.set_defaults(func=serving_view.run_from_args)
+    add_old_name(sub, "serve", "transparency serve", serving_view.add_arguments, serving_view.run_from_args)
 
 
 def _register_bench(bench) -> None:

@@ -1,4 +1,4 @@
-"""``ftops units ...`` and ``ftops recover``: any pipeline deployed as recovery units (issue 5, paper 003).
+"""``ftops units ...``: any pipeline deployed as recovery units (issue 5, paper 003).
 
 Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.units"``; the logic lives in
 :mod:`spark_jobs.recovery_units` (Airflow operators call the same functions).
@@ -11,7 +11,8 @@ Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.
 - ``units topology`` / ``units problem``: the topology document (units as tasks) and the recovery problem of
   the last failure, for ``ftops plan stages``;
 - ``units verify``: committed tables against the failure-free reference (lost / duplicated rows);
-- ``recover --schedule STAGES.json``: execute a staged schedule, waiting on the Spark master for capacity.
+- ``units recover --schedule STAGES.json``: execute a staged schedule, waiting on the Spark master for capacity
+  (``ftops recover``, its old name, still works for one release).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
+from ft_core.cli.registry import add_old_name
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
 from ft_core.input.quantities import PositiveSeconds, Seconds, flag
@@ -99,7 +101,17 @@ def register(sub, groups) -> None:
     ver.add_argument("--json", action="store_true")
     ver.set_defaults(func=_verify)
 
-    rec = sub.add_parser("recover", help="execute a staged recovery schedule (ftops plan stages --json) on a units deployment")
+    rec = usub.add_parser("recover", help="execute a staged recovery schedule (ftops plan stages --json) on a units deployment")
+    _recover_arguments(rec)
+    rec.set_defaults(func=_recover)
+    add_old_name(sub, "recover", "units recover", _recover_arguments, _recover)
+
+    from spark_jobs.recovery_units.bench import register_bench
+
+    register_bench(groups["bench"])
+
+
+def _recover_arguments(rec) -> None:
     add_pipeline_arguments(rec)
     rec.add_argument("--schedule", type=Path, required=True, help="`ftops plan stages ... --json` output")
     _dir(rec)
@@ -108,11 +120,6 @@ def register(sub, groups) -> None:
     rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")
     rec.add_argument("--json", action="store_true")
-    rec.set_defaults(func=_recover)
-
-    from spark_jobs.recovery_units.bench import register_bench
-
-    register_bench(groups["bench"])
 
 
 def _dir(parser) -> None:

@@ -16,6 +16,7 @@ import pytest
 
 from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore
+from spark_jobs.cluster.standalone import require_state
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
@@ -155,6 +156,7 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     assert drill["time_to_caught_up_s"] > 5  # after the replacement worker joined
     assert drill["time_to_first_tentative_s"] is not None
     assert drill["params"]["failure_domain"] == "auto" and drill["dag_run_id"] == run.run_id
+    assert drill["params"]["domain"] in {w.domain for w in require_state(dep.cluster_state).workers("primary")}
     assert len(drill["windows"]) >= 1 and all(0 <= w["accuracy"] <= 1 for w in drill["windows"])
     experiment = store.experiment("drill", drill["drill_id"])
     assert experiment.verdict == "passed" and experiment.dag_run_id == run.run_id
@@ -206,7 +208,6 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     import signal
 
     from spark_jobs.drills.live import executor_domains, master_apps
-    from spark_jobs.cluster.standalone import require_state
 
     dep, store = live_job
     command = _drill_command(dep, "--lease-ttl-s", "150")  # long enough for a loaded dag.test() to meet it

@@ -39,7 +39,7 @@ FLAGS = {
     "units deploy": (["units", "deploy", "--placement", f"{NOWHERE}/p.json", "--dir", NOWHERE],
                      {"--trigger-s": ("positive", LIMITS.max_duration_s), "--backlog-s": ("nonnegative", LIMITS.max_duration_s),
                       "--timeout-s": ("positive", LIMITS.max_duration_s)}),
-    "recover": (["recover", "--schedule", f"{NOWHERE}/s.json", "--dir", NOWHERE],
+    "units recover": (["units", "recover", "--schedule", f"{NOWHERE}/s.json", "--dir", NOWHERE],
                 {"--timeout-s": ("positive", LIMITS.max_duration_s), "--wait-recovered-s": ("nonnegative", LIMITS.max_duration_s)}),
     "profile checkpoint": (["profile", "checkpoint", "--workload", "nope", "--duration", "10", "--intervals", "1,2,3"],
                            {"--duration": ("positive", LIMITS.max_duration_s), "--failures": ("count1", LIMITS.max_tasks),
@@ -52,7 +52,7 @@ FLAGS = {
                    "--timeout-s": ("positive", LIMITS.max_duration_s)}),
     "faults inject": (["faults", "inject", f"{NOWHERE}/profile.yaml", "--output", NOWHERE, "--seed", "1"],
                       {"--duration": ("positive", LIMITS.max_duration_s)}),
-    "serve": (["serve", "--primary", NOWHERE, "--out", f"{NOWHERE}/view"],
+    "transparency serve": (["transparency", "serve", "--primary", NOWHERE, "--out", f"{NOWHERE}/view"],
               {"--poll-s": ("positive", LIMITS.max_duration_s), "--duration-s": ("positive", LIMITS.max_duration_s),
                "--predicted-of": ("fraction", None)}),
     "cluster up": (["cluster", "up", "--workers", "", "--state-dir", NOWHERE],
@@ -72,6 +72,17 @@ def test_every_poison_stops_its_command_before_anything_starts(work):
     for command, (argv, _) in FLAGS.items():
         res = run(argv, work)
         assert res.code == 2 and res.err.count("\n") == 1, (command, res.err)
+
+
+@pytest.mark.parametrize("new", ["units recover", "transparency serve"])
+def test_an_old_command_name_runs_the_moved_command_and_says_where_it_went(work, new):
+    """``ftops recover`` and ``ftops serve`` moved into their groups; the old names stay for one release."""
+    argv = FLAGS[new][0]
+    moved, old = run(argv, work), run(argv[1:], work)
+    assert old.code == moved.code == 2
+    note, error = old.err.splitlines()
+    assert note == f"ftops: note: `ftops {argv[1]}` is now `ftops {new}`; the old name goes away in the next release"
+    assert error == moved.err.strip()
 
 
 @settings(max_examples=70, **SETTINGS)

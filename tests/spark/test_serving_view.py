@@ -81,7 +81,7 @@ def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_wind
     assert not list((tmp_path / "view").rglob(".*.tmp"))
 
     # the command consumers run gives the same view, once
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "primary",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "transparency", "serve", "--primary", tmp_path / "primary",
                           "--replica", tmp_path / "replica", "--out", tmp_path / "view2", "--once"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -89,10 +89,10 @@ def test_tentative_rows_fill_the_failure_and_accurate_rows_replace_them_per_wind
 
 
 def test_serve_refuses_bad_input_with_one_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "missing",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "transparency", "serve", "--primary", tmp_path / "missing",
                           "--out", tmp_path / "view", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and "--primary" in res.stderr
     (tmp_path / "p").mkdir()
-    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "serve", "--primary", tmp_path / "p",
+    res = subprocess.run([sys.executable, "-m", "spark_jobs.cli.faults", "transparency", "serve", "--primary", tmp_path / "p",
                           "--out", tmp_path / "view", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert res.returncode == 2 and "--key" in res.stderr and not (tmp_path / "view").exists()

@@ -138,7 +138,7 @@ def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
               "--param", "p1=1", "--param", "p2=1")
     assert res.code == 2 and "'O3[0]' is in no application" in res.err
     assert not (tmp_path / "d").exists()  # nothing was started or written
-    res = cli("recover", "--schedule", placement, "--dir", tmp_path / "nowhere")
+    res = cli("units", "recover", "--schedule", placement, "--dir", tmp_path / "nowhere")
     assert res.code == 2 and "no recovery-units deployment" in res.err
     res = cli("units", "problem", "--dir", tmp_path / "nowhere", "--cost", "declared:2")
     assert res.code == 2

@@ -119,7 +119,8 @@ class DrillPreflightOperator(BaseOperator):
                 plan = _running_replica_plan(store, self.job_name)
                 ctx = preflight(dep, self.job_name, plan, self.domain, kill)
                 lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, steady_bound)
-                params = {"failure_domain": self.domain, "kill_driver": kill, "replacement_delay_s": delay}
+                params = {"failure_domain": self.domain, "domain": ctx.domain, "kill_driver": kill,
+                          "replacement_delay_s": delay}
                 drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
             except BaseException:
                 release_drill_lease(store, self.job_name, context)

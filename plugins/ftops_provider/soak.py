@@ -1,0 +1,195 @@
+"""A soak of chaos drills: ``ftops_chaos_drill`` run again and again on one job through Airflow (issue 16).
+
+One drill proves little about safe operations; twenty in a row show whether every drill leaves the
+job as it found it: the lease released, the killed domain's capacity replaced, the primary steady
+again, and no output window lost or duplicated. The soak triggers the DAG on the local stack (its
+Airflow, its Spark clusters, its running sample job), alternating the failure domain, and after each
+run reads what the drill recorded in the history store and waits for the job to be steady again
+(the next drill's preflight would refuse an unsteady job anyway: waiting here keeps the two apart).
+
+A drill *passes* when its DAG run succeeded, the history store records it ``passed`` with zero lost
+and zero duplicated windows and output equal to the reference, and the job is steady afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from ft_core.errors import ExternalError
+from ft_core.store.connection import connect
+from ft_core.store.history import HistoryStore
+
+DrillCount = Annotated[int, Field(ge=1, le=1000)]
+STEADY_LAG_S = 60.0  # the drill DAG's default steady-state bound (its ``steady_lag_s`` Param)
+
+
+class SoakDrill(BaseModel):
+    """One drill of the soak, as Airflow ran it and the history store recorded it."""
+
+    index: int
+    domain: str = Field(description="the failure domain asked for ('auto': where the primary's executors run)")
+    failed_domain: str | None = Field(default=None, description="the domain the drill failed (its record's)")
+    dag_run_id: str
+    dag_state: str
+    drill_id: int | None = None
+    status: str | None = Field(default=None, description="the drill's record: passed, failed, aborted")
+    lost_windows: int | None = None
+    duplicated_windows: int | None = None
+    output_equals_reference: bool | None = None
+    tentative_accuracy: float | None = None
+    time_to_first_tentative_s: float | None = None
+    time_to_caught_up_s: float | None = None
+    steady_after_s: float | None = Field(default=None, description="seconds after the run until the job was steady "
+                                         "again (None: not steady within the deadline)")
+    elapsed_s: float
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (self.dag_state == "success" and self.status == "passed" and self.lost_windows == 0
+                and self.duplicated_windows == 0 and bool(self.output_equals_reference) and self.steady_after_s is not None)
+
+
+class SoakResult(BaseModel):
+    command: str
+    job: str
+    drills: list[SoakDrill]
+    elapsed_s: float
+
+    def count(self, status: str) -> int:
+        return sum(d.status == status for d in self.drills)
+
+    @property
+    def lost(self) -> int:
+        return sum(d.lost_windows or 0 for d in self.drills)
+
+    @property
+    def duplicated(self) -> int:
+        return sum(d.duplicated_windows or 0 for d in self.drills)
+
+    @property
+    def target_met(self) -> bool:
+        return bool(self.drills) and all(d.passed for d in self.drills)
+
+
+def soak_domains(domains: Sequence[str], drills: int) -> list[str]:
+    """The failure domain of each drill: the given domains in turn.
+
+    >>> soak_domains(["rack-a", "rack-b"], 5)
+    ['rack-a', 'rack-b', 'rack-a', 'rack-b', 'rack-a']
+    """
+    return [domains[i % len(domains)] for i in range(drills)]
+
+
+def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacement_delay_s: float, command: str,
+             steady_timeout_s: float = 600, progress: Callable[[str], None] = lambda _m: None) -> SoakResult:
+    """Run ``drills`` chaos drills of ``job`` in a row on ``stack`` (a started
+    :class:`~ftops_provider.local_stack.LocalStack`), taking ``domains`` in turn. ``auto`` fails the domain
+    where the primary's executors run: each drill moves them (the running executors are lost, new ones
+    start on the surviving domain's workers), so ``auto`` alternates the domain by itself, and the report
+    shows which domain each drill failed."""
+    started, done = time.time(), []
+    _ensure_plan(stack, job, progress)
+    for index, domain in enumerate(soak_domains(domains, drills), start=1):
+        progress(f"drill {index} of {drills}: failure domain {domain}")
+        try:
+            done.append(_one_drill(stack, job, index, domain, replacement_delay_s, steady_timeout_s))
+        except ExternalError as exc:  # a run that never finishes: the next trigger would only queue behind it
+            done.append(SoakDrill(index=index, domain=domain, dag_run_id="-", dag_state="unfinished",
+                                  elapsed_s=time.time() - started, error=str(exc)))
+            progress(f"drill {index}: {exc}; the soak stops here")
+            break
+        last = done[-1]
+        progress(f"drill {index}: DAG run {last.dag_state}, drill {last.status or '-'}, lost/duplicated windows "
+                 f"{last.lost_windows}/{last.duplicated_windows}, steady again after "
+                 f"{'-' if last.steady_after_s is None else f'{last.steady_after_s:.0f} s'}")
+    return SoakResult(command=command, job=job, drills=done, elapsed_s=time.time() - started)
+
+
+def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:
+    """A drill needs the job's replication plan and its running replica: plan once if there is none."""
+    if _store_call(stack, lambda s: s.current_plan(job, "replication")) is None:
+        progress(f"{job} has no replication plan yet: running ftops_profile_and_plan first")
+        run = stack.trigger("ftops_profile_and_plan", {})
+        if run["state"] != "success":
+            raise ExternalError(f"ftops_profile_and_plan ended {run['state']} (run {run['dag_run_id']}): no plan to drill")
+
+
+def _one_drill(stack, job: str, index: int, domain: str, replacement_delay_s: float, steady_timeout_s: float) -> SoakDrill:
+    t0 = time.time()
+    run = stack.trigger("ftops_chaos_drill", {"job": job, "failure_domain": domain, "replacement_delay_s": replacement_delay_s})
+    record = next((d for d in reversed(_store_call(stack, lambda s: s.drills(job, limit=20)))
+                   if d["dag_run_id"] == run["dag_run_id"]), None)
+    steady = _time_to_steady(stack, job, steady_timeout_s)
+    if record:
+        fields = {k: record[k] for k in ("drill_id", "status", "lost_windows", "duplicated_windows", "output_equals_reference",
+                                         "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s", "error")}
+        fields["failed_domain"] = (record["params"] or {}).get("domain")
+    else:
+        failed = sorted(t for t, ti in stack.airflow.task_instances("ftops_chaos_drill", run["dag_run_id"]).items()
+                        if ti.get("state") == "failed")
+        fields = {"error": f"the DAG run recorded no drill (failed: {', '.join(failed) or 'no task'}; see its task logs)"}
+    return SoakDrill(index=index, domain=domain, dag_run_id=run["dag_run_id"], dag_state=run["state"],
+                     steady_after_s=steady, elapsed_s=time.time() - t0, **fields)
+
+
+def _time_to_steady(stack, job: str, timeout_s: float) -> float | None:
+    """Seconds until the job's primary is within STEADY_LAG_S of its input (None: not within ``timeout_s``)."""
+    from spark_jobs.drills.probes import event_lag_s
+    from spark_jobs.runtime.waiting import wait_for
+
+    dep, t0 = stack.deployment(next(j for j in _sample_jobs() if j.name == job)), time.time()
+    try:
+        wait_for(lambda: (lag := event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)) is not None
+                 and lag <= STEADY_LAG_S, timeout_s=timeout_s, interval_s=2, what=f"{job} to be steady")
+    except ExternalError:
+        return None
+    return time.time() - t0
+
+
+def _sample_jobs():
+    from ftops_provider.local_stack import SAMPLE_JOBS
+
+    return SAMPLE_JOBS
+
+
+def _store_call(stack, read: Callable[[HistoryStore], object]):
+    conn = connect(stack.postgres.url())
+    try:
+        return read(HistoryStore(conn))
+    finally:
+        conn.close()
+
+
+def soak_report(result: SoakResult) -> str:
+    """The soak as markdown: the command, a row per drill and the verdict against the target."""
+    from ft_core.cli.output import format_table
+
+    def num(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    rows = [[d.index, d.domain if d.failed_domain in (None, d.domain) else f"{d.domain}: {d.failed_domain}", d.dag_state, d.status or "-", "-" if d.lost_windows is None else d.lost_windows,
+             "-" if d.duplicated_windows is None else d.duplicated_windows,
+             "-" if d.output_equals_reference is None else ("yes" if d.output_equals_reference else "no"),
+             num(d.tentative_accuracy, 3), num(d.time_to_first_tentative_s), num(d.time_to_caught_up_s),
+             num(d.steady_after_s, 0), num(d.elapsed_s, 0), "yes" if d.passed else "no"] for d in result.drills]
+    table = format_table(["drill", "domain", "DAG run", "drill record", "lost", "duplicated", "output = reference",
+                          "tentative accuracy", "first tentative (s)", "caught up (s)", "steady after (s)", "took (s)",
+                          "pass"], rows)
+    passed = sum(d.passed for d in result.drills)
+    errors = [f"- drill {d.index}: {d.error}" for d in result.drills if d.error]
+    return "\n".join([
+        f"# Chaos-drill soak: {len(result.drills)} drills of job {result.job} in a row through ftops_chaos_drill", "",
+        f"Produced by `{result.command}` in {result.elapsed_s / 60:.1f} min.", "",
+        "A drill passes when its DAG run succeeded, its record says passed with 0 lost and 0 duplicated windows "
+        "and output equal to the reference, and the job is steady again (primary within "
+        f"{STEADY_LAG_S:.0f} s of its input) afterwards.", "",
+        "```", table, "```", "",
+        f"**{passed} of {len(result.drills)} passed**; {result.count('aborted')} aborted, {result.count('failed')} failed; "
+        f"{result.lost} lost and {result.duplicated} duplicated windows in all. "
+        f"Target (every drill passes, 0 lost, 0 duplicated): {'met' if result.target_met else 'not met'}.",
+        *([""] + errors if errors else []), ""])

@@ -1,0 +1,44 @@
+"""The soak's verdict and report (ftops_provider.soak): a drill passes only when every part of it held.
+The soak itself runs the stack's real Airflow and Spark (``ftops bench soak``, docs/benchmarks/soak.md);
+these tests check how its measurements are judged and written."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftops_provider.soak import SoakDrill, SoakResult, soak_report
+
+GOOD = dict(dag_state="success", drill_id=1, status="passed", lost_windows=0, duplicated_windows=0,
+            output_equals_reference=True, tentative_accuracy=0.8, time_to_first_tentative_s=4.0,
+            time_to_caught_up_s=60.0, steady_after_s=12.0, elapsed_s=200.0)
+
+
+def _drill(index: int, **changes) -> SoakDrill:
+    return SoakDrill(index=index, domain="rack-a" if index % 2 else "rack-b", dag_run_id=f"manual__{index}",
+                     **{**GOOD, **changes})
+
+
+@pytest.mark.parametrize("flaw", [dict(dag_state="failed"), dict(status="aborted"), dict(lost_windows=1),
+                                  dict(duplicated_windows=2), dict(output_equals_reference=False),
+                                  dict(steady_after_s=None), dict(status=None, lost_windows=None)])
+def test_a_drill_passes_only_when_run_record_windows_output_and_steady_state_all_hold(flaw):
+    assert _drill(1).passed
+    assert not _drill(1, **flaw).passed
+
+
+def test_the_report_counts_and_names_what_failed():
+    result = SoakResult(command="ftops bench soak --drills 3", job="topk", elapsed_s=600,
+                        drills=[_drill(1), _drill(2, status="aborted", error="another domain was lost"),
+                                _drill(3, duplicated_windows=2, lost_windows=1)])
+    report = soak_report(result)
+    assert "Produced by `ftops bench soak --drills 3`" in report
+    assert "**1 of 3 passed**; 1 aborted, 0 failed; 1 lost and 2 duplicated windows in all" in report
+    assert "Target (every drill passes, 0 lost, 0 duplicated): not met" in report
+    assert "- drill 2: another domain was lost" in report
+    rows = [line.split() for line in report.splitlines() if line.split()[:1] in (["1"], ["2"], ["3"])]
+    assert [r[1] for r in rows] == ["rack-a", "rack-b", "rack-a"] and [r[-1] for r in rows] == ["yes", "no", "no"]
+
+
+def test_all_passed_meets_the_target_and_an_empty_soak_does_not():
+    assert SoakResult(command="c", job="topk", elapsed_s=1, drills=[_drill(1), _drill(2)]).target_met
+    assert not SoakResult(command="c", job="topk", elapsed_s=1, drills=[]).target_met
