@@ -86,16 +86,17 @@ def soak_domains(domains: Sequence[str], drills: int) -> list[str]:
 
 
 def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacement_delay_s: float, command: str,
-             steady_timeout_s: float = 600, progress: Callable[[str], None] = lambda _m: None) -> SoakResult:
+             steady_timeout_s: float = 600, progress: Callable[[str], None] = lambda _m: None,
+             step: Callable[[str], None] | None = None) -> SoakResult:
     """Run ``drills`` chaos drills of ``job`` in a row on ``stack`` (a started
     :class:`~ftops_provider.local_stack.LocalStack`), taking ``domains`` in turn. ``auto`` fails the domain
     where the primary's executors run: each drill moves them (the running executors are lost, new ones
     start on the surviving domain's workers), so ``auto`` alternates the domain by itself, and the report
-    shows which domain each drill failed."""
+    shows which domain each drill failed. ``step`` says a drill starts (default ``progress``)."""
     started, done = time.time(), []
     _ensure_plan(stack, job, progress)
     for index, domain in enumerate(soak_domains(domains, drills), start=1):
-        progress(f"drill {index} of {drills}: failure domain {domain}")
+        (step or progress)(f"drill {index} of {drills}: failure domain {domain}")
         try:
             done.append(_one_drill(stack, job, index, domain, replacement_delay_s, steady_timeout_s))
         except ExternalError as exc:  # a run that never finishes: the next trigger would only queue behind it

@@ -108,7 +108,7 @@ def _soak(args: argparse.Namespace) -> int:
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     progress = Progress("soak", total=args.drills)
     result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
-                      replacement_delay_s=args.replacement_delay_s, command=command, progress=progress)
+                      replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step)
     emit_report(soak_report(result), args.out, args.json)
     return 0 if result.target_met else 1
 
