@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,16 @@ def run_cli(*args: str, timeout: float = 300, env: dict[str, str] | None = None)
         env={**os.environ, **(env or {})},
     )
     return CliResult(proc)
+
+
+def assert_plot(path: Path, report: str, *texts: str) -> None:
+    """A benchmark's plot: a well-formed SVG file beside its report, linked from the report's Markdown, that
+    shows ``texts`` (title, axis and series labels; matplotlib keeps each text as a comment in the SVG)."""
+    assert ET.parse(path).getroot().tag == "{http://www.w3.org/2000/svg}svg", path
+    assert f"]({path.name})" in report, f"{path.name} is not linked from the report"
+    svg = path.read_text()
+    missing = [t for t in texts if f"<!-- {t} -->" not in svg]
+    assert not missing, f"{path.name} lacks {missing}"
 
 
 @pytest.fixture

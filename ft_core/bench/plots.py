@@ -69,6 +69,19 @@ def predicted_vs_measured(ax: Axes, predicted: Sequence[float], measured: Sequen
     ax.legend(loc="best", fontsize="small")
 
 
+def grouped_bars(ax: Axes, groups: Sequence[str], series: dict[str, Sequence[float | None]]) -> None:
+    """Bars of every series side by side over each group (the x tick labels); a ``None`` value leaves
+    its bar out (a query that never came back, a scenario that failed), so a gap is never drawn as 0."""
+    width = 0.8 / max(1, len(series))
+    for k, (label, values) in enumerate(series.items()):
+        offset = (k - (len(series) - 1) / 2) * width
+        points = [(i + offset, v) for i, v in enumerate(values) if v is not None]
+        ax.bar([x for x, _ in points], [v for _, v in points], width, label=label)
+    long = max(map(len, groups), default=0) > 8  # long names slant so that neighbours do not overlap
+    ax.set_xticks(range(len(groups)), groups, rotation=20 if long else 0, ha="right" if long else "center")
+    ax.legend(loc="best", fontsize="small")
+
+
 def markdown_image(path: Path, alt: str) -> str:
     """The Markdown that shows ``path`` in a table written to the same folder."""
     return f"![{alt}]({Path(path).name})"

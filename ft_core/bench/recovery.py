@@ -12,6 +12,9 @@ Sections of the report (``docs/benchmarks/recovery.md``):
 3. *Scale*: instances of 100 to 10,000 failed queries at one budget: BD time (and seeds), OC time,
    exact time, whether exact certified its optimum within its time limit, and BD / exact.
 
+Plots are written next to the report (:mod:`ft_core.bench.plots`): BD's and OC's recovered priority
+relative to the optimum by budget, per setting, and the Fig. 2 staircase of the three staged policies.
+
 Fig. 16 instances run in a process pool (each seeded); the scale section runs serially so that its
 timings are not disturbed by the pool. Everything but the timing columns is reproducible.
 """
@@ -28,7 +31,9 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from pathlib import Path
 
+from ft_core.bench.plots import markdown_image, new_figure, save_next_to
 from ft_core.recovery.best_density import best_density
 from ft_core.recovery.operator_centric import operator_centric
 from ft_core.recovery.exact import exact_recovery
@@ -61,11 +66,15 @@ class BenchConfig:
 QUICK = BenchConfig(instances_per_setting=3, budgets=(0.3, 0.6), exact_time_limit=10.0, scale_sizes=(100, 1_000), scale_instances=1)
 
 
-def run_benchmark(config: BenchConfig, command: str, progress: Callable[[str], None] = lambda _: None) -> str:
-    """Run every section and return the markdown report."""
+def run_benchmark(config: BenchConfig, command: str, progress: Callable[[str], None] = lambda _: None,
+                  table: Path | None = None) -> str:
+    """Run every section and return the markdown report; with ``table`` (the report's path) the plots
+    are saved next to it and linked from the report."""
     started = time.perf_counter()
     fig16, summary = _fig16(config, progress)
-    sections = [_header(config, command), fig16, _targets(summary), _fig2(), _scale(config, progress)]
+    if table is not None:
+        fig16 += "\n" + markdown_image(_quality_plot(summary, config, table), "recovered priority relative to the optimum by budget") + "\n"
+    sections = [_header(config, command), fig16, _targets(summary), _fig2(table), _scale(config, progress)]
     sections.append(f"\nTotal benchmark time: {time.perf_counter() - started:.0f} s.\n")
     return "\n".join(sections)
 
@@ -135,6 +144,27 @@ def _fig16(config: BenchConfig, progress) -> tuple[str, list[dict]]:
     return "\n".join(lines) + "\n", rows
 
 
+def _quality_plot(rows: list[dict], config: BenchConfig, table: Path) -> Path:
+    """BD / exact (solid) and OC / exact (dashed), mean over instances, against the budget, one colour per
+    setting: how far each planner stays from the optimum, the paper's Fig. 16 read as ratios so that the
+    five settings share one axis."""
+    from matplotlib.lines import Line2D
+
+    fig, ax = new_figure("Recovered priority relative to the optimum (paper 003, Fig. 16)",
+                         "budget R (share of the failed cost)", "recovered priority / exact's", size=(7.0, 5.5))
+    styles = {"best-density (BD)": ("bd_ratio", "-"), "operator-centric (OC)": ("oc_ratio", "--")}
+    for k, setting in enumerate(config.settings):
+        for key, style in styles.values():
+            ys = [_mean([r for r in rows if r["setting"] == setting and r["budget"] == b], key) for b in config.budgets]
+            ax.plot(config.budgets, ys, style, color=f"C{k}", marker="o", markersize=3)
+    ax.set_ylim(0, 1.05)
+    # colour = setting, line style = planner: seven legend entries instead of ten, below the axes
+    handles = [Line2D([], [], color="black", linestyle=style, label=planner) for planner, (_, style) in styles.items()]
+    handles += [Line2D([], [], color=f"C{k}", label=setting) for k, setting in enumerate(config.settings)]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize="x-small")
+    return save_next_to(fig, table, "quality")
+
+
 def _mean(rows: list[dict], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
 
@@ -164,7 +194,7 @@ def _targets(rows: list[dict]) -> str:
 # ----- 2. Fig. 2 schedules
 
 
-def _fig2() -> str:
+def _fig2(table: Path | None = None) -> str:
     from ft_core.recovery.problem import load_problem
     from ft_core.samples import SAMPLES_DIR
 
@@ -177,11 +207,30 @@ def _fig2() -> str:
         "| policy | N1 | N2 | N3 | N4 | N5 |",
         "|---|---|---|---|---|---|",
     ]
-    for policy in ("operator-centric", "order-then-pack", "per-stage"):
-        plan = plan_stages(problem, 0.0, [1.0] * 5, policy=policy)
+    plans = {policy: plan_stages(problem, 0.0, [1.0] * 5, policy=policy)
+             for policy in ("operator-centric", "order-then-pack", "per-stage")}
+    for policy, plan in plans.items():
         cells = [f"{{{', '.join(s.partitions)}}} -> {', '.join(s.recovered_queries) or '-'}" for s in plan.stages[1:]]
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
+    if table is not None:
+        lines.append("\n" + markdown_image(_schedule_plot(plans, table), "recovered priority as nodes arrive, per policy"))
     return "\n".join(lines) + "\n"
+
+
+def _schedule_plot(plans: dict, table: Path) -> Path:
+    """The Fig. 2 staircase: the share of the failed priority recovered after each node arrival, one step
+    line per staged policy (a higher, earlier step brings queries back sooner)."""
+    fig, ax = new_figure("Fig. 2 instance: recovered priority as nodes arrive", "nodes arrived",
+                         "recovered priority (share)")
+    for k, (policy, plan) in enumerate(plans.items()):
+        xs = [s.stage for s in plan.stages]
+        ys = [s.recovered_priority / plan.total_priority for s in plan.stages]
+        # a small offset per policy keeps coinciding steps visible
+        ax.step(xs, [y + 0.01 * k for y in ys], where="post", marker="o", markersize=3, label=policy)
+    ax.set_xticks(range(len(next(iter(plans.values())).stages)))
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(loc="upper left", fontsize="small")
+    return save_next_to(fig, table, "schedules")
 
 
 # ----- 3. Scale

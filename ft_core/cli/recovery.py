@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
 
 from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFraction, PositiveNodes, PositiveSeconds,
@@ -97,13 +98,15 @@ def _stages(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ft_core.bench.recovery import QUICK, BenchConfig, run_benchmark
+    from ft_core.bench.recovery import QUICK, BenchConfig, run_benchmark  # matplotlib, HiGHS: only when benchmarking
 
     config = QUICK if args.quick else BenchConfig()
     if args.instances is not None:
         config = BenchConfig(**{**config.__dict__, "instances_per_setting": args.instances})
     command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench recovery"
-    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/recovery.md"), args.json)
+    out = args.out or (None if args.quick else "docs/benchmarks/recovery.md")
+    report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
+                           table=Path(out) if out else None)  # plots only beside a written report
+    emit_report(report, out, args.json)
     return 0
 

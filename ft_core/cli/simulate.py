@@ -82,12 +82,14 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from ft_core.bench.simulation import QUICK_SIZES, SIZES, run_benchmark
+    from ft_core.bench.simulation import QUICK_SIZES, SIZES, run_benchmark  # matplotlib: only when benchmarking
 
     command = "ftops bench simulate" + (" --quick" if args.quick else "")
+    out = args.out or (None if args.quick else "docs/benchmarks/simulate.md")
     report = run_benchmark(QUICK_SIZES if args.quick else SIZES, command,
-                           progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    emit_report(report, args.out or (None if args.quick else "docs/benchmarks/simulate.md"), args.json)
+                           progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
+                           table=Path(out) if out else None)  # plots only beside a written report
+    emit_report(report, out, args.json)
     return 0
 
 

@@ -159,9 +159,12 @@ def _bench(args: argparse.Namespace) -> int:
     rows = run_bench(config, progress)
     result = BenchResult(command=command_line(sys.argv[1:] or ["bench", "drills"]), config=config, rows=rows)
     (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
-    report = render(result, section=args.append)
+    appending = args.append and args.out.exists()
+    # an appended run's plot gets its own file: run 1 is the report's first table
+    what = f"accuracy-run{args.out.read_text().count('## Additional run') + 2}" if appending else "accuracy"
+    report = render(result, section=args.append, out=args.out, what=what)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.append and args.out.exists():
+    if appending:
         args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + report)
     else:
         args.out.write_text(report)

@@ -151,8 +151,8 @@ def _bench(args: argparse.Namespace) -> int:
     progress = Progress("bench redundancy")
     result = rb.run_bench(config, progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
     rb.save(result, work / "result.json")
-    report = render(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = render(result, args.out)  # the plots go beside the report
     args.out.write_text(report)
     print(report)
     progress.close(f"wrote {args.out} (raw result: {work / 'result.json'})")

@@ -12,6 +12,9 @@ and its target: mean |measured - predicted accuracy| <= 0.05 per workload, OF's 
 Algorithm: one full drill (:func:`spark_jobs.drills.local.run_drill`, its own cluster each time) per
 (workload, ratio), budget ``R = round(ratio * tasks)``; a drill that fails is reported as a row with
 its error, the others still run. Runtime: about 3 minutes per drill on a 2-core machine.
+
+Plot beside the report (:mod:`ft_core.bench.plots`, when ``render`` is given the report's path): measured
+tentative accuracy against the predicted OF and the predicted accuracy of every drill, with y = x.
 """
 
 from __future__ import annotations
@@ -95,15 +98,21 @@ class BenchResult(BaseModel):
     rows: list[BenchRow]
 
 
-def render(result: BenchResult, section: bool = False) -> str:
+def render(result: BenchResult, section: bool = False, out: Path | None = None, what: str = "accuracy") -> str:
     """The markdown report: the table, the targets per workload, how to read it, the command
-    (``section``: an additional run appended under the first one, without the explanations)."""
+    (``section``: an additional run appended under the first one, without the explanations); with
+    ``out`` (the report's path) the plot is saved beside it as ``<stem>-<what>.svg`` and linked."""
     config = result.config
+    plot = []
+    if out is not None and any(_pairs(result.rows, key) for key in PREDICTIONS.values()):
+        from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
+
+        plot = [markdown_image(accuracy_plot(result.rows, out, what), "measured against predicted accuracy"), ""]
     workers = DrillConfig.model_fields["primary_workers"].default
     params = "; ".join(f"`{w}`: `{' '.join(config.params.get(w, DEFAULT_PARAMS.get(w, [])))}`" for w in config.workloads)
     if section:
         return "\n".join([f"## Additional run: {params}", "", f"Produced by `{result.command}`.", "", *_table(result.rows),
-                          "", "Targets:", "", *_targets(result.rows), ""])
+                          "", *plot, "Targets:", "", *_targets(result.rows), ""])
     lines = ["# Drills: predicted output fidelity and predicted accuracy vs measured tentative accuracy (Spark)", "",
              f"Produced by `{result.command}` (about 3 minutes per drill on the project's 2-core machine, "
              "shared with other jobs).", "",
@@ -119,8 +128,8 @@ def render(result: BenchResult, section: bool = False) -> str:
              "independent seeded sample (240 s of event time from input file 100000, never the drill's own input), "
              "whole and restricted to the plan's tasks, scored with the same accuracy function on the sample's "
              "complete windows; mean ± standard deviation over those windows. Times are seconds "
-             "from the kill; speed-up = caught up / first tentative.", "", *_table(result.rows)]
-    lines += ["", "## Targets", ""] + _targets(result.rows) + ["", READING, "", f"Parameters: {params}", ""]
+             "from the kill; speed-up = caught up / first tentative.", "", *_table(result.rows), "", *plot]
+    lines += ["## Targets", ""] + _targets(result.rows) + ["", READING, "", f"Parameters: {params}", ""]
     return "\n".join(lines)
 
 
@@ -154,6 +163,29 @@ READING = """## Reading the table
   backlog batch that passes the input watermark of the moment capacity came back. *First
   tentative* is bounded by the window slide plus a replica micro-batch, independent of the outage.
 """
+
+
+PREDICTIONS = {"OF": "predicted_output_fidelity", "predicted accuracy": "predicted_accuracy"}
+
+
+def _pairs(rows: list[BenchRow], key: str) -> list[tuple[str, float, float]]:
+    """(workload, prediction, measured accuracy) of every drill that has both."""
+    return [(row.workload, getattr(row.report, key), row.report.tentative_accuracy) for row in rows
+            if row.report is not None and row.report.tentative_accuracy is not None and getattr(row.report, key) is not None]
+
+
+def accuracy_plot(rows: list[BenchRow], out: Path, what: str = "accuracy") -> Path:
+    """Measured tentative accuracy (y) against the prediction (x), one series per workload and predictor
+    (OF, the replayed predicted accuracy), with the y = x line: paper 000's Fig. 12 as a scatter, where a
+    point above the line is a prediction that underestimated the replica."""
+    from ft_core.bench.plots import new_figure, predicted_vs_measured, save_next_to
+
+    points = [(f"{workload}: {name}", x, y) for name, key in PREDICTIONS.items() for workload, x, y in _pairs(rows, key)]
+    points.sort(key=lambda p: p[0])  # a workload's two series next to each other in the legend
+    fig, ax = new_figure("Drills: measured tentative accuracy vs prediction", "predicted (OF or accuracy)",
+                         "measured tentative accuracy")
+    predicted_vs_measured(ax, [x for _, x, _ in points], [y for _, _, y in points], [label for label, _, _ in points])
+    return save_next_to(fig, out, what)
 
 
 def _row(row: BenchRow) -> str:

@@ -105,7 +105,6 @@ the copy and the step.
 """
 
 from spark_jobs.profiling.bench import BenchConfig, run_bench
-from spark_jobs.profiling.bench_report import render_bench
 from spark_jobs.profiling.profiles import run_profiling
 from spark_jobs.profiling.settings import (
            ProfileConfig,
@@ -119,3 +118,13 @@ from spark_jobs.profiling.vector import CheckpointVector, lineage_check, pinned_
 __all__ = ["BenchConfig", "CheckpointVector", "ProfileConfig", "ProfilingError", "ValidateConfig", "check_intervals",
            "lineage_check", "pinned_settings", "render_bench", "run_bench", "run_profiling",
            "validate_profiles"]
+
+
+def __getattr__(name: str):
+    """``render_bench`` on first use: it imports matplotlib, which every ``ftops`` start would pay for
+    otherwise (the CLI imports this package to register its commands)."""
+    if name == "render_bench":
+        from spark_jobs.profiling.bench_report import render_bench
+
+        return render_bench
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,9 @@ The default scenario (one run per strategy, each on a fresh cluster and deployme
 Costs are declared (0.25 of a node per unit) rather than measured: on this 2-core machine the measured CPU
 share of a unit is a few percent, so every failed unit would fit on the first node and the three strategies
 would coincide; ``ftops units problem --cost measured`` gives the measured costs of a live deployment.
+
+Plot beside the report (:mod:`ft_core.bench.plots`, when ``render`` is given the report's path): seconds
+from the failure until each query is back, per strategy, with the priority-weighted mean and the node arrivals.
 """
 
 from __future__ import annotations
@@ -343,7 +346,8 @@ def _top_query(run: StrategyRun) -> str | None:
     return min(tops, key=lambda q: (run.planned_stage.get(q) or 99, q))
 
 
-def render(result: RecoveryBenchResult) -> str:
+def render(result: RecoveryBenchResult, out: Path | None = None) -> str:
+    """The markdown report; with ``out`` (the report's path) the plot is saved beside it and linked."""
     summary = result.summary()
     queries = sorted({q for s in summary["strategies"].values() for q in s["query_recovered_s"]})
     c, sc = result.config, result.config.scenario
@@ -363,11 +367,38 @@ def render(result: RecoveryBenchResult) -> str:
     for name, s in summary["strategies"].items():
         cells = [str(s["query_recovered_s"].get(q, "-")) for q in queries]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['weighted_mean_recovery_s']} |")
+    if out is not None and queries:
+        from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
+
+        lines += ["", markdown_image(recovery_plot(result, out), "seconds until each query is back, per strategy")]
     lines += ["", "Stage at which each schedule recovers the queries (plan): " + "; ".join(
         f"{r.strategy}: " + ", ".join(f"{q} {st}" for q, st in sorted(r.planned_stage.items()))
         for r in result.runs if r.repetition == 1 and r.error is None), "", "## Targets", "", *targets(result), "",
         f"Pipeline parameters: `{' '.join(sc.params)}`; trigger {c.trigger_s} s.", ""]
     return "\n".join(lines)
+
+
+def recovery_plot(result: RecoveryBenchResult, out: Path) -> Path:
+    """Seconds from the failure until each query is back (median over repetitions), one bar per strategy
+    over each query (its priority in the label) and over the priority-weighted mean; dotted lines mark the
+    node arrivals, so what lies above them is catch-up rather than waiting for capacity. A query that did
+    not come back has no bar."""
+    from ft_core.bench.plots import grouped_bars, new_figure, save_next_to
+
+    summary = result.summary()["strategies"]
+    queries = sorted({q for s in summary.values() for q in s["query_recovered_s"]})
+    priority = next((r.priority for r in result.runs if r.priority), {})
+    groups = [f"{q} (prio {priority[q]:g})" if q in priority else q for q in queries] + ["weighted mean"]
+    fig, ax = new_figure("Time back to normal per query (paper 003, §7.2)", "query", "seconds after the failure",
+                         size=(8.0, 4.0))
+    grouped_bars(ax, groups, {name: [s["query_recovered_s"].get(q) for q in queries] + [s["weighted_mean_recovery_s"]]
+                              for name, s in summary.items()})
+    c = result.config
+    for k in range(c.arrivals):
+        ax.axhline(c.first_arrival_s + k * c.arrival_interval_s, color="grey", linestyle=":", linewidth=1,
+                   label="node arrives" if k == 0 else None)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, never over them
+    return save_next_to(fig, out, "queries")
 
 
 def register_bench(bench_group) -> None:
@@ -431,12 +462,13 @@ def _bench(args) -> int:
     result.command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     (config.work_dir / "result.json").write_text(result.model_dump_json(indent=2))
     out = args.out or (None if args.quick else Path("docs/benchmarks/recovery-runtime.md"))
+    report = render(result, out)  # with out: the plot beside it; --quick without --out: stdout only, no plot
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(render(result))
+        out.write_text(report)
         progress(f"wrote {out}")
     if args.json:
         print_json(result.summary())
     else:
-        print(render(result))
+        print(report)
     return 0

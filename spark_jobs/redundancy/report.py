@@ -1,16 +1,24 @@
 """The table of ``ftops bench redundancy``: setup, per-scenario latencies and misses, the targets
-and the serving-view drill, as Markdown for ``docs/benchmarks/redundancy.md``."""
+and the serving-view drill, as Markdown for ``docs/benchmarks/redundancy.md``.
+
+Two plots beside the table (:mod:`ft_core.bench.plots`, when ``render`` is given the report's path):
+the missed deadlines of every scenario, and its p50, p90 and p99 batch latencies against the deadline.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from spark_jobs.redundancy.bench import THESIS_PAUSED, BenchResult, ScenarioResult
 
 
-def render(result: BenchResult) -> str:
-    """The markdown report: setup, the table, the targets, the serving-view drill."""
+def render(result: BenchResult, out: Path | None = None) -> str:
+    """The markdown report: setup, the table, the targets, the serving-view drill; with ``out`` (the
+    report's path) the plots are saved beside it and linked under the table."""
+    plots = _plots(result, out) if out is not None and _measured(result) else []
     lines = ["# Adaptive redundancy against slowdowns: speculative execution on Spark (thesis 002)", "",
              f"Produced by `{result.command}` ({result.elapsed_s / 60:.0f} minutes on the project's 2-core machine).",
-             "", *_setup(result), "", *_table(result), "", "## Targets", "", *_targets(result), ""]
+             "", *_setup(result), "", *_table(result), "", *plots, "## Targets", "", *_targets(result), ""]
     if result.drill is not None:
         lines += ["## Serving view during a drill", "", *_drill_lines(result.drill), ""]
     return "\n".join(lines)
@@ -73,6 +81,52 @@ def _table(result: BenchResult) -> list[str]:
                     f"{_pct(cpu_vs, signed=True)} | {s.costs.speculative_attempts} ({s.costs.speculative_won}) | "
                     f"{s.costs.speculative_cpu_s:.2f} | {s.restarts} | {_yes(s.output_ok)} |")
     return rows
+
+
+def _measured(result: BenchResult) -> list[ScenarioResult]:
+    """The scenarios that ran to the end (a failed one has no latencies to plot)."""
+    return [s for s in result.scenarios if s.error is None and s.latency is not None]
+
+
+def _plots(result: BenchResult, out: Path) -> list[str]:
+    """Saves both plots beside ``out``; their Markdown."""
+    from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
+
+    return [markdown_image(missed_plot(result, out), "missed deadlines per scenario"), "",
+            markdown_image(latency_plot(result, out), "p50, p90 and p99 batch latency per scenario"), ""]
+
+
+def missed_plot(result: BenchResult, out: Path) -> Path:
+    """Missed deadlines out of the measured batches, one bar per scenario (fault-free and none first, then
+    the static levels and the controllers): the thesis's measure of what redundancy buys; the dashed line
+    is half of none's misses, the 50 % target."""
+    from ft_core.bench.plots import grouped_bars, new_figure, save_next_to
+
+    scenarios = _measured(result)
+    batches = max(s.latency.batches for s in scenarios)
+    fig, ax = new_figure(f"Missed deadlines ({result.deadline_ms:.0f} ms) out of {batches} batches", "scenario",
+                         "missed deadlines")
+    grouped_bars(ax, [s.name for s in scenarios], {"missed deadlines": [s.latency.missed for s in scenarios]})
+    none = _scenario(result, "none")
+    if none is not None and none.latency is not None:
+        ax.axhline(none.latency.missed / 2, color="grey", linestyle="--", linewidth=1, label="target: half of none's")
+        ax.legend(loc="best", fontsize="small")
+    return save_next_to(fig, out, "missed")
+
+
+def latency_plot(result: BenchResult, out: Path) -> Path:
+    """The p50, p90 and p99 batch latency of every scenario side by side, with the per-batch deadline: a
+    level that helps pulls p90 and p99 under the line without raising p50."""
+    from ft_core.bench.plots import grouped_bars, new_figure, save_next_to
+
+    scenarios = _measured(result)
+    fig, ax = new_figure("Batch latency per scenario", "scenario", "batch latency ms", size=(8.0, 4.0))
+    grouped_bars(ax, [s.name for s in scenarios], {
+        "p50": [s.latency.p50_ms for s in scenarios], "p90": [s.latency.p90_ms for s in scenarios],
+        "p99": [s.latency.p99_ms for s in scenarios]})
+    ax.axhline(result.deadline_ms, color="red", linestyle="--", linewidth=1, label=f"deadline {result.deadline_ms:.0f} ms")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, never over them
+    return save_next_to(fig, out, "latency")
 
 
 def _targets(result: BenchResult) -> list[str]:

@@ -13,6 +13,7 @@ from ft_core.samples import SAMPLES_DIR, load_sample
 from ft_core.simulation.failure_timeline import Arrival, TimelineParams, simulate
 from ft_core.topology.document import parse_topology
 from ft_core.topology.task_graph import build_task_graph
+from tests.conftest import assert_plot
 
 
 def _graph(doc: dict):
@@ -182,3 +183,17 @@ def test_cli_plan_for_another_topology_is_refused(cli, samples, tmp_path):
     (tmp_path / "plan.json").write_text(plan.out)
     res = cli("simulate", samples / "q2-incidents.json", "--plan", tmp_path / "plan.json", "--fail", "O1[0]")
     assert res.code == 2 and "made for topology 'q1-topk'" in res.err
+
+
+def test_bench_writes_the_timeline_and_time_plots_beside_its_table(tmp_path):
+    """``ftops bench simulate``'s report on small pipelines (100 and 200 tasks): both plots, linked."""
+    from ft_core.bench.simulation import run_benchmark
+
+    table = tmp_path / "simulate.md"
+    report = run_benchmark((100, 200), "ftops bench simulate", table=table)
+    assert "| keyed | 100 | 10 |" in report and "| shuffled | 200 | 20 |" in report
+    assert_plot(tmp_path / "simulate-timeline.svg", report, "Simulated output fidelity after the failure",
+                "keyed, 100 tasks", "shuffled, 200 tasks", "node arrives", "seconds after the failure")
+    assert_plot(tmp_path / "simulate-time.svg", report, "Time by topology size", "keyed: simulate", "shuffled: plan",
+                "keyed: build")
+    assert ".svg" not in run_benchmark((100,), "ftops bench simulate --quick")  # no path: stdout only, no plot

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.conftest import assert_plot
+
 
 @pytest.mark.parametrize("algorithm", ["exact", "best-density", "operator-centric"])
 def test_plan_recovery_json_contract(cli, samples, algorithm):
@@ -90,3 +92,19 @@ def test_quick_benchmark_writes_the_table(cli, tmp_path):
         assert heading in text
     assert "| order-then-pack | {p3, p5} -> - | {p7, p9} -> Q1 | {p4, p10} -> Q2 | {p6, p8} -> - | {p11, p12} -> Q3, Q4 |" in text
     assert "| (a) max sharing 3 (uniform, random prt) | 30% |" in text
+    assert_plot(tmp_path / "recovery-quality.svg", text, "Recovered priority relative to the optimum (paper 003, Fig. 16)",
+                "best-density (BD)", "operator-centric (OC)", "(a) max sharing 3 (uniform, random prt)",
+                "(c) prt rising with cost (max 3)")
+    assert_plot(tmp_path / "recovery-schedules.svg", text, "Fig. 2 instance: recovered priority as nodes arrive",
+                "operator-centric", "order-then-pack", "per-stage", "nodes arrived")
+
+
+def test_report_without_a_path_has_no_plots(tmp_path, monkeypatch):
+    """--quick without --out prints the report only: no picture is written or linked."""
+    from ft_core.bench.recovery import SETTINGS, BenchConfig, run_benchmark
+
+    monkeypatch.chdir(tmp_path)
+    tiny = BenchConfig(instances_per_setting=1, budgets=(0.5,), exact_time_limit=5.0, scale_sizes=(100,),
+                       scale_instances=1, workers=1, settings=(next(iter(SETTINGS)),))
+    report = run_benchmark(tiny, "ftops bench recovery --quick")
+    assert "## 2. Fig. 2" in report and ".svg" not in report and not list(tmp_path.rglob("*.svg"))

@@ -10,9 +10,9 @@ import json
 import socket
 from pathlib import Path
 
-from spark_jobs.drills.local import DrillConfig, run_drill
+from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill
 from spark_jobs.pipeline.loading import load_workload
-from tests.conftest import test_port
+from tests.conftest import assert_plot, test_port
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
@@ -98,3 +98,38 @@ def test_port_in_use_exits_2_and_leaves_nothing_running(tmp_path, cli):
     assert res.code == 2 and f"port {BASE_BAD + 90} on 127.0.0.1 is in use" in res.err
     assert _processes_mentioning(str(tmp_path)) == []
     assert not (work / "spark" / "cluster.json").exists()
+
+
+def _drill_report(workload: str, of: float, predicted: float, measured: float) -> DrillReport:
+    """A finished drill's report with plausible numbers (no Spark): what the plot and the table read."""
+    return DrillReport(
+        workload=workload, plan_tasks=["O1[0]", "O2[0]"], predicted_output_fidelity=of, predicted_accuracy=predicted,
+        tentative_accuracy=measured, tentative_accuracy_per_window=[measured - 0.05, measured + 0.05],
+        time_to_first_tentative_s=3.2, time_to_caught_up_s=71.5, lost_windows=0, duplicated_windows=0,
+        output_equals_reference=True, predicted_internal_completeness=of, failure_window_starts_ms=[0, 2000],
+        lost_window_starts_ms=[], duplicated_window_starts_ms=[], windows_expected=40, fail_domain="rack-a",
+        killed=["worker 1"], kill_driver=False, recovery="restart", primary_driver_restarts=0, detection_s=1.0,
+        new_capacity_after_s=30.0, capacity_alive_s=35.0, params={}, budget=2, algorithm="structure-aware",
+        work_dir="/tmp/drill", elapsed_s=180.0)
+
+
+def test_bench_report_plots_measured_against_predicted_accuracy(tmp_path):
+    """``ftops bench drills``' report (no Spark: its result built from plausible numbers) saves one scatter
+    per run beside the table: measured accuracy against OF and the predicted accuracy, with y = x."""
+    from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, BenchRow, render
+
+    rows = [BenchRow(workload=w, ratio=ratio, budget=round(4 * ratio), tasks=4, report=_drill_report(w, of, pred, meas))
+            for w, ratio, of, pred, meas in [("topk", 0.5, 0.34, 0.80, 0.85), ("topk", 1.0, 1.0, 1.0, 1.0),
+                                             ("incidents", 0.5, 0.41, 0.47, 0.52)]]
+    rows.append(BenchRow(workload="incidents", ratio=1.0, budget=4, tasks=4, error="the cluster did not start"))
+    result = BenchResult(command="ftops bench drills", rows=rows,
+                         config=BenchDrillsConfig(workloads=["topk", "incidents"], work_dir=tmp_path / "work"))
+    out = tmp_path / "drills.md"
+    report = render(result, out=out)
+    assert_plot(tmp_path / "drills-accuracy.svg", report, "Drills: measured tentative accuracy vs prediction",
+                "topk: OF", "topk: predicted accuracy", "incidents: OF", "incidents: predicted accuracy",
+                "predicted = measured", "measured tentative accuracy")
+    assert report.index("drills-accuracy.svg") < report.index("## Targets")
+    section = render(result, section=True, out=out, what="accuracy-run2")  # an appended run: its own file
+    assert_plot(tmp_path / "drills-accuracy-run2.svg", section, "topk: OF")
+    assert ".svg" not in render(result)  # no report path: no plot

@@ -26,7 +26,7 @@ from spark_jobs.redundancy.live import applied_levels, write_level
 from spark_jobs.runtime.event_log import event_log_conf, log_files, speculative_attempts
 from spark_jobs.runtime.launch import launch_run, run_args, stop_run
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import test_port
+from tests.conftest import assert_plot, test_port
 
 PARAMS = ["rate=200", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 # Pauses that stand out against a micro-batch's duration on a loaded 2-core machine.
@@ -224,3 +224,34 @@ def _spark_properties(folder: Path) -> dict[str, str]:
             if event["Event"] == "SparkListenerEnvironmentUpdate":
                 return event["Spark Properties"]
     return {}
+
+
+def test_bench_report_plots_missed_deadlines_and_latency_per_scenario(tmp_path):
+    """``ftops bench redundancy``'s report (no Spark: its result built from plausible numbers) saves the
+    missed deadlines and the p50/p90/p99 latencies of every scenario beside the table."""
+    from spark_jobs.redundancy.bench import BenchRedundancyConfig, BenchResult, FaultModel, Latency, ScenarioResult
+    from spark_jobs.redundancy.report import render
+    from spark_jobs.runtime.event_log import TaskCosts
+
+    def scenario(name, level, missed, p50, p90, p99, spec_cpu, **kw):
+        return ScenarioResult(name=name, level=level, faults=name != "fault-free", **kw,
+                              latency=Latency(batches=40, missed=missed, p50_ms=p50, p90_ms=p90, p99_ms=p99,
+                                              mean_ms=p50 * 1.1, stddev_ms=p50 / 4),
+                              costs=TaskCosts(first_batch=5, last_batch=44, attempts=240, cpu_s=15.5, run_s=60.0,
+                                              speculative_attempts=int(spec_cpu * 100), speculative_won=int(spec_cpu * 50),
+                                              speculative_cpu_s=spec_cpu, killed_attempts=0, applications=1), output_ok=True)
+
+    result = BenchResult(
+        command="ftops bench redundancy", config=BenchRedundancyConfig(work_dir=tmp_path / "work"), faults=FaultModel(),
+        deadline_ms=2332.0, elapsed_s=1440.0, scenarios=[
+            scenario("fault-free", 0.0, 2, 1598, 2076, 2660, 0.0), scenario("none", 0.0, 14, 1817, 3263, 4887, 0.0),
+            scenario("static 0.25", 0.25, 8, 1639, 3262, 4156, 0.07), scenario("static 1", 1.0, 10, 1836, 3343, 5409, 0.61),
+            scenario("controller live", None, 12, 1929, 3542, 5746, 0.13, levels_used={"0": 14, "0.25": 26}),
+            ScenarioResult(name="controller", level=None, faults=True, error="the job did not restart")])
+    report = render(result, tmp_path / "redundancy.md")
+    assert_plot(tmp_path / "redundancy-missed.svg", report, "Missed deadlines (2332 ms) out of 40 batches",
+                "missed deadlines", "target: half of none's", "static 0.25", "controller live")
+    assert_plot(tmp_path / "redundancy-latency.svg", report, "Batch latency per scenario", "p50", "p90", "p99",
+                "deadline 2332 ms", "fault-free")
+    assert "| controller | failed: the job did not restart |" in report
+    assert ".svg" not in render(result)  # no report path: no plot

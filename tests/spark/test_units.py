@@ -29,7 +29,7 @@ from spark_jobs.recovery_units.runtime import (
 )
 from spark_jobs.recovery_units.tables import read_committed
 from spark_jobs.recovery_units.verification import closed_until, verify
-from tests.conftest import ROOT, test_port
+from tests.conftest import ROOT, assert_plot, test_port
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_drained, wait_steady
 
 BASE = test_port(21200)  # ports of this test only
@@ -153,3 +153,24 @@ def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res.err
     assert "operator O4 cannot run as recovery units" in res.err and "reads the table of O3" in res.err
     assert not (tmp_path / "inc" / "deployment.json").exists() and not (tmp_path / "inc" / "apps").exists()
+
+
+def test_bench_report_plots_the_time_back_per_query_and_strategy(tmp_path):
+    """``ftops bench recovery-runtime``'s report (no Spark: its result built from the numbers of
+    docs/benchmarks/recovery-runtime.md) saves the seconds until each query is back beside the table."""
+    from spark_jobs.recovery_units.bench import RecoveryBenchConfig, RecoveryBenchResult, StrategyRun, render
+
+    priority = {"O1[0]": 1, "O1[1]": 1, "O2[0]": 2, "O3[0]": 4, "O3[1]": 4}
+    measured = {"incremental": [114.98, 263.94, 112.35, 124.78, 232.31], "blocking": [249.99, 144.19, 247.17, 212.18, 167.43],
+                "operator-centric": [87.75, 88.31, 88.93, 164.97, None]}  # O3[1] not back under operator-centric
+    runs = [StrategyRun(strategy=name, repetition=1, query_recovered_s=dict(zip(priority, times)), priority=priority,
+                        weighted_mean_recovery_s=None if None in times else sum(priority[q] * t for q, t in zip(priority, times)) / 12,
+                        planned_stage={q: 1 if q.endswith("[0]") else 2 for q in priority}, stages=[], lost_rows=0,
+                        duplicated_rows=0) for name, times in measured.items()]
+    result = RecoveryBenchResult(command="ftops bench recovery-runtime --quick", runs=runs,
+                                 config=RecoveryBenchConfig(work_dir=tmp_path / "work", arrival_interval_s=20.0))
+    report = render(result, tmp_path / "recovery-runtime.md")
+    assert_plot(tmp_path / "recovery-runtime-queries.svg", report, "Time back to normal per query (paper 003, §7.2)",
+                "incremental", "blocking", "operator-centric", "O3[0] (prio 4)", "weighted mean", "node arrives")
+    assert "| operator-centric | 87.75 | 88.31 | 88.93 | 164.97 |" in report
+    assert ".svg" not in render(result)  # no report path (--quick without --out): no plot
