@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -166,8 +167,9 @@ def _store_call(stack, read: Callable[[HistoryStore], object]):
         conn.close()
 
 
-def soak_report(result: SoakResult) -> str:
-    """The soak as markdown: the command, a row per drill and the verdict against the target."""
+def soak_report(result: SoakResult, table: Path | None = None) -> str:
+    """The soak as markdown: the command, a row per drill and the verdict against the target; with
+    ``table`` (the report's path) its plot is written beside it and linked."""
     from ft_core.cli.output import format_table
 
     def num(value: float | None, digits: int = 1) -> str:
@@ -178,7 +180,7 @@ def soak_report(result: SoakResult) -> str:
              "-" if d.output_equals_reference is None else ("yes" if d.output_equals_reference else "no"),
              num(d.tentative_accuracy, 3), num(d.time_to_first_tentative_s), num(d.time_to_caught_up_s),
              num(d.steady_after_s, 0), num(d.elapsed_s, 0), "yes" if d.passed else "no"] for d in result.drills]
-    table = format_table(["drill", "domain", "DAG run", "drill record", "lost", "duplicated", "output = reference",
+    rendered = format_table(["drill", "domain", "DAG run", "drill record", "lost", "duplicated", "output = reference",
                           "tentative accuracy", "first tentative (s)", "caught up (s)", "steady after (s)", "took (s)",
                           "pass"], rows)
     passed = sum(d.passed for d in result.drills)
@@ -189,8 +191,21 @@ def soak_report(result: SoakResult) -> str:
         "A drill passes when its DAG run succeeded, its record says passed with 0 lost and 0 duplicated windows "
         "and output equal to the reference, and the job is steady again (primary within "
         f"{STEADY_LAG_S:.0f} s of its input) afterwards.", "",
-        "```", table, "```", "",
+        "```", rendered, "```", "",
+        *([_times_plot(result, table), ""] if table is not None and result.drills else []),
         f"**{passed} of {len(result.drills)} passed**; {result.count('aborted')} aborted, {result.count('failed')} failed; "
         f"{result.lost} lost and {result.duplicated} duplicated windows in all. "
         f"Target (every drill passes, 0 lost, 0 duplicated): {'met' if result.target_met else 'not met'}.",
         *([""] + errors if errors else []), ""])
+
+
+def _times_plot(result: SoakResult, table: Path) -> str:
+    """Per drill: seconds to the first tentative output and until the primary caught up (a drill that
+    measured nothing has no bars), so a drift over the soak shows at a glance."""
+    from ft_core.bench.plots import grouped_bars, markdown_image, new_figure, save_next_to
+
+    fig, ax = new_figure(f"Soak: {len(result.drills)} drills of {result.job} in a row", "drill (failure domain)", "seconds")
+    grouped_bars(ax, [f"{d.index} ({d.failed_domain or d.domain})" for d in result.drills],
+                 {"first tentative output": [d.time_to_first_tentative_s for d in result.drills],
+                  "primary caught up": [d.time_to_caught_up_s for d in result.drills]})
+    return markdown_image(save_next_to(fig, table, "times"), "seconds to the first tentative output and to caught up, per drill")

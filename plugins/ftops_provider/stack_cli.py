@@ -99,6 +99,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _soak(args: argparse.Namespace) -> int:
     import shlex
     import sys
+    from pathlib import Path
 
     from ftops_provider.local_stack import RUNNING_JOB
     from ftops_provider.soak import run_soak, soak_report
@@ -109,7 +110,7 @@ def _soak(args: argparse.Namespace) -> int:
     progress = Progress("soak", total=args.drills)
     result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
                       replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step)
-    emit_report(soak_report(result), args.out, args.json)
+    emit_report(soak_report(result, Path(args.out) if args.out else None), args.out, args.json)
     return 0 if result.target_met else 1
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ftops_provider.soak import SoakDrill, SoakResult, soak_report
+from tests.conftest import assert_plot
 
 GOOD = dict(dag_state="success", drill_id=1, status="passed", lost_windows=0, duplicated_windows=0,
             output_equals_reference=True, tentative_accuracy=0.8, time_to_first_tentative_s=4.0,
@@ -42,3 +43,11 @@ def test_the_report_counts_and_names_what_failed():
 def test_all_passed_meets_the_target_and_an_empty_soak_does_not():
     assert SoakResult(command="c", job="topk", elapsed_s=1, drills=[_drill(1), _drill(2)]).target_met
     assert not SoakResult(command="c", job="topk", elapsed_s=1, drills=[]).target_met
+
+
+def test_written_to_a_file_the_report_links_its_plot_of_times_per_drill(tmp_path):
+    result = SoakResult(command="c", job="topk", elapsed_s=1, drills=[_drill(1, failed_domain="rack-b"), _drill(2)])
+    table = tmp_path / "soak.md"
+    report = soak_report(result, table)
+    assert_plot(table.with_name("soak-times.svg"), report, "first tentative output", "primary caught up", "1 (rack-b)")
+    assert "soak-times.svg" not in soak_report(result)  # printed only: no plot
