@@ -1,11 +1,12 @@
 """Deferrable waits: each operator resolves what it needs (URLs from connections, the "since" time,
-the workers known now) in a quick ``execute``, then defers on a trigger in ``ftops_provider.triggers``
-and frees its worker slot. The trigger's event is the task's return value (XCom); a timeout event
+the workers known now) in a quick ``execute``, checks once whether the wait is already over, and
+otherwise defers on a trigger in ``ftops_provider.triggers`` and frees its worker slot. The trigger's event is the task's return value (XCom); a timeout event
 fails the task with :class:`WaitTimeout` naming what was still missing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import timedelta
 from typing import Any
@@ -22,6 +23,38 @@ class WaitTimeout(Exception):
 
 class DrillAborted(Exception):
     """An abort probe fired during a drill's wait; the DAG's last step restores capacity and records why."""
+
+
+IMMEDIATE_CHECK_S = 5.0  # how long the first check may take before the task defers anyway
+
+
+def first_event(trigger, within_s: float) -> dict[str, Any] | None:
+    """The payload of ``trigger``'s first event if it comes within ``within_s`` seconds (its first
+    check found the condition met, an abort probe fired, or it timed out), else None: the wait is real.
+
+    >>> import asyncio
+    >>> from airflow.triggers.base import BaseTrigger, TriggerEvent
+    >>> class Ready(BaseTrigger):
+    ...     def serialize(self): return ("Ready", {})
+    ...     async def run(self):
+    ...         yield TriggerEvent({"status": "ok"})
+    >>> class Never(Ready):
+    ...     async def run(self):
+    ...         await asyncio.sleep(60)
+    ...         yield TriggerEvent({"status": "ok"})
+    >>> first_event(Ready(), within_s=1), first_event(Never(), within_s=0.1)
+    ({'status': 'ok'}, None)
+    """
+    async def first() -> dict[str, Any] | None:
+        events = trigger.run()
+        try:
+            return (await asyncio.wait_for(anext(events), within_s)).payload
+        except (asyncio.TimeoutError, StopAsyncIteration):
+            return None
+        finally:
+            await events.aclose()
+
+    return asyncio.run(first())
 
 
 class _DeferredWait(BaseOperator):
@@ -41,9 +74,16 @@ class _DeferredWait(BaseOperator):
     def make_trigger(self, context: Any):  # pragma: no cover - every subclass defines it
         raise NotImplementedError(f"{type(self).__name__} must define make_trigger")
 
-    def execute(self, context: Any) -> None:
+    def execute(self, context: Any) -> dict[str, Any] | None:
         self.timeout_s = checked(PositiveSeconds, self.timeout_s, "timeout_s")
         trigger = self.make_trigger(context)
+        # Defer only when there is something to wait for. A trigger that fires at once after a deferral
+        # can lose its task to a stale executor event in Airflow 3.3 (apache/airflow#71580, #72716:
+        # the resumed task is marked failed); the first check, run here, spares the common case.
+        now = first_event(trigger, within_s=IMMEDIATE_CHECK_S)
+        if now is not None:
+            self.log.info("%s: no wait needed", self.task_id)
+            return self.execute_complete(context, now)
         self.log.info("deferring on %s (timeout %.0f s)", trigger.serialize()[0].rsplit(".", 1)[-1], self.timeout_s)
         # The trigger fires its own timeout event; the defer timeout is only a backstop.
         self.defer(trigger=trigger, method_name="execute_complete", timeout=timedelta(seconds=self.timeout_s + 120))
