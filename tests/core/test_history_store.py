@@ -87,7 +87,7 @@ def test_two_writers_at_once_store_one_consistent_history(pg_server, pg_conn):
 
 
 def test_database_restart_fails_clearly_then_recovers(pg_server, pg_conn):
-    store = _store(pg_conn)
+    _store(pg_conn)  # a migrated store with a job, committed before the restart
     pg_conn.commit()
     pg_server.stop()
     try:

@@ -39,7 +39,7 @@ def _pids_alive(pids):
 def test_up_status_correlated_failure_replacement_and_down(tmp_path, cli):
     state_dir = tmp_path / "spark"
     config = ClusterConfig(state_dir=state_dir, worker_timeout_s=4, **PORTS)
-    state = cluster_up(config)
+    cluster_up(config)
     try:
         assert _domains(state_dir) == {("rack-a", "ALIVE"), ("rack-b", "ALIVE"), ("standby", "ALIVE")}
         res = cli("cluster", "kill-domain", "rack-a", "--state-dir", state_dir)
