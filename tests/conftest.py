@@ -19,8 +19,13 @@ PORT_OFFSET = int(os.environ.get("FTOPS_TEST_PORT_OFFSET", "0"))
 
 
 def test_port(port: int) -> int:
-    """A test's fixed port, moved by ``FTOPS_TEST_PORT_OFFSET``."""
-    return port + PORT_OFFSET
+    """A test's fixed port, moved by ``FTOPS_TEST_PORT_OFFSET`` (the tests' ports reach about 28,400, so
+    offsets up to about 37,000 work)."""
+    moved = port + PORT_OFFSET
+    if not 1024 <= moved <= 65535 - 500:  # room for the worker and UI ports counted up from a base
+        raise ValueError(f"FTOPS_TEST_PORT_OFFSET={PORT_OFFSET} moves test port {port} to {moved}, outside 1024-65035; "
+                         "choose a smaller offset")
+    return moved
 
 
 test_port.__test__ = False  # a helper, not a test

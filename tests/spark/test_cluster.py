@@ -50,7 +50,7 @@ def test_up_status_correlated_failure_replacement_and_down(tmp_path, cli):
         assert res.code == 0, res.err
         assert ("rack-c", "ALIVE") in _domains(state_dir)
         status = cli("cluster", "status", "--json", "--state-dir", state_dir).json()
-        assert status["pools"]["primary"]["master"] == "spark://127.0.0.1:17077"
+        assert status["pools"]["primary"]["master"] == f"spark://127.0.0.1:{test_port(17077)}"
     finally:
         pids = [p.pid for p in ClusterState.load(state_dir).processes]
         stopped = cluster_down(state_dir)
