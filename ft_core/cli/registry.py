@@ -9,6 +9,7 @@ through the ``ftops.commands`` entry point, so ft_core never imports them.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import sys
 from collections.abc import Callable
@@ -51,6 +52,7 @@ def group_commands(sub, name: str):
 def add_old_name(sub, old: str, new: str, add_arguments: Callable, func: Callable) -> None:
     """Keep ``ftops <old>`` working for one release after the command moved to ``ftops <new>``: the same
     arguments and behaviour, and a note on stderr (stdout, JSON included, is unchanged)."""
+    @functools.wraps(func)  # the command still belongs to its own module
     def run(args):
         print(f"ftops: note: `ftops {old}` is now `ftops {new}`; the old name goes away in the next release",
               file=sys.stderr)

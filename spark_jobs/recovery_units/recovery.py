@@ -139,18 +139,26 @@ def survivor_capacity(root: Path, node_cap: float, master_ui: str | None = None)
     return [node_cap] * sum(w["cores"] - w["coresused"] for w in alive)
 
 
+def check_stage_inputs(arrivals: str, policy: str, node_cap: float | str) -> tuple[list[float], float]:
+    """The replacement node sizes and the node cap, checked (InputError naming the field otherwise), with
+    the policy: what a staged plan takes from its caller, before anything is read or asked."""
+    from ft_core.recovery.staged import POLICIES
+
+    if policy not in (*POLICIES, "blocking"):
+        raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
+    node_cap = check(PositiveFraction, node_cap, "node_cap")
+    return check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes"), node_cap
+
+
 def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", policy: str = "order-then-pack",
                         node_cap: float = 0.8, master_ui: str | None = None) -> tuple[StagedSchedule, dict]:
     """The staged schedule for the last failure's units that are still down: its recovery problem (unit
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
     (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
     from ft_core.recovery.problem import parse_problem
-    from ft_core.recovery.staged import POLICIES, plan_stages
+    from ft_core.recovery.staged import plan_stages
 
-    if policy not in (*POLICIES, "blocking"):
-        raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
-    node_cap = check(PositiveFraction, node_cap, "node_cap")
-    sizes = check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes")
+    sizes, node_cap = check_stage_inputs(arrivals, policy, node_cap)
     dep = load(root)
     running = dep.unit_apps()
     down = [u for u in last_failure(root).units if u not in running]

@@ -85,10 +85,11 @@ class PlanStagesOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         from ft_core.input.quantities import PositiveSeconds
-        from spark_jobs.recovery_units.recovery import plan_failure_stages
+        from spark_jobs.recovery_units.recovery import check_stage_inputs, plan_failure_stages
 
         root = Path(self.units_dir)
-        with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is written
+        with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is read
+            check_stage_inputs(self.arrivals, self.policy, self.node_cap)
             schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap,
                                                     _master_ui(root, self.spark_master_conn_id))
         # Every wait may take timeout_s; the run releases the lease when it ends, expiry only matters if
