@@ -15,6 +15,8 @@ and waits for its end, as a user clicking "Trigger" would. Everything lives unde
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,19 +111,24 @@ class LocalStack:
                              params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()),
                              **local_masters())
 
+    @contextmanager
+    def store(self) -> Iterator[HistoryStore]:
+        """The stack's history store, on a connection closed afterwards."""
+        conn = connect(self.postgres.url())
+        try:
+            yield HistoryStore(conn)
+        finally:
+            conn.close()
+
     def register_sample_jobs(self) -> list[str]:
         from spark_jobs.pipeline.loading import load_workload
 
-        conn = connect(self.postgres.url())
-        try:
-            upgrade(conn)
-            store = HistoryStore(conn)
+        with self.store() as store:
+            upgrade(store.conn)
             for job in SAMPLE_JOBS:
                 dep = self.deployment(job)
                 store.register_job(job.model_copy(update={"deployment": dep.model_dump()}))
                 store.save_topology(job.name, load_workload(job.workload, dep.params).topology(name=job.name).to_document())
-        finally:
-            conn.close()
         return [j.name for j in SAMPLE_JOBS]
 
     # -- the running sample job ------------------------------------------------------------

@@ -20,12 +20,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from ft_core.errors import ExternalError
-from ft_core.store.connection import connect
-from ft_core.store.history import HistoryStore
+from ft_core.errors import ExternalError, InputError
+from spark_jobs.drills.probes import STEADY_LAG_S, check_steady
 
 DrillCount = Annotated[int, Field(ge=1, le=1000)]
-STEADY_LAG_S = 60.0  # the drill DAG's default steady-state bound (its ``steady_lag_s`` Param)
 
 
 class SoakDrill(BaseModel):
@@ -114,7 +112,9 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
 
 def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:
     """A drill needs the job's replication plan and its running replica: plan once if there is none."""
-    if _store_call(stack, lambda s: s.current_plan(job, "replication")) is None:
+    with stack.store() as store:
+        plan = store.current_plan(job, "replication")
+    if plan is None:
         progress(f"{job} has no replication plan yet: running ftops_profile_and_plan first")
         run = stack.trigger("ftops_profile_and_plan", {})
         if run["state"] != "success":
@@ -124,8 +124,9 @@ def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:
 def _one_drill(stack, job: str, index: int, domain: str, replacement_delay_s: float, steady_timeout_s: float) -> SoakDrill:
     t0 = time.time()
     run = stack.trigger("ftops_chaos_drill", {"job": job, "failure_domain": domain, "replacement_delay_s": replacement_delay_s})
-    record = next((d for d in reversed(_store_call(stack, lambda s: s.drills(job, limit=20)))
-                   if d["dag_run_id"] == run["dag_run_id"]), None)
+    with stack.store() as store:
+        recent = store.drills(job, limit=20)
+    record = next((d for d in reversed(recent) if d["dag_run_id"] == run["dag_run_id"]), None)
     steady = _time_to_steady(stack, job, steady_timeout_s)
     if record:
         fields = {k: record[k] for k in ("drill_id", "status", "lost_windows", "duplicated_windows", "output_equals_reference",
@@ -140,31 +141,26 @@ def _one_drill(stack, job: str, index: int, domain: str, replacement_delay_s: fl
 
 
 def _time_to_steady(stack, job: str, timeout_s: float) -> float | None:
-    """Seconds until the job's primary is within STEADY_LAG_S of its input (None: not within ``timeout_s``)."""
-    from spark_jobs.drills.probes import event_lag_s
+    """Seconds until the job passes the drill preflight's own steady-state check again (None: not within
+    ``timeout_s``)."""
+    from ftops_provider.local_stack import SAMPLE_JOBS  # the stack's modules load only when a soak runs
     from spark_jobs.runtime.waiting import wait_for
 
-    dep, t0 = stack.deployment(next(j for j in _sample_jobs() if j.name == job)), time.time()
+    dep, t0 = stack.deployment(next(j for j in SAMPLE_JOBS if j.name == job)), time.time()
+
+    def steady() -> bool:
+        try:
+            check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S)
+        except InputError:
+            return False
+        return True
+
     try:
-        wait_for(lambda: (lag := event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)) is not None
-                 and lag <= STEADY_LAG_S, timeout_s=timeout_s, interval_s=2, what=f"{job} to be steady")
+        wait_for(steady, timeout_s=timeout_s, interval_s=2, what=f"{job} to be steady")
     except ExternalError:
         return None
     return time.time() - t0
 
-
-def _sample_jobs():
-    from ftops_provider.local_stack import SAMPLE_JOBS
-
-    return SAMPLE_JOBS
-
-
-def _store_call(stack, read: Callable[[HistoryStore], object]):
-    conn = connect(stack.postgres.url())
-    try:
-        return read(HistoryStore(conn))
-    finally:
-        conn.close()
 
 
 def soak_report(result: SoakResult, table: Path | None = None) -> str:

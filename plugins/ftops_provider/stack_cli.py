@@ -116,16 +116,9 @@ def _soak(args: argparse.Namespace) -> int:
 
 def _summary(stack) -> None:
     """What the demo's runs stored: the sample job's current plan and its latest drill."""
-    from ft_core.store.connection import connect
-    from ft_core.store.history import HistoryStore
-
-    conn = connect(stack.postgres.url())
-    try:
-        store = HistoryStore(conn)
+    with stack.store() as store:
         plan = store.current_plan("topk", "replication")
         drills = store.drills("topk")
-    finally:
-        conn.close()
     if plan:
         tasks = plan["payload"].get("tasks", [])
         print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(tasks)}, "

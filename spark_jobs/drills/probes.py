@@ -101,6 +101,9 @@ def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output
     return None if mark is None or source is None else max(0.0, (source - mark) / 1000)
 
 
+STEADY_LAG_S = 60.0  # the default steady-state bound: the drill DAG's Param, its operator, the soak
+
+
 def check_steady(pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
     """The steady-state hypothesis before a drill: the primary keeps up with its input (its watermark within
     ``bound_s`` of the input's); returns the lag, InputError naming it otherwise."""

@@ -36,6 +36,7 @@ from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflight
                                              InjectFailureOperator, InjectFaultsOperator, VerifyDrillOperator)
 from ftops_provider.operators.streams import StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
+from spark_jobs.drills.probes import STEADY_LAG_S
 from ftops_provider.sensors.waits import OutputArrivalSensor, SparkCapacitySensor, StreamCaughtUpSensor, WaitUntilSensor
 
 PRE = "ti.xcom_pull(task_ids='preflight')"
@@ -62,7 +63,7 @@ with DAG(
                                "to the primary once it runs again: slowdowns, crashes (empty: none)"),
         "fault_duration_s": bounded_param(60, PositiveSeconds, "how long the profile's faults run", minimum=1, maximum=3600),
         "fault_seed": bounded_param(1, Seed, "seed of the fault schedule (same seed, same faults)"),
-        "steady_lag_s": bounded_param(60, PositiveSeconds, "steady state: the primary's output at most this far (event-time "
+        "steady_lag_s": bounded_param(STEADY_LAG_S, PositiveSeconds, "steady state: the primary's output at most this far (event-time "
                                       "seconds) behind its input, before the drill and after it", minimum=1),
         "max_duration_s": bounded_param(1800, PositiveSeconds, "abort probe: the drill runs at most this long", minimum=30),
         "max_lag_s": bounded_param(600, PositiveSeconds, "abort probe: once capacity is back, the primary at most this far "

@@ -21,7 +21,7 @@ from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
-from spark_jobs.drills.probes import check_steady, other_workers, steady_lag_files
+from spark_jobs.drills.probes import STEADY_LAG_S, check_steady, other_workers, steady_lag_files
 
 
 def approved(decision: dict | None) -> bool:
@@ -74,7 +74,7 @@ class DrillPreflightOperator(BaseOperator):
                        "max_duration_s", "max_lag_s")
 
     def __init__(self, *, job_name: str, domain: str, kill_driver: bool | str = False, replacement_delay_s: float | str = 30,
-                 timeout_s: float | str = 600, steady_lag_s: float | str = 60, max_duration_s: float | str = 1800,
+                 timeout_s: float | str = 600, steady_lag_s: float | str = STEADY_LAG_S, max_duration_s: float | str = 1800,
                  max_lag_s: float | str = 600, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.job_name, self.domain = job_name, domain
