@@ -13,6 +13,7 @@ and zero duplicated windows and output equal to the reference, and the job is st
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,6 +59,8 @@ class SoakResult(BaseModel):
     job: str
     drills: list[SoakDrill]
     elapsed_s: float
+    started_at: float = Field(default_factory=time.time, description="epoch seconds")
+    load_at_start: float | None = Field(default=None, description="the machine's 1-minute load average then")
 
     def count(self, status: str) -> int:
         return sum(d.status == status for d in self.drills)
@@ -92,7 +95,7 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
     where the primary's executors run: each drill moves them (the running executors are lost, new ones
     start on the surviving domain's workers), so ``auto`` alternates the domain by itself, and the report
     shows which domain each drill failed. ``step`` says a drill starts (default ``progress``)."""
-    started, done = time.time(), []
+    started, load, done = time.time(), os.getloadavg()[0], []
     _ensure_plan(stack, job, progress)
     for index, domain in enumerate(soak_domains(domains, drills), start=1):
         (step or progress)(f"drill {index} of {drills}: failure domain {domain}")
@@ -107,7 +110,8 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
         progress(f"drill {index}: DAG run {last.dag_state}, drill {last.status or '-'}, lost/duplicated windows "
                  f"{last.lost_windows}/{last.duplicated_windows}, steady again after "
                  f"{'-' if last.steady_after_s is None else f'{last.steady_after_s:.0f} s'}")
-    return SoakResult(command=command, job=job, drills=done, elapsed_s=time.time() - started)
+    return SoakResult(command=command, job=job, drills=done, elapsed_s=time.time() - started, started_at=started,
+                      load_at_start=load)
 
 
 def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:
@@ -183,7 +187,10 @@ def soak_report(result: SoakResult, table: Path | None = None) -> str:
     errors = [f"- drill {d.index}: {d.error}" for d in result.drills if d.error]
     return "\n".join([
         f"# Chaos-drill soak: {len(result.drills)} drills of job {result.job} in a row through ftops_chaos_drill", "",
-        f"Produced by `{result.command}` in {result.elapsed_s / 60:.1f} min.", "",
+        f"Produced by `{result.command}` in {result.elapsed_s / 60:.1f} min, from "
+        f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime(result.started_at))} UTC; {os.cpu_count()} cores"
+        + ("" if result.load_at_start is None else f", load average at the start {result.load_at_start:.1f}")
+        + " (the machine is shared: times are wall-clock).", "",
         "A drill passes when its DAG run succeeded, its record says passed with 0 lost and 0 duplicated windows "
         "and output equal to the reference, and the job is steady again (primary within "
         f"{STEADY_LAG_S:.0f} s of its input) afterwards.", "",
