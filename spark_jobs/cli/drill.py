@@ -62,6 +62,7 @@ def register(sub, groups) -> None:
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/drills.md"))
     bench.add_argument("--append", action="store_true", help="append this run's section to --out instead of replacing it")
     _common(bench)
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN} (this run\'s section)')
     bench.set_defaults(func=_bench)
 
 
@@ -168,7 +169,10 @@ def _bench(args: argparse.Namespace) -> int:
         args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + report)
     else:
         args.out.write_text(report)
-    print(report)
+    if args.json:
+        print_json({"out": str(args.out), "report": report})
+    else:
+        print(report)
     progress.close(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
     return 0
 

@@ -92,6 +92,7 @@ def _register_bench(bench) -> None:
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
     b.add_argument("--port-base", type=flag(Port), default=7600)
     b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
+    b.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     b.set_defaults(func=_bench)
 
 
@@ -154,7 +155,10 @@ def _bench(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = render(result, args.out)  # the plots go beside the report
     args.out.write_text(report)
-    print(report)
+    if args.json:
+        print_json({"out": str(args.out), "report": report})
+    else:
+        print(report)
     progress.close(f"wrote {args.out} (raw result: {work / 'result.json'})")
     return 0
 

@@ -69,6 +69,7 @@ def register(sub, groups) -> None:
     start.add_argument("--app", required=True, help="a new application name")
     start.add_argument("--no-wait", action="store_true", help="return once submitted")
     start.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
+    start.add_argument("--json", action="store_true", help="print the application started (name, units, driver pid) as JSON")
     start.set_defaults(func=_start)
 
     stop = usub.add_parser("stop", help="stop applications gracefully (between micro-batches)")
@@ -76,6 +77,7 @@ def register(sub, groups) -> None:
     which = stop.add_mutually_exclusive_group(required=True)
     which.add_argument("--app", help="comma-separated application names")
     which.add_argument("--all", action="store_true", help="every application and the feed")
+    stop.add_argument("--json", action="store_true", help='print {"stopped": [names]}')
     stop.set_defaults(func=_stop)
 
     kill = usub.add_parser("kill", help="a correlated failure: SIGKILL a failure domain (workers + drivers) or applications")
@@ -88,12 +90,14 @@ def register(sub, groups) -> None:
 
     topo = usub.add_parser("topology", help="the topology document (units as tasks, queries as outputs)")
     _pipeline(topo)
+    _json_always(topo)
     topo.set_defaults(func=_topology)
 
     prob = usub.add_parser("problem", help="the recovery problem of the last failure (input of `ftops plan stages`)")
     _dir(prob)
     prob.add_argument("--cost", default="measured",
                       help="'measured' (CPU share from Spark's task metrics, default) or 'declared:X' (every unit X of a node)")
+    _json_always(prob)
     prob.set_defaults(func=_problem)
 
     ver = usub.add_parser("verify", help="committed tables against the failure-free reference")
@@ -120,6 +124,12 @@ def _recover_arguments(rec) -> None:
     rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")
     rec.add_argument("--json", action="store_true")
+
+
+def _json_always(parser) -> None:
+    """``--json`` on a command whose result is a JSON document anyway: accepted like everywhere, and errors
+    become JSON documents too."""
+    parser.add_argument("--json", action="store_true", help="the output is JSON either way; errors become JSON documents too")
 
 
 def _dir(parser) -> None:
@@ -194,7 +204,11 @@ def _start(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import start_units
 
     record = start_units(args.dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
-    print(f"{record.name}: {' '.join(record.units)} ({'submitted' if args.no_wait else 'running'}, pid {record.pid})")
+    state = "submitted" if args.no_wait else "running"
+    if args.json:
+        print_json({"app": record.name, "units": list(record.units), "state": state, "pid": record.pid})
+    else:
+        print(f"{record.name}: {' '.join(record.units)} ({state}, pid {record.pid})")
     return 0
 
 
@@ -202,7 +216,10 @@ def _stop(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import stop_apps
 
     stopped = stop_apps(args.dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
-    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    if args.json:
+        print_json({"stopped": list(stopped)})
+    else:
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 
 

@@ -24,6 +24,7 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -62,10 +63,14 @@ def register(sub, groups) -> None:
     mode.add_argument("--realtime", action="store_true", help="append one file per source every file_s seconds")
     gen.add_argument("--duration-s", type=flag(PositiveSeconds), help="realtime: stop after this many seconds")
     gen.add_argument("--speedup", type=flag(Positive), default=1.0, help="realtime: event seconds per wall second")
+    gen.add_argument("--json", action="store_true", help="print the files written as JSON; with --realtime, what was started "
+                     "(folder, sources, pid) once it runs, and the final count on stderr")
     gen.set_defaults(func=_generate)
 
     run = wsub.add_parser("run", help="spark-submit a primary, replica or reference job")
     add_run_arguments(run)
+    run.add_argument("--json", action="store_true", help="print the run (output, log, exit code; --detach: its process "
+                     "group) as JSON")
     run.set_defaults(func=_run)
 
     retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
@@ -77,12 +82,14 @@ def register(sub, groups) -> None:
     retune.add_argument("--warmup-batches", type=flag(TaskBudget), default=2, help="first batches of each (re)submission left out (default 2)")
     retune.add_argument("--live", action="store_true",
                         help="first call: apply level changes to the running job, without resubmitting it")
+    retune.add_argument("--json", action="store_true", help="the output is JSON either way; errors become JSON documents too")
     retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
     retune.set_defaults(func=_retune)
 
     stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
     stop.add_argument("--output", type=Path, required=True)
     stop.add_argument("--timeout-s", type=flag(PositiveSeconds), default=30.0)
+    stop.add_argument("--json", action="store_true", help='print {"output": DIR, "stopped": true|false}')
     stop.set_defaults(func=_stop)
 
 
@@ -113,15 +120,22 @@ def _generate(args: argparse.Namespace) -> int:
 
     workload = load_workload(pipeline_ref(args), args.param)
     workload.require_sample("ftops workload generate")
+    sources = list(sample_input.source_names(workload))
     if args.seconds is not None:
         n = sample_input.write_seconds(workload, args.input, args.seconds)
-        print(f"wrote {n} files per source ({', '.join(sample_input.source_names(workload))}) to {args.input}")
+        if args.json:
+            print_json({"input": str(args.input), "sources": sources, "files_per_source": n})
+        else:
+            print(f"wrote {n} files per source ({', '.join(sources)}) to {args.input}")
         return 0
+    if args.json:  # a generator runs until stopped: say what runs now, the final count goes to stderr
+        print_json({"input": str(args.input), "sources": sources, "realtime": True, "pid": os.getpid(),
+                    "duration_s": args.duration_s, "speedup": args.speedup})
     try:
         end = sample_input.run_generator(workload, args.input, args.duration_s, args.speedup)
     except KeyboardInterrupt:
         end = sample_input.existing_files(workload, args.input)
-    print(f"{end} files per source in {args.input}")
+    print(f"{end} files per source in {args.input}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -138,6 +152,8 @@ def _run(args: argparse.Namespace) -> int:
     if code != 0:
         tail = log.read_text().strip().splitlines()[-5:]
         print("\n".join(tail), file=sys.stderr)
+    if args.json:  # the run's own exit status, also in the document (spark-submit's, not one of ftops's errors)
+        print_json({"output": str(args.output), "log": str(log), "exit_code": code})
     return code
 
 
@@ -187,7 +203,10 @@ def _metrics_lines(path: Path) -> list[dict]:
 
 def _stop(args: argparse.Namespace) -> int:
     was = stop_run(args.output, args.timeout_s)
-    print("stopped" if was else "not running")
+    if args.json:
+        print_json({"output": str(args.output), "stopped": bool(was)})
+    else:
+        print("stopped" if was else "not running")
     return 0
 
 
