@@ -27,6 +27,7 @@ from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
+from ft_core.home import path_flag
 from ft_core.input.quantities import (PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds, Port,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
 from ft_core.redundancy.controller import ControllerParams
@@ -51,7 +52,8 @@ def _register_inject(fsub) -> None:
     app.add_argument("--app-id", help="a Spark application id")
     inj.add_argument("--duration", type=flag(PositiveSeconds), required=True, help="seconds of faults from now")
     inj.add_argument("--seed", type=flag(Seed), required=True, help="random seed (same seed, same schedule)")
-    inj.add_argument("--state-dir", type=Path, help="the cluster's state folder (needed by domain faults)")
+    inj.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
+                     help="the cluster's state folder, read by domain faults (default %(default)s, as `ftops cluster`)")
     inj.add_argument("--json", action="store_true", help="print the injection report as JSON")
     inj.set_defaults(func=_inject)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
-from ft_core.cli.registry import add_old_name
+from ft_core.cli.registry import add_old_name, add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
 from ft_core.input.quantities import PositiveSeconds, Seconds, flag
@@ -39,7 +39,8 @@ def register(sub, groups) -> None:
 
     dep = usub.add_parser("deploy", help="check the pipeline's shape, start the feed and one application per placement "
                           "entry; wait until every unit runs")
-    dep.add_argument("--dir", type=path_flag, help="the deployment folder (default $FTOPS_HOME/units/<pipeline>)")
+    add_renamed_flag(dep, "--deployment-dir", "--dir", type=path_flag,
+                     help="the deployment folder (default $FTOPS_HOME/units/<pipeline>)")
     _pipeline(dep)
     dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
     where = dep.add_mutually_exclusive_group()
@@ -133,7 +134,8 @@ def _json_always(parser) -> None:
 
 
 def _dir(parser) -> None:
-    parser.add_argument("--dir", type=path_flag, default=DEFAULT_DIR, help="the deployment folder (default %(default)s)")
+    add_renamed_flag(parser, "--deployment-dir", "--dir", type=path_flag, default=DEFAULT_DIR,
+                     help="the deployment folder (default %(default)s)")
 
 
 def _pipeline(parser) -> None:
@@ -161,7 +163,7 @@ def _deploy(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import DeployConfig, deploy
 
     ref = _ref(args)
-    config = DeployConfig(root=args.dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
+    config = DeployConfig(root=args.deployment_dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
                           placement=args.placement, input=args.input, master=args.master, master_ui=args.master_ui,
                           cluster_state=None if args.master else args.state_dir, trigger_s=args.trigger_s,
                           backlog_s=args.backlog_s, feed=False if args.no_feed else None, timeout_s=args.timeout_s)
@@ -178,7 +180,7 @@ def _deploy(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import units_status
 
-    doc = units_status(args.dir)
+    doc = units_status(args.deployment_dir)
     if args.json:
         print_json(doc)
         return 0
@@ -203,7 +205,7 @@ def _split(text: str, what: str) -> list[str]:
 def _start(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import start_units
 
-    record = start_units(args.dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
+    record = start_units(args.deployment_dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
     state = "submitted" if args.no_wait else "running"
     if args.json:
         print_json({"app": record.name, "units": list(record.units), "state": state, "pid": record.pid})
@@ -215,7 +217,7 @@ def _start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import stop_apps
 
-    stopped = stop_apps(args.dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
+    stopped = stop_apps(args.deployment_dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
     if args.json:
         print_json({"stopped": list(stopped)})
     else:
@@ -226,7 +228,7 @@ def _stop(args: argparse.Namespace) -> int:
 def _kill(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import kill_apps, kill_domain
 
-    failure = kill_domain(args.dir, args.domain) if args.domain else kill_apps(args.dir, _split(args.app, "app"))
+    failure = kill_domain(args.deployment_dir, args.domain) if args.domain else kill_apps(args.deployment_dir, _split(args.app, "app"))
     if args.json:
         print_json(failure)
     else:
@@ -246,16 +248,16 @@ def _problem(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.recovery import last_failure, unit_costs
 
-    dep = load(args.dir)
-    failure = last_failure(args.dir)
-    print_json(dep.units.problem(failure.units, unit_costs(args.dir, args.cost)))
+    dep = load(args.deployment_dir)
+    failure = last_failure(args.deployment_dir)
+    print_json(dep.units.problem(failure.units, unit_costs(args.deployment_dir, args.cost)))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.verification import verify
 
-    check = verify(args.dir)
+    check = verify(args.deployment_dir)
     if args.json:
         print_json(check)
     else:
@@ -268,9 +270,9 @@ def _verify(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
 
-    _check_pipeline(args, args.dir)
-    schedule = load_schedule(args.schedule, args.dir)
-    report = execute_schedule(args.dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
+    _check_pipeline(args, args.deployment_dir)
+    schedule = load_schedule(args.schedule, args.deployment_dir)
+    report = execute_schedule(args.deployment_dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
                               wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))
     if args.json:
         print_json(report)

@@ -15,7 +15,7 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
   micro-batches), then to its process group.
 - ``run ... --redundancy-level L``: computation redundancy against slowdowns as Spark speculative
   execution, the ``spark.speculation*`` settings of :func:`ft_core.redundancy.allocation.speculation_settings`.
-- ``retune --state FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
+- ``retune --state-file FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
   (:mod:`spark_jobs.redundancy.runtime`); the first call (no state yet) submits ``RUN ARGS`` under
   the controller, later calls step it and resubmit the run from its checkpoint when the level changes,
   or, with ``--live`` on the first call, change the running job's level (:mod:`spark_jobs.redundancy.live`).
@@ -33,6 +33,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.input.documents import read_json_lines
 from ft_core.input.quantities import Milliseconds, Positive, PositiveSeconds, TaskBudget, TaskCount, field_kind, flag
@@ -74,7 +75,8 @@ def register(sub, groups) -> None:
     run.set_defaults(func=_run)
 
     retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
-    retune.add_argument("--state", type=Path, required=True, help="the controller's state file (created by the first call)")
+    add_renamed_flag(retune, "--state-file", "--state", type=Path, required=True,
+                     help="the controller's state file (created by the first call)")
     retune.add_argument("--bound-ms", type=flag(field_kind(ControllerParams, "latency_bound_ms")), help="first call: the per-batch latency bound (p90 of a period's batches)")
     retune.add_argument("--step-pct", type=flag(field_kind(ControllerParams, "step_min_pct")), default=25.0, help="first call: minimum step in percentage points (default 25)")
     retune.add_argument("--perf-margin", type=flag(field_kind(ControllerParams, "perf_margin")), default=0.1, help="first call: safety band as a fraction of the bound")
@@ -161,16 +163,17 @@ def _retune(args: argparse.Namespace) -> int:
     from spark_jobs.redundancy import runtime as redundancy_runtime
 
     run_argv = args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
-    if args.state.exists():
+    if args.state_file.exists():
         if run_argv or args.bound_ms is not None or args.live:
-            raise InputError("--state: the run is already under the controller; give only --state (and period options)")
-        record, _proc = redundancy_runtime.step(args.state, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
+            raise InputError("--state-file: the run is already under the controller; give only --state-file (and period "
+                             "options)")
+        record, _proc = redundancy_runtime.step(args.state_file, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
         print_json(record)
         return 0
     if not run_argv or args.bound_ms is None:
-        raise InputError(f"--state: {str(args.state)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
+        raise InputError(f"--state-file: {str(args.state_file)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
     params = _controller_params(args)
-    _proc, state = redundancy_runtime.start(run_argv, params, args.state, live=args.live)
+    _proc, state = redundancy_runtime.start(run_argv, params, args.state_file, live=args.live)
     print_json(state.history[-1])
     return 0
 
