@@ -56,6 +56,8 @@ from pydantic import BaseModel, Field
 
 from ft_core.cli.output import print_json
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.validation import json_type
 from ft_core.input.quantities import Fraction, PositiveSeconds, flag
 from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 
@@ -268,8 +270,14 @@ def predicted_fidelity(replica: Path) -> float | None:
 
 
 def _descriptor(folder: Path | None) -> dict[str, Any]:
+    """A run's ``_run.json`` ({} before the run wrote it), through the input gate: the folder is the user's."""
     path = Path(folder) / "_run.json" if folder is not None else None
-    return json.loads(path.read_text()) if path is not None and path.exists() else {}
+    if path is None or not path.exists():
+        return {}
+    doc = read_document(path, "run descriptor")
+    if not isinstance(doc, dict):
+        raise InputError(f"run descriptor {str(path)!r}: expected an object, got {json_type(doc)}", field="run descriptor")
+    return doc
 
 
 def _metrics_path(output: Path) -> Path:

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.home import path_flag
-from ft_core.input.quantities import NodeCount, Port, PositiveNodeCount, check, flag
+from ft_core.input.quantities import MemorySize, NodeCount, Port, PositiveNodeCount, check, flag
 
 DEFAULT_STATE = "$FTOPS_HOME/spark"  # resolved by path_flag when a command runs
 
@@ -21,7 +21,7 @@ def register(sub, groups) -> None:
     up.add_argument("--workers", default="rack-a:1,rack-b:1", help="primary workers per failure domain (default rack-a:1,rack-b:1)")
     up.add_argument("--standby-workers", type=flag(NodeCount), default=1)
     up.add_argument("--cores", type=flag(PositiveNodeCount), default=1, help="cores per worker")
-    up.add_argument("--memory", default="1g", help="memory per worker")
+    up.add_argument("--memory", type=flag(MemorySize), default="1g", help="memory per worker (default 1g)")
     up.add_argument("--primary-port", type=flag(Port), default=7077)
     up.add_argument("--primary-ui", type=flag(Port), default=8090)
     up.add_argument("--standby-port", type=flag(Port), default=7078)
@@ -42,7 +42,7 @@ def register(sub, groups) -> None:
     add.add_argument("--domain", required=True)
     add.add_argument("--pool", choices=("primary", "standby"), default="primary")
     add.add_argument("--cores", type=flag(PositiveNodeCount), default=1)
-    add.add_argument("--memory", default="1g")
+    add.add_argument("--memory", type=flag(MemorySize), default="1g", help="the worker's memory (default 1g)")
     add.add_argument("--json", action="store_true", help="print the new worker (name, pid, ports, log) as JSON")
     add.set_defaults(func=_add)
     for p in (up, down, status, kill, add):

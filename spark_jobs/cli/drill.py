@@ -16,8 +16,8 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
-from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, Seconds, TaskBudget,
-                                      comma_list, flag)
+from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
+                                      TaskBudget, comma_list, flag)
 from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
@@ -79,7 +79,7 @@ def _accuracy_options(parser) -> None:
 
 def _common(parser) -> None:
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, outputs, checkpoints, logs (default: a new temp folder)")
-    parser.add_argument("--port-base", type=int, default=7000,
+    parser.add_argument("--port-base", type=flag(PortBase), default=7000,
                         help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 (default 7000)")
     parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 

@@ -28,7 +28,7 @@ from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
 from ft_core.home import path_flag
-from ft_core.input.quantities import (PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds, Port,
+from ft_core.input.quantities import (PortBase, PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
 from ft_core.redundancy.controller import ControllerParams
 
@@ -92,7 +92,8 @@ def _register_bench(bench) -> None:
     b.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="Spark conf for every scenario (default: spark.sql.files.openCostInBytes=0 spark.locality.wait=0s)")
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
-    b.add_argument("--port-base", type=flag(Port), default=7600)
+    b.add_argument("--port-base", type=flag(PortBase), default=7600, help="ports: masters and UIs above BASE, workers "
+                   "BASE+100.., their UIs BASE+200.. (default 7600)")
     b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
     b.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     b.set_defaults(func=_bench)

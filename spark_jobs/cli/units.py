@@ -26,7 +26,7 @@ from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
-from ft_core.input.quantities import PositiveSeconds, Seconds, flag
+from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
 
 DEFAULT_PIPELINE = "smartcity"
@@ -96,7 +96,7 @@ def register(sub, groups) -> None:
 
     prob = usub.add_parser("problem", help="the recovery problem of the last failure (input of `ftops plan stages`)")
     _dir(prob)
-    prob.add_argument("--cost", default="measured",
+    prob.add_argument("--cost", type=unit_cost, default="measured",
                       help="'measured' (CPU share from Spark's task metrics, default) or 'declared:X' (every unit X of a node)")
     _json_always(prob)
     prob.set_defaults(func=_problem)
@@ -125,6 +125,22 @@ def _recover_arguments(rec) -> None:
     rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")
     rec.add_argument("--json", action="store_true")
+
+
+def unit_cost(text: str) -> str:
+    """``--cost``: ``measured``, or ``declared:X`` with X a share of a node in (0, 1], checked when parsed
+    (before the deployment is read).
+
+    >>> unit_cost("declared:0.25")
+    'declared:0.25'
+    """
+    if text == "measured":
+        return text
+    kind, sep, share = text.partition(":")
+    if kind != "declared" or not sep:
+        raise argparse.ArgumentTypeError(f"expected 'measured' or 'declared:X' with 0 < X <= 1, got {text!r}")
+    flag(PositiveFraction)(share)
+    return text
 
 
 def _json_always(parser) -> None:
