@@ -54,7 +54,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ft_core.cli.output import print_json
 from ft_core.errors import InputError
+from ft_core.input.documents import read_document
+from ft_core.input.validation import json_type
 from ft_core.input.quantities import Fraction, PositiveSeconds, flag
 from ft_core.transparency.duplicate_filter import RowIdentity, serving_view
 
@@ -267,8 +270,14 @@ def predicted_fidelity(replica: Path) -> float | None:
 
 
 def _descriptor(folder: Path | None) -> dict[str, Any]:
+    """A run's ``_run.json`` ({} before the run wrote it), through the input gate: the folder is the user's."""
     path = Path(folder) / "_run.json" if folder is not None else None
-    return json.loads(path.read_text()) if path is not None and path.exists() else {}
+    if path is None or not path.exists():
+        return {}
+    doc = read_document(path, "run descriptor")
+    if not isinstance(doc, dict):
+        raise InputError(f"run descriptor {str(path)!r}: expected an object, got {json_type(doc)}", field="run descriptor")
+    return doc
 
 
 def _metrics_path(output: Path) -> Path:
@@ -358,22 +367,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poll-s", type=flag(PositiveSeconds), default=0.5, help="seconds between refreshes (default 0.5)")
     parser.add_argument("--duration-s", type=flag(PositiveSeconds), help="stop after this many seconds (default: until SIGTERM/SIGINT)")
     parser.add_argument("--once", action="store_true", help="refresh once, print the manifest summary, exit")
+    parser.add_argument("--json", action="store_true", help="with --once: the summary as JSON; else, once the view is "
+                        "served, what runs (pid, folders, manifest) as JSON, and the final summary on stderr")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    if args.poll_s <= 0:
-        raise InputError(f"--poll-s: must be positive, got {args.poll_s:g}")
+    """``ftops transparency serve``: the summary line at the end on stdout (a JSON line), or with ``--json``
+    one document: the summary (``--once``) or, for the long-running view, what was started."""
     view = make_view(args.primary, args.replica, args.out, predicted_of=args.predicted_of,
                      key_fields=tuple(args.key) if args.key else None)
-    stop = threading.Event()
     if args.once:
-        manifest = view.refresh()
-    else:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        manifest = serve(view, args.poll_s, stop, args.duration_s)
-    states = [w.state for w in manifest.windows]
-    print(json.dumps({"out": str(args.out), "windows": len(states), "tentative": states.count("tentative"),
-                      "accurate": states.count("accurate"), "primary_watermark_ms": manifest.primary_watermark_ms,
-                      "predicted_of": manifest.predicted_of}))
+        _print_summary(args.out, view.refresh(), args.json, sys.stdout)
+        return 0
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    if args.json:
+        view.refresh()  # consumers can read the manifest as soon as the document says the view runs
+        print_json(_started(view, args))
+    manifest = serve(view, args.poll_s, stop, args.duration_s)
+    _print_summary(args.out, manifest, False, sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _started(view: ServingView, args: argparse.Namespace) -> dict[str, Any]:
+    """What ``serve --json`` started: the process to signal and the folder consumers read."""
+    return {"pid": os.getpid(), "primary": str(view.primary_dir), "replica": None if view.replica_dir is None else str(view.replica_dir),
+            "out": str(view.out), "manifest": str(view.out / MANIFEST), "predicted_of": view.predicted_of,
+            "key_fields": list(view.identity.key_fields), "poll_s": args.poll_s, "duration_s": args.duration_s}
+
+
+def _print_summary(out: Path, manifest: ViewManifest, as_json: bool, stream) -> None:
+    states = [w.state for w in manifest.windows]
+    doc = {"out": str(out), "windows": len(states), "tentative": states.count("tentative"), "accurate": states.count("accurate"),
+           "primary_watermark_ms": manifest.primary_watermark_ms, "predicted_of": manifest.predicted_of}
+    if as_json:
+        print_json(doc)
+    else:
+        print(json.dumps(doc), file=stream, flush=True)

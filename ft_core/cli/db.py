@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from ft_core.cli.output import print_json
+from ft_core.cli.registry import add_renamed_flag
 from ft_core.home import path_flag
 from ft_core.input.quantities import Port, flag
 from ft_core.store.connection import connect, redact
@@ -18,7 +19,8 @@ def register(sub, groups) -> None:
                              ("upgrade", _upgrade, "apply pending schema migrations from sql/ (idempotent)"),
                              ("status", _status, "schema version and row counts")):
         p = dsub.add_parser(name, help=text)
-        p.add_argument("--state-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded server folder (default %(default)s)")
+        add_renamed_flag(p, "--db-dir", "--state-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR,
+                         help="embedded PostgreSQL folder (default %(default)s)")
         p.add_argument("--port", type=flag(Port), default=5433, help="embedded server port (default 5433)")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=func)
@@ -27,7 +29,7 @@ def register(sub, groups) -> None:
 def _start(args: argparse.Namespace) -> int:
     from ft_core.store.embedded import EmbeddedPostgres
 
-    server = EmbeddedPostgres(args.state_dir, args.port)
+    server = EmbeddedPostgres(args.db_dir, args.port)
     server.start()
     doc = {"running": True, "database": redact(server.url()), "password_file": str(server.state_dir / "password")}
     if args.json:
@@ -40,7 +42,7 @@ def _start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     from ft_core.store.embedded import EmbeddedPostgres
 
-    stopped = EmbeddedPostgres(args.state_dir, args.port).stop()
+    stopped = EmbeddedPostgres(args.db_dir, args.port).stop()
     if args.json:
         print_json({"stopped": bool(stopped)})
     else:
@@ -51,7 +53,7 @@ def _stop(args: argparse.Namespace) -> int:
 def _upgrade(args: argparse.Namespace) -> int:
     from ft_core.store.migrations import current_version, upgrade
 
-    conn = connect(database_url(args.state_dir))
+    conn = connect(database_url(args.db_dir))
     try:
         applied = upgrade(conn)
         version = current_version(conn)
@@ -67,7 +69,7 @@ def _upgrade(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from ft_core.store.migrations import current_version
 
-    url = database_url(args.state_dir)
+    url = database_url(args.db_dir)
     conn = connect(url)
     try:
         version = current_version(conn)

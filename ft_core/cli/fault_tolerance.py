@@ -27,8 +27,8 @@
   :mod:`ft_core.transparency.placement` (Algorithms 5 and 6 over failure domains). Exit 3 when k_min
   replicas cannot be placed; a cost target that cannot be met at k_min is reported, exit 0.
 - ``ftops plan redundancy`` with exactly one of ``--model MODEL.yaml [--mode M]`` (Algorithm 1 and
-  Eq. 3.1, :mod:`ft_core.redundancy.allocation`), ``--trace TRACE.yaml [--state STATE.json]`` (Algorithm 2
-  over a latency trace, :mod:`ft_core.redundancy.controller`; ``--state`` resumes from and saves
+  Eq. 3.1, :mod:`ft_core.redundancy.allocation`), ``--trace TRACE.yaml [--state-file STATE.json]`` (Algorithm 2
+  over a latency trace, :mod:`ft_core.redundancy.controller`; ``--state-file`` resumes from and saves
   the controller's state, e.g. between Airflow runs) or ``--level X``; prints the level and the
   Spark speculation settings it maps to (:func:`ft_core.redundancy.allocation.speculation_settings`).
 - ``ftops faults validate PROFILE.yaml [--json]`` and ``ftops faults schedule PROFILE.yaml
@@ -46,6 +46,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.registry import add_renamed_flag
 from ft_core.input.documents import read_document
 from ft_core.input.quantities import Fraction, NodeCount, NonNegative, Seconds, Seed, flag
 from ft_core.input.validation import validate
@@ -103,7 +104,8 @@ def _register_redundancy(plan) -> None:
     source.add_argument("--trace", help="latency trace document (.yaml, .json)")
     source.add_argument("--level", type=flag(Fraction), help="a replication fraction in [0, 1]")
     rd.add_argument("--mode", default=None, help="with --model: the application mode (default: the first)")
-    rd.add_argument("--state", default=None, help="with --trace: controller state file to resume from and save to")
+    add_renamed_flag(rd, "--state-file", "--state", default=None,
+                     help="with --trace: controller state file to resume from and save to")
     rd.add_argument("--json", action="store_true", help="print the result as JSON")
     rd.set_defaults(func=_plan_redundancy)
 
@@ -263,8 +265,8 @@ def _print_placement(name: str, plan: PlacementPlan) -> None:
 def _plan_redundancy(args: argparse.Namespace) -> int:
     if args.mode is not None and args.model is None:
         raise InputError("--mode: only applies with --model")
-    if args.state is not None and args.trace is None:
-        raise InputError("--state: only applies with --trace")
+    if args.state_file is not None and args.trace is None:
+        raise InputError("--state-file: only applies with --trace")
     if args.model is not None:
         return _redundancy_from_model(args)
     if args.trace is not None:
@@ -288,11 +290,11 @@ def _redundancy_from_model(args: argparse.Namespace) -> int:
 
 def _redundancy_from_trace(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
-    state = _load_state(args.state) if args.state else None
+    state = _load_state(args.state_file) if args.state_file else None
     states = run_trace(trace.controller, trace.metric_ms, state)
     controller = RedundancyController(trace.controller, states[-1])
-    if args.state:
-        Path(args.state).write_text(json.dumps(controller.to_dict(), indent=2) + "\n")
+    if args.state_file:
+        Path(args.state_file).write_text(json.dumps(controller.to_dict(), indent=2) + "\n")
     doc = {"source": "trace", "name": trace.name, "redundancy_pct": states[-1].redundancy_pct,
            "states": [s.model_dump(mode="json") for s in states]}
     if not args.json:

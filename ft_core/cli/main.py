@@ -19,11 +19,14 @@ from collections.abc import Sequence
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
+from ft_core.cli import output
 from ft_core.cli.contract import help_epilog, report_error
 from ft_core.errors import FtopsError, InputError
 
 _ARGUMENT = re.compile(r"^argument (?P<names>[^:]+): (?P<reason>.*)$", re.DOTALL)
 _REQUIRED = "the following arguments are required: "
+_UNRECOGNIZED = "unrecognized arguments: "
+_ONE_OF = re.compile(r"^one of the arguments (?P<first>\S+) .* is required$")
 
 
 class UsageError(InputError):
@@ -65,6 +68,10 @@ def usage_error(message: str, prog: str) -> UsageError:
 
     >>> str(usage_error("argument --budget/-R: invalid int value: 'x'", "ftops plan replication"))
     "--budget: invalid int value: 'x' (see ftops plan replication --help)"
+    >>> usage_error("unrecognized arguments: --bugdet=2 x", "ftops").field
+    '--bugdet'
+    >>> usage_error("one of the arguments --domain --app is required", "ftops units kill").field
+    '--domain'
     """
     match = _ARGUMENT.match(message)
     if match:
@@ -74,6 +81,10 @@ def usage_error(message: str, prog: str) -> UsageError:
         missing = [name.split("/")[0].strip() for name in message.removeprefix(_REQUIRED).split(",")]
         field = missing[0]
         text = f"{field}: required" + (f" (also missing: {', '.join(missing[1:])})" if missing[1:] else "")
+    elif message.startswith(_UNRECOGNIZED):  # a flag the command does not have: name it as the field
+        field, text = message.removeprefix(_UNRECOGNIZED).split(" ")[0].split("=")[0], message
+    elif _ONE_OF.match(message):  # a required choice between flags: the first stands for the group
+        field, text = _ONE_OF.match(message)["first"], message
     else:
         field, text = None, message
     return UsageError(f"{' '.join(text.split())} (see {prog} --help)", field=field)
@@ -115,21 +126,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
     started = time.perf_counter()  # commands with a time limit count from here (their own imports included)
+    output.start_command()
     try:
         args = _shared_parser().parse_args(argv)
         args.started = started
         return int(args.func(args) or 0)
     except FtopsError as exc:
-        return report_error(exc, as_json)
+        return _report(exc, as_json)
     except BrokenPipeError:  # e.g. `ftops ... | head`: the reader left, nothing more to say
         sys.stderr.close()
         return 0
     except KeyboardInterrupt as exc:  # exit 130, after the command's own cleanup ran
-        return report_error(exc, as_json)
+        return _report(exc, as_json)
     except Exception as exc:  # a bug: say so in one line; FTOPS_DEBUG=1 keeps the traceback
         if os.environ.get("FTOPS_DEBUG"):
             raise
-        return report_error(exc, as_json)
+        return _report(exc, as_json)
+
+
+def _report(exc: BaseException, as_json: bool) -> int:
+    """The error as the contract says; as a line on stderr once the command printed its document (a
+    server's start document), so that stdout holds one JSON document whatever happens."""
+    return report_error(exc, as_json and not output.document_printed())
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m ft_core.cli.main`

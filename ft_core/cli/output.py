@@ -15,12 +15,33 @@ from rich.table import Table
 from rich.text import Text
 
 
+# Documents print_json wrote for the running command (main resets it). With --json a command prints one
+# document; a server prints it when it starts, so an error after that goes to stderr (one line) instead of
+# becoming a second document on stdout.
+_documents = 0
+
+
 def print_json(doc: BaseModel | dict | list) -> None:
-    """Print a model or plain document as indented JSON on stdout."""
+    """Print a model or plain document as indented JSON on stdout (flushed: a server's start document must
+    reach a reader before the server exits)."""
+    global _documents
     if isinstance(doc, BaseModel):
         doc = doc.model_dump(mode="json", by_alias=True)
     json.dump(doc, sys.stdout, indent=2, sort_keys=False)
     sys.stdout.write("\n")
+    sys.stdout.flush()
+    _documents += 1
+
+
+def start_command() -> None:
+    """A new command runs (in-process callers run many): no document printed yet."""
+    global _documents
+    _documents = 0
+
+
+def document_printed() -> bool:
+    """Whether the running command already printed its JSON document."""
+    return _documents > 0
 
 
 def emit_report(report: str, out: str | None, as_json: bool) -> None:

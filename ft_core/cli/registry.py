@@ -4,6 +4,9 @@
 ``bench``) to their subparsers, so that e.g. ``ftops plan recovery`` lives beside the recovery CLI
 code rather than in one large file. Packages outside ft_core (``spark_jobs``) add command groups
 through the ``ftops.commands`` entry point, so ft_core never imports them.
+
+Renamed commands and flags keep their old names for one release (:func:`add_old_name`,
+:func:`add_renamed_flag`): they work as before, are hidden from ``--help`` and print a note on stderr.
 """
 
 from __future__ import annotations
@@ -62,3 +65,30 @@ def add_old_name(sub, old: str, new: str, add_arguments: Callable, func: Callabl
                             description=f"Old name of `ftops {new}`, kept for one release.")
     add_arguments(parser)
     parser.set_defaults(func=run)
+
+
+class _RenamedFlag(argparse.Action):
+    """argparse's plain store, which also answers to the flag's old spelling and then says so on stderr."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string not in self.option_strings:
+            print(f"ftops: note: `{option_string}` is now `{self.option_strings[0]}`; the old spelling goes away in "
+                  "the next release", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_flag(container, new: str, old: str, **kwargs) -> argparse.Action:
+    """``container.add_argument(new, **kwargs)`` (a parser or a group) that still accepts ``old`` for one
+    release: hidden from ``--help`` and from error messages, a note on stderr when used (stdout, JSON
+    included, is unchanged). The flag keeps ``new``'s destination, ``required`` and mutual exclusions.
+
+    >>> parser = argparse.ArgumentParser(prog="ftops")
+    >>> _ = add_renamed_flag(parser, "--state-file", "--state")
+    >>> parser.parse_args(["--state", "s.json"]).state_file  # and a note on stderr
+    's.json'
+    >>> print(parser.format_usage(), end="")
+    usage: ftops [-h] [--state-file STATE_FILE]
+    """
+    action = container.add_argument(new, old, action=_RenamedFlag, **kwargs)
+    action.option_strings = [new]  # the parser still maps `old` to this action; --help shows the new name only
+    return action

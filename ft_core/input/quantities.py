@@ -23,11 +23,12 @@ Example::
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, GetCoreSchemaHandler, GetJsonSchemaHandler, TypeAdapter, ValidationError
 from pydantic_core import core_schema
 
 from ft_core.errors import InputError
@@ -92,7 +93,20 @@ TaskBudget = Annotated[int, Field(ge=0), AtMost("max_tasks")]
 # counts of nodes, workers and replicas per task
 NodeCount = Annotated[int, Field(ge=0), AtMost("max_nodes")]
 PositiveNodeCount = Annotated[int, Field(ge=1), AtMost("max_nodes")]
-Port = Annotated[int, Field(ge=1, le=65535)]
+# a port ftops listens on: unprivileged (ftops never runs as root, so a port below 1024 would only fail later)
+Port = Annotated[int, Field(ge=1024, le=65535)]
+# the first of the ports a command counts up from (masters, UIs, workers, drivers: up to 500 above it)
+PortBase = Annotated[int, Field(ge=1024, le=65000)]
+
+
+def _memory_size(text: str) -> str:
+    if not re.fullmatch(r"[1-9][0-9]{0,5}[kKmMgGtT]?", text):
+        raise ValueError("expected a memory size like 512m or 2g (a whole number of at most 6 digits, then k, m, g or t)")
+    return text
+
+
+# a JVM memory size as Spark takes it (512m, 1g, 2048k): refused here rather than by a worker that never starts
+MemorySize = Annotated[str, AfterValidator(_memory_size)]
 # the JSON-schema pattern of a comma-separated list of non-negative decimals (a trigger form's text field;
 # the values themselves are then checked with check_list)
 # A pipeline reference in a trigger form: empty, a sample's name, module.path:attribute or a .py file path.

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ft_core.cli.output import emit_report, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
-from ft_core.input.quantities import Seconds, flag
+from ft_core.input.quantities import Port, Seconds, flag
 from ftops_provider.soak import DrillCount
 
 DEMO_RUNS = (  # (DAG, conf): what the README's main command runs, in order
@@ -24,7 +24,8 @@ def register(sub, groups) -> None:
                              ("status", _status, "what runs"),
                              ("demo", _demo, "up, then run ftops_profile_and_plan and one ftops_chaos_drill; print a summary")):
         p = ssub.add_parser(name, help=text, description=text)
-        p.add_argument("--airflow-port", type=int, default=8080)
+        p.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
+        p.add_argument("--json", action="store_true", help="print the result as one JSON document (progress stays on stderr)")
         p.set_defaults(func=func)
     soak = groups["bench"].add_parser("soak", help="chaos drills in a row through ftops_chaos_drill on the local stack, "
                                       "alternating failure domains (issue 16); writes docs/benchmarks/soak.md")
@@ -36,7 +37,7 @@ def register(sub, groups) -> None:
                       help="seconds until each drill's replacement capacity arrives (default 20)")
     soak.add_argument("--out", default="docs/benchmarks/soak.md", help="report path (default docs/benchmarks/soak.md)")
     soak.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
-    soak.add_argument("--airflow-port", type=int, default=8080)
+    soak.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
     soak.set_defaults(func=_soak)
 
 
@@ -61,39 +62,55 @@ def _stack(args: argparse.Namespace):
 def _up(args: argparse.Namespace) -> int:
     stack = _stack(args)
     stack.up()
-    _where(stack)
+    _emit_addresses(stack, args.json)
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
     stopped = _stack(args).down()
-    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    if args.json:
+        print_json({"stopped": stopped})
+    else:
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    rows = _components(_stack(args))
+    if args.json:
+        print_json({"components": rows})
+    else:
+        print_table(["component", "state", "where"], [[r["component"], r["state"], r["where"]] for r in rows])
+    return 0
+
+
+def _components(stack) -> list[dict[str, str]]:
+    """What runs: PostgreSQL, each Airflow component, each Spark pool."""
     from spark_jobs.cluster.standalone import cluster_status
 
-    stack = _stack(args)
-    rows = [["postgres", "running" if stack.postgres.running() else "stopped", f"127.0.0.1:{stack.db_port}"]]
-    rows += [[f"airflow {name}", "running" if ok else "exited", stack.airflow.url] for name, ok in stack.airflow.alive().items()]
+    rows = [("postgres", "running" if stack.postgres.running() else "stopped", f"127.0.0.1:{stack.db_port}")]
+    rows += [(f"airflow {name}", "running" if ok else "exited", stack.airflow.url) for name, ok in stack.airflow.alive().items()]
     try:
         for pool, info in cluster_status(stack.spark_state)["pools"].items():
-            rows.append([f"spark {pool}", f"{len(info['workers'])} workers", info["master"]])
+            rows.append((f"spark {pool}", f"{len(info['workers'])} workers", info["master"]))
     except Exception as exc:  # noqa: BLE001 - status must report, not fail, when Spark is down
-        rows.append(["spark", "stopped", str(exc).splitlines()[0][:80]])
-    print_table(["component", "state", "where"], rows)
-    return 0
+        rows.append(("spark", "stopped", str(exc).splitlines()[0][:80]))
+    return [{"component": c, "state": state, "where": where} for c, state, where in rows]
 
 
 def _demo(args: argparse.Namespace) -> int:
     stack = _stack(args)
     stack.up()
     results = [(dag_id, stack.trigger(dag_id, conf)) for dag_id, conf in DEMO_RUNS]
-    print_table(["DAG", "run", "state"], [[dag_id, run["dag_run_id"], run["state"]] for dag_id, run in results])
-    _summary(stack)
-    _where(stack)
-    return 0 if all(run["state"] == "success" for _, run in results) else 1
+    runs = [{"dag_id": dag_id, "run_id": run["dag_run_id"], "state": run["state"]} for dag_id, run in results]
+    summary = _summary(stack)
+    if args.json:
+        print_json({"runs": runs, **summary, **_addresses(stack)})
+    else:
+        print_table(["DAG", "run", "state"], [[r["dag_id"], r["run_id"], r["state"]] for r in runs])
+        _print_summary(summary)
+        _emit_addresses(stack, False)
+    return 0 if all(r["state"] == "success" for r in runs) else 1
 
 
 def _soak(args: argparse.Namespace) -> int:
@@ -114,17 +131,26 @@ def _soak(args: argparse.Namespace) -> int:
     return 0 if result.target_met else 1
 
 
-def _summary(stack) -> None:
-    """What the demo's runs stored: the sample job's current plan and its latest drill."""
+def _summary(stack) -> dict:
+    """What the demo's runs stored: the sample job's current plan and its latest drill (None if none)."""
     with stack.store() as store:
         plan = store.current_plan("topk", "replication")
         drills = store.drills("topk")
+    return {"plan": None if not plan else {"job": "topk", "plan_id": plan["plan_id"], "algorithm": plan["algorithm"],
+                                           "tasks": plan["payload"].get("tasks", []), "predicted_output_fidelity": plan["objective"]},
+            "drill": None if not drills else {"job": "topk", **{k: drills[-1][k] for k in DRILL_FIELDS}}}
+
+
+DRILL_FIELDS = ("drill_id", "status", "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s",
+                "lost_windows", "duplicated_windows")
+
+
+def _print_summary(summary: dict) -> None:
+    plan, d = summary["plan"], summary["drill"]
     if plan:
-        tasks = plan["payload"].get("tasks", [])
-        print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(tasks)}, "
-              f"predicted output fidelity {plan['objective']:.3f}")
-    if drills:
-        d = drills[-1]
+        print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(plan['tasks'])}, "
+              f"predicted output fidelity {plan['predicted_output_fidelity']:.3f}")
+    if d:
         acc = "-" if d["tentative_accuracy"] is None else f"{d['tentative_accuracy']:.3f}"
         first = "-" if d["time_to_first_tentative_s"] is None else f"{d['time_to_first_tentative_s']:.1f} s"
         caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"
@@ -133,8 +159,21 @@ def _summary(stack) -> None:
               f"{d['lost_windows']}/{d['duplicated_windows']}")
 
 
-def _where(stack) -> None:
-    print(f"Airflow: {stack.airflow.url}  (user admin; password in "
-          f"{stack.airflow.home / 'simple_auth_manager_passwords.json.generated'})")
-    print(f"plan history: {stack.airflow.url}/ftops/jobs/topk  (\"Fault tolerance\" in Airflow's navigation)")
+def _addresses(stack) -> dict:
+    """Where the running stack answers (``stack up --json``, and the end of ``stack demo``)."""
+    from ft_core.store.connection import redact
+
+    return {"airflow": stack.airflow.url,
+            "admin_password_file": str(stack.airflow.home / "simple_auth_manager_passwords.json.generated"),
+            "plan_history": f"{stack.airflow.url}/ftops/jobs/topk", "database": redact(stack.postgres.url()),
+            "spark_state_dir": str(stack.spark_state), "airflow_pids": stack.airflow.pids()}
+
+
+def _emit_addresses(stack, as_json: bool) -> None:
+    doc = _addresses(stack)
+    if as_json:
+        print_json(doc)
+        return
+    print(f"Airflow: {doc['airflow']}  (user admin; password in {doc['admin_password_file']})")
+    print(f"plan history: {doc['plan_history']}  (\"Fault tolerance\" in Airflow's navigation)")
     print("stop everything: .venv/bin/ftops stack down  (or make demo-stop)")

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.home import path_flag
-from ft_core.input.quantities import NodeCount, Port, PositiveNodeCount, check, flag
+from ft_core.input.quantities import MemorySize, NodeCount, Port, PositiveNodeCount, check, flag
 
 DEFAULT_STATE = "$FTOPS_HOME/spark"  # resolved by path_flag when a command runs
 
@@ -20,28 +21,31 @@ def register(sub, groups) -> None:
     up.add_argument("--workers", default="rack-a:1,rack-b:1", help="primary workers per failure domain (default rack-a:1,rack-b:1)")
     up.add_argument("--standby-workers", type=flag(NodeCount), default=1)
     up.add_argument("--cores", type=flag(PositiveNodeCount), default=1, help="cores per worker")
-    up.add_argument("--memory", default="1g", help="memory per worker")
+    up.add_argument("--memory", type=flag(MemorySize), default="1g", help="memory per worker (default 1g)")
     up.add_argument("--primary-port", type=flag(Port), default=7077)
     up.add_argument("--primary-ui", type=flag(Port), default=8090)
     up.add_argument("--standby-port", type=flag(Port), default=7078)
     up.add_argument("--standby-ui", type=flag(Port), default=8091)
+    up.add_argument("--json", action="store_true", help="print what was started (masters, UIs, processes with pids) as JSON")
     up.set_defaults(func=_up)
-    for name, func, helptext in (("down", _down, "stop everything the cluster started, drivers included"),
-                                 ("status", _status, "workers, domains, cores and applications from the masters' JSON")):
-        p = csub.add_parser(name, help=helptext)
-        p.set_defaults(func=func)
-        if name == "status":
-            p.add_argument("--json", action="store_true")
+    down = csub.add_parser("down", help="stop everything the cluster started, drivers included")
+    down.add_argument("--json", action="store_true", help='print {"stopped": [process names]}')
+    down.set_defaults(func=_down)
+    status = csub.add_parser("status", help="workers, domains, cores and applications from the masters' JSON")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=_status)
     kill = csub.add_parser("kill-domain", help="SIGKILL every worker (and its executors) of a failure domain")
     kill.add_argument("domain")
+    kill.add_argument("--json", action="store_true", help="print the killed workers as JSON")
     kill.set_defaults(func=_kill)
     add = csub.add_parser("add-worker", help="replacement capacity: start one worker in a domain and wait for it")
     add.add_argument("--domain", required=True)
     add.add_argument("--pool", choices=("primary", "standby"), default="primary")
     add.add_argument("--cores", type=flag(PositiveNodeCount), default=1)
-    add.add_argument("--memory", default="1g")
+    add.add_argument("--memory", type=flag(MemorySize), default="1g", help="the worker's memory (default 1g)")
+    add.add_argument("--json", action="store_true", help="print the new worker (name, pid, ports, log) as JSON")
     add.set_defaults(func=_add)
-    for p in (up, kill, add, *(csub.choices[n] for n in ("down", "status"))):
+    for p in (up, down, status, kill, add):
         p.add_argument("--state-dir", type=path_flag, default=DEFAULT_STATE, help="where pids, logs and work dirs live (default %(default)s)")
 
 
@@ -65,6 +69,9 @@ def _up(args: argparse.Namespace) -> int:
                            primary_port=args.primary_port, primary_ui=args.primary_ui,
                            standby_port=args.standby_port, standby_ui=args.standby_ui)
     state = cluster_up(config)
+    if args.json:
+        print_json(_started(state))
+        return 0
     print(f"primary {state.master_url('primary')} (UI http://127.0.0.1:{state.master('primary').ui_port}), "
           f"standby {state.master_url('standby')} (UI http://127.0.0.1:{state.master('standby').ui_port}); "
           f"{len(state.workers())} workers alive; state in {state.state_dir}")
@@ -75,6 +82,9 @@ def _down(args: argparse.Namespace) -> int:
     from spark_jobs.cluster.standalone import cluster_down
 
     stopped = cluster_down(args.state_dir)
+    if args.json:
+        print_json({"stopped": stopped})
+        return 0
     print(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else " (nothing was running)"))
     return 0
 
@@ -99,6 +109,9 @@ def _kill(args: argparse.Namespace) -> int:
     from spark_jobs.cluster.standalone import kill_domain
 
     victims = kill_domain(args.state_dir, args.domain)
+    if args.json:
+        print_json({"domain": args.domain, "killed": [asdict(v) for v in victims]})
+        return 0
     print(f"killed {len(victims)} workers of {args.domain}: {', '.join(v.name for v in victims)}")
     return 0
 
@@ -107,5 +120,15 @@ def _add(args: argparse.Namespace) -> int:
     from spark_jobs.cluster.standalone import add_worker
 
     proc = add_worker(args.state_dir, args.domain, args.pool, args.cores, args.memory)
+    if args.json:
+        print_json(asdict(proc))
+        return 0
     print(f"worker {proc.name} alive in {args.domain}")
     return 0
+
+
+def _started(state) -> dict:
+    """``cluster up --json``: each pool's master and web UI, and every process started (pid, ports, log)."""
+    return {"state_dir": state.state_dir,
+            "pools": {pool: {"master": state.master_url(pool), "ui": state.master_ui(pool)} for pool in ("primary", "standby")},
+            "processes": [asdict(p) for p in state.processes]}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
+from ft_core.input.quantities import PositiveSeconds, TaskCount, flag
 from spark_jobs.discovery.rest_client import DEFAULT_TIMEOUT_S
 
 DISCOVERED_WORKLOAD = "discovered"
@@ -47,9 +48,9 @@ def add_spark_ui_arguments(parser, required: bool) -> None:
                         "or a History Server)" + ("" if required else ": a plan-only job whose topology is discovered"))
     parser.add_argument("--app-id", help="with --spark-ui: the application (default: the only one the UI shows)")
     parser.add_argument("--query", help="with --spark-ui: the streaming query, by name or id (default: the only one)")
-    parser.add_argument("--last-batches", type=int, default=10, metavar="N",
+    parser.add_argument("--last-batches", type=flag(TaskCount), default=10, metavar="N",
                         help="with --spark-ui: rates over the last N completed micro-batches (default 10)")
-    parser.add_argument("--timeout-s", type=float, default=DEFAULT_TIMEOUT_S,
+    parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=DEFAULT_TIMEOUT_S,
                         help=f"with --spark-ui: timeout of each HTTP request in seconds (default {DEFAULT_TIMEOUT_S:g})")
 
 
@@ -58,8 +59,6 @@ def discover_from_args(args: argparse.Namespace, name: str | None = None):
     from spark_jobs.discovery.measured_topology import discover
     from spark_jobs.discovery.rest_client import SparkRestApi
 
-    if args.timeout_s <= 0:
-        raise InputError(f"--timeout-s: must be positive, got {args.timeout_s}")
     api = SparkRestApi(args.spark_ui, timeout_s=args.timeout_s)
     try:
         return discover(api, args.app_id, args.query, args.last_batches, name=name)

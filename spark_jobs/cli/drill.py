@@ -16,8 +16,8 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
-from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, Seconds, TaskBudget,
-                                      comma_list, flag)
+from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
+                                      TaskBudget, comma_list, flag)
 from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
@@ -62,6 +62,7 @@ def register(sub, groups) -> None:
     bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/drills.md"))
     bench.add_argument("--append", action="store_true", help="append this run's section to --out instead of replacing it")
     _common(bench)
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN} (this run\'s section)')
     bench.set_defaults(func=_bench)
 
 
@@ -78,7 +79,7 @@ def _accuracy_options(parser) -> None:
 
 def _common(parser) -> None:
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, outputs, checkpoints, logs (default: a new temp folder)")
-    parser.add_argument("--port-base", type=int, default=7000,
+    parser.add_argument("--port-base", type=flag(PortBase), default=7000,
                         help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 (default 7000)")
     parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 
@@ -168,7 +169,10 @@ def _bench(args: argparse.Namespace) -> int:
         args.out.write_text(args.out.read_text().rstrip("\n") + "\n\n" + report)
     else:
         args.out.write_text(report)
-    print(report)
+    if args.json:
+        print_json({"out": str(args.out), "report": report})
+    else:
+        print(report)
     progress.close(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
     return 0
 

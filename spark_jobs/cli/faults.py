@@ -27,7 +27,8 @@ from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
-from ft_core.input.quantities import (PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds, Port,
+from ft_core.home import path_flag
+from ft_core.input.quantities import (PortBase, PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
 from ft_core.redundancy.controller import ControllerParams
 
@@ -51,7 +52,8 @@ def _register_inject(fsub) -> None:
     app.add_argument("--app-id", help="a Spark application id")
     inj.add_argument("--duration", type=flag(PositiveSeconds), required=True, help="seconds of faults from now")
     inj.add_argument("--seed", type=flag(Seed), required=True, help="random seed (same seed, same schedule)")
-    inj.add_argument("--state-dir", type=Path, help="the cluster's state folder (needed by domain faults)")
+    inj.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
+                     help="the cluster's state folder, read by domain faults (default %(default)s, as `ftops cluster`)")
     inj.add_argument("--json", action="store_true", help="print the injection report as JSON")
     inj.set_defaults(func=_inject)
 
@@ -90,8 +92,10 @@ def _register_bench(bench) -> None:
     b.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="Spark conf for every scenario (default: spark.sql.files.openCostInBytes=0 spark.locality.wait=0s)")
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
-    b.add_argument("--port-base", type=flag(Port), default=7600)
+    b.add_argument("--port-base", type=flag(PortBase), default=7600, help="ports: masters and UIs above BASE, workers "
+                   "BASE+100.., their UIs BASE+200.. (default 7600)")
     b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
+    b.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     b.set_defaults(func=_bench)
 
 
@@ -154,7 +158,10 @@ def _bench(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = render(result, args.out)  # the plots go beside the report
     args.out.write_text(report)
-    print(report)
+    if args.json:
+        print_json({"out": str(args.out), "report": report})
+    else:
+        print(report)
     progress.close(f"wrote {args.out} (raw result: {work / 'result.json'})")
     return 0
 

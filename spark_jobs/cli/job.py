@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
 from ft_core.home import path_flag
@@ -50,7 +51,7 @@ def register(sub, groups) -> None:
     reg.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
     reg.add_argument("--budget", type=flag(TaskBudget), default=0, help="replication budget R: tasks with an active replica (default 0)")
     reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
-    reg.add_argument("--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
+    add_renamed_flag(reg, "--state-dir", "--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
                      "up` (drills fail its domains' workers)")
     reg.add_argument("--max-recovery-s", type=flag(PositiveSeconds), help="the job's recovery-time bound (drills check it)")
     reg.add_argument("--apply", choices=("auto", "approve", "recommend"), help="how new plans and drills are applied: at "
@@ -153,7 +154,7 @@ def build_registration(args: argparse.Namespace):
             trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
             primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
             domains=_domains(args.domains),
-            cluster_state=str(args.cluster_state.resolve()) if args.cluster_state else None)
+            cluster_state=str(args.state_dir.resolve()) if args.state_dir else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
                        query_priorities=workload.queries(), deployment=deployment.model_dump(), apply_mode=args.apply,

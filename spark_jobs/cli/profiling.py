@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_core.input.quantities import Fraction, Positive, PositiveNodeCount, PositiveSeconds, Port, Seconds, TaskCount, check_list, flag
+from ft_core.input.quantities import Fraction, Positive, PositiveNodeCount, PositiveSeconds, PortBase, Seconds, TaskCount, check_list, flag
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.checkpoint.variant_choice import AUTO
 from ft_core.cli.output import print_json, print_table
@@ -102,7 +102,7 @@ def _run_options(parser, intervals: bool, bench: bool = False) -> None:
     parser.add_argument("--state-store", default="hdfs", help="hdfs or rocksdb (pinned by the checkpoint; default hdfs)")
     parser.add_argument("--changelog", action="store_true", help="RocksDB changelog checkpointing")
     parser.add_argument("--no-event-log", action="store_true", help="no Spark event logs (then no checkpoint cost)")
-    parser.add_argument("--ui-port-base", type=flag(Port), help="Spark UI of the i-th concurrent copy on BASE+i (default: no UI)")
+    parser.add_argument("--ui-port-base", type=flag(PortBase), help="Spark UI of the i-th concurrent copy on BASE+i (default: no UI)")
     parser.add_argument("--mtbf-s", type=flag(Positive), help="MTBF recorded in the document (Young/Daly baselines)")
     parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 

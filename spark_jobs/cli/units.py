@@ -23,10 +23,10 @@ from pathlib import Path
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
-from ft_core.cli.registry import add_old_name
+from ft_core.cli.registry import add_old_name, add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
-from ft_core.input.quantities import PositiveSeconds, Seconds, flag
+from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
 
 DEFAULT_PIPELINE = "smartcity"
@@ -39,7 +39,8 @@ def register(sub, groups) -> None:
 
     dep = usub.add_parser("deploy", help="check the pipeline's shape, start the feed and one application per placement "
                           "entry; wait until every unit runs")
-    dep.add_argument("--dir", type=path_flag, help="the deployment folder (default $FTOPS_HOME/units/<pipeline>)")
+    add_renamed_flag(dep, "--deployment-dir", "--dir", type=path_flag,
+                     help="the deployment folder (default $FTOPS_HOME/units/<pipeline>)")
     _pipeline(dep)
     dep.add_argument("--placement", type=Path, required=True, help='{"apps": {"node-1": ["O1[0]", ...], ...}}')
     where = dep.add_mutually_exclusive_group()
@@ -69,6 +70,7 @@ def register(sub, groups) -> None:
     start.add_argument("--app", required=True, help="a new application name")
     start.add_argument("--no-wait", action="store_true", help="return once submitted")
     start.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
+    start.add_argument("--json", action="store_true", help="print the application started (name, units, driver pid) as JSON")
     start.set_defaults(func=_start)
 
     stop = usub.add_parser("stop", help="stop applications gracefully (between micro-batches)")
@@ -76,6 +78,7 @@ def register(sub, groups) -> None:
     which = stop.add_mutually_exclusive_group(required=True)
     which.add_argument("--app", help="comma-separated application names")
     which.add_argument("--all", action="store_true", help="every application and the feed")
+    stop.add_argument("--json", action="store_true", help='print {"stopped": [names]}')
     stop.set_defaults(func=_stop)
 
     kill = usub.add_parser("kill", help="a correlated failure: SIGKILL a failure domain (workers + drivers) or applications")
@@ -88,12 +91,14 @@ def register(sub, groups) -> None:
 
     topo = usub.add_parser("topology", help="the topology document (units as tasks, queries as outputs)")
     _pipeline(topo)
+    _json_always(topo)
     topo.set_defaults(func=_topology)
 
     prob = usub.add_parser("problem", help="the recovery problem of the last failure (input of `ftops plan stages`)")
     _dir(prob)
-    prob.add_argument("--cost", default="measured",
+    prob.add_argument("--cost", type=unit_cost, default="measured",
                       help="'measured' (CPU share from Spark's task metrics, default) or 'declared:X' (every unit X of a node)")
+    _json_always(prob)
     prob.set_defaults(func=_problem)
 
     ver = usub.add_parser("verify", help="committed tables against the failure-free reference")
@@ -122,8 +127,31 @@ def _recover_arguments(rec) -> None:
     rec.add_argument("--json", action="store_true")
 
 
+def unit_cost(text: str) -> str:
+    """``--cost``: ``measured``, or ``declared:X`` with X a share of a node in (0, 1], checked when parsed
+    (before the deployment is read).
+
+    >>> unit_cost("declared:0.25")
+    'declared:0.25'
+    """
+    if text == "measured":
+        return text
+    kind, sep, share = text.partition(":")
+    if kind != "declared" or not sep:
+        raise argparse.ArgumentTypeError(f"expected 'measured' or 'declared:X' with 0 < X <= 1, got {text!r}")
+    flag(PositiveFraction)(share)
+    return text
+
+
+def _json_always(parser) -> None:
+    """``--json`` on a command whose result is a JSON document anyway: accepted like everywhere, and errors
+    become JSON documents too."""
+    parser.add_argument("--json", action="store_true", help="the output is JSON either way; errors become JSON documents too")
+
+
 def _dir(parser) -> None:
-    parser.add_argument("--dir", type=path_flag, default=DEFAULT_DIR, help="the deployment folder (default %(default)s)")
+    add_renamed_flag(parser, "--deployment-dir", "--dir", type=path_flag, default=DEFAULT_DIR,
+                     help="the deployment folder (default %(default)s)")
 
 
 def _pipeline(parser) -> None:
@@ -151,7 +179,7 @@ def _deploy(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import DeployConfig, deploy
 
     ref = _ref(args)
-    config = DeployConfig(root=args.dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
+    config = DeployConfig(root=args.deployment_dir or state_path("units", pipeline_label(ref)), pipeline=ref, params=args.param,
                           placement=args.placement, input=args.input, master=args.master, master_ui=args.master_ui,
                           cluster_state=None if args.master else args.state_dir, trigger_s=args.trigger_s,
                           backlog_s=args.backlog_s, feed=False if args.no_feed else None, timeout_s=args.timeout_s)
@@ -168,7 +196,7 @@ def _deploy(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import units_status
 
-    doc = units_status(args.dir)
+    doc = units_status(args.deployment_dir)
     if args.json:
         print_json(doc)
         return 0
@@ -193,23 +221,30 @@ def _split(text: str, what: str) -> list[str]:
 def _start(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import start_units
 
-    record = start_units(args.dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
-    print(f"{record.name}: {' '.join(record.units)} ({'submitted' if args.no_wait else 'running'}, pid {record.pid})")
+    record = start_units(args.deployment_dir, _split(args.units, "units"), args.app, wait=not args.no_wait, timeout_s=args.timeout_s)
+    state = "submitted" if args.no_wait else "running"
+    if args.json:
+        print_json({"app": record.name, "units": list(record.units), "state": state, "pid": record.pid})
+    else:
+        print(f"{record.name}: {' '.join(record.units)} ({state}, pid {record.pid})")
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import stop_apps
 
-    stopped = stop_apps(args.dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
-    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    stopped = stop_apps(args.deployment_dir, None if args.all else _split(args.app, "app"), all_apps=args.all)
+    if args.json:
+        print_json({"stopped": list(stopped)})
+    else:
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 
 
 def _kill(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import kill_apps, kill_domain
 
-    failure = kill_domain(args.dir, args.domain) if args.domain else kill_apps(args.dir, _split(args.app, "app"))
+    failure = kill_domain(args.deployment_dir, args.domain) if args.domain else kill_apps(args.deployment_dir, _split(args.app, "app"))
     if args.json:
         print_json(failure)
     else:
@@ -229,16 +264,16 @@ def _problem(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.recovery import last_failure, unit_costs
 
-    dep = load(args.dir)
-    failure = last_failure(args.dir)
-    print_json(dep.units.problem(failure.units, unit_costs(args.dir, args.cost)))
+    dep = load(args.deployment_dir)
+    failure = last_failure(args.deployment_dir)
+    print_json(dep.units.problem(failure.units, unit_costs(args.deployment_dir, args.cost)))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.verification import verify
 
-    check = verify(args.dir)
+    check = verify(args.deployment_dir)
     if args.json:
         print_json(check)
     else:
@@ -251,9 +286,9 @@ def _verify(args: argparse.Namespace) -> int:
 def _recover(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
 
-    _check_pipeline(args, args.dir)
-    schedule = load_schedule(args.schedule, args.dir)
-    report = execute_schedule(args.dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
+    _check_pipeline(args, args.deployment_dir)
+    schedule = load_schedule(args.schedule, args.deployment_dir)
+    report = execute_schedule(args.deployment_dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
                               wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))
     if args.json:
         print_json(report)

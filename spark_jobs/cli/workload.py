@@ -15,7 +15,7 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
   micro-batches), then to its process group.
 - ``run ... --redundancy-level L``: computation redundancy against slowdowns as Spark speculative
   execution, the ``spark.speculation*`` settings of :func:`ft_core.redundancy.allocation.speculation_settings`.
-- ``retune --state FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
+- ``retune --state-file FILE [--bound-ms B ... -- RUN ARGS]``: one period of the redundancy controller
   (:mod:`spark_jobs.redundancy.runtime`); the first call (no state yet) submits ``RUN ARGS`` under
   the controller, later calls step it and resubmit the run from its checkpoint when the level changes,
   or, with ``--live`` on the first call, change the running job's level (:mod:`spark_jobs.redundancy.live`).
@@ -24,6 +24,7 @@ Registered through the ``ftops.commands`` entry point (``workload = "spark_jobs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ft_core.cli.output import print_json, print_table
+from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.input.documents import read_json_lines
 from ft_core.input.quantities import Milliseconds, Positive, PositiveSeconds, TaskBudget, TaskCount, field_kind, flag
@@ -62,14 +64,19 @@ def register(sub, groups) -> None:
     mode.add_argument("--realtime", action="store_true", help="append one file per source every file_s seconds")
     gen.add_argument("--duration-s", type=flag(PositiveSeconds), help="realtime: stop after this many seconds")
     gen.add_argument("--speedup", type=flag(Positive), default=1.0, help="realtime: event seconds per wall second")
+    gen.add_argument("--json", action="store_true", help="print the files written as JSON; with --realtime, what was started "
+                     "(folder, sources, pid) once it runs, and the final count on stderr")
     gen.set_defaults(func=_generate)
 
     run = wsub.add_parser("run", help="spark-submit a primary, replica or reference job")
     add_run_arguments(run)
+    run.add_argument("--json", action="store_true", help="print the run (output, log, exit code; --detach: its process "
+                     "group) as JSON")
     run.set_defaults(func=_run)
 
     retune = wsub.add_parser("retune", help="one period of the redundancy controller: resubmit the run when the level changes")
-    retune.add_argument("--state", type=Path, required=True, help="the controller's state file (created by the first call)")
+    add_renamed_flag(retune, "--state-file", "--state", type=Path, required=True,
+                     help="the controller's state file (created by the first call)")
     retune.add_argument("--bound-ms", type=flag(field_kind(ControllerParams, "latency_bound_ms")), help="first call: the per-batch latency bound (p90 of a period's batches)")
     retune.add_argument("--step-pct", type=flag(field_kind(ControllerParams, "step_min_pct")), default=25.0, help="first call: minimum step in percentage points (default 25)")
     retune.add_argument("--perf-margin", type=flag(field_kind(ControllerParams, "perf_margin")), default=0.1, help="first call: safety band as a fraction of the bound")
@@ -77,12 +84,14 @@ def register(sub, groups) -> None:
     retune.add_argument("--warmup-batches", type=flag(TaskBudget), default=2, help="first batches of each (re)submission left out (default 2)")
     retune.add_argument("--live", action="store_true",
                         help="first call: apply level changes to the running job, without resubmitting it")
+    retune.add_argument("--json", action="store_true", help="the output is JSON either way; errors become JSON documents too")
     retune.add_argument("run_argv", nargs=argparse.REMAINDER, help="first call: -- then the `workload run` arguments")
     retune.set_defaults(func=_retune)
 
     stop = wsub.add_parser("stop", help="stop a detached run gracefully (by its output folder)")
     stop.add_argument("--output", type=Path, required=True)
     stop.add_argument("--timeout-s", type=flag(PositiveSeconds), default=30.0)
+    stop.add_argument("--json", action="store_true", help='print {"output": DIR, "stopped": true|false}')
     stop.set_defaults(func=_stop)
 
 
@@ -113,15 +122,22 @@ def _generate(args: argparse.Namespace) -> int:
 
     workload = load_workload(pipeline_ref(args), args.param)
     workload.require_sample("ftops workload generate")
+    sources = list(sample_input.source_names(workload))
     if args.seconds is not None:
         n = sample_input.write_seconds(workload, args.input, args.seconds)
-        print(f"wrote {n} files per source ({', '.join(sample_input.source_names(workload))}) to {args.input}")
+        if args.json:
+            print_json({"input": str(args.input), "sources": sources, "files_per_source": n})
+        else:
+            print(f"wrote {n} files per source ({', '.join(sources)}) to {args.input}")
         return 0
+    if args.json:  # a generator runs until stopped: say what runs now, the final count goes to stderr
+        print_json({"input": str(args.input), "sources": sources, "realtime": True, "pid": os.getpid(),
+                    "duration_s": args.duration_s, "speedup": args.speedup})
     try:
         end = sample_input.run_generator(workload, args.input, args.duration_s, args.speedup)
     except KeyboardInterrupt:
         end = sample_input.existing_files(workload, args.input)
-    print(f"{end} files per source in {args.input}")
+    print(f"{end} files per source in {args.input}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -138,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
     if code != 0:
         tail = log.read_text().strip().splitlines()[-5:]
         print("\n".join(tail), file=sys.stderr)
+    if args.json:  # the run's own exit status, also in the document (spark-submit's, not one of ftops's errors)
+        print_json({"output": str(args.output), "log": str(log), "exit_code": code})
     return code
 
 
@@ -145,16 +163,17 @@ def _retune(args: argparse.Namespace) -> int:
     from spark_jobs.redundancy import runtime as redundancy_runtime
 
     run_argv = args.run_argv[1:] if args.run_argv[:1] == ["--"] else args.run_argv
-    if args.state.exists():
+    if args.state_file.exists():
         if run_argv or args.bound_ms is not None or args.live:
-            raise InputError("--state: the run is already under the controller; give only --state (and period options)")
-        record, _proc = redundancy_runtime.step(args.state, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
+            raise InputError("--state-file: the run is already under the controller; give only --state-file (and period "
+                             "options)")
+        record, _proc = redundancy_runtime.step(args.state_file, min_batches=args.min_batches, warmup_batches=args.warmup_batches)
         print_json(record)
         return 0
     if not run_argv or args.bound_ms is None:
-        raise InputError(f"--state: {str(args.state)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
+        raise InputError(f"--state-file: {str(args.state_file)!r} does not exist; the first call needs --bound-ms and -- RUN ARGS")
     params = _controller_params(args)
-    _proc, state = redundancy_runtime.start(run_argv, params, args.state, live=args.live)
+    _proc, state = redundancy_runtime.start(run_argv, params, args.state_file, live=args.live)
     print_json(state.history[-1])
     return 0
 
@@ -187,7 +206,10 @@ def _metrics_lines(path: Path) -> list[dict]:
 
 def _stop(args: argparse.Namespace) -> int:
     was = stop_run(args.output, args.timeout_s)
-    print("stopped" if was else "not running")
+    if args.json:
+        print_json({"output": str(args.output), "stopped": bool(was)})
+    else:
+        print("stopped" if was else "not running")
     return 0
 
 

@@ -43,11 +43,14 @@ import threading
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.cli.output import print_json
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError, InputError
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import PortBase, TaskCount, flag
+from ft_core.input.validation import validate
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 from spark_jobs.runtime.waiting import wait_for
 
@@ -81,6 +84,16 @@ class Scenario(BaseModel):
     def domain_order(self) -> list[str]:
         """The failing domain first, then the others in the order their applications appear."""
         return list(dict.fromkeys([self.fail, *(self.domains[a] for a in self.apps)]))
+
+
+class PlacementFile(BaseModel):
+    """A ``--placement`` document: the scenario's applications (one-core nodes) with their units, each
+    application's failure domain, and the domain that fails (JSON or YAML, through the input gate)."""
+
+    model_config = ConfigDict(extra="forbid")
+    apps: dict[str, list[str]] = Field(min_length=1)
+    domains: dict[str, str]
+    fail: str
 
 
 SMART_CITY = Scenario(
@@ -404,14 +417,15 @@ def recovery_plot(result: RecoveryBenchResult, out: Path) -> Path:
 def register_bench(bench_group) -> None:
     b = bench_group.add_parser("recovery-runtime", help="incremental vs blocking vs operator-centric recovery on Spark (paper 003)")
     b.add_argument("--quick", action="store_true", help="one run per strategy, nodes 20 s apart (about 15 minutes)")
-    b.add_argument("--repetitions", type=int, default=None, help="runs per strategy (default 3; --quick: 1)")
+    b.add_argument("--repetitions", type=flag(TaskCount), default=None, help="runs per strategy (default 3; --quick: 1)")
     b.add_argument("--strategies", default=",".join(STRATEGIES))
     add_pipeline_arguments(b)
     b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     b.add_argument("--placement", type=Path, help='{"apps": {"A": ["O1[0]", ...]}, "domains": {"A": "rack-a"}, "fail": '
                    '"rack-a"}; default: the smart-city scenario (needed with --pipeline)')
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
-    b.add_argument("--port-base", type=int, default=24000)
+    b.add_argument("--port-base", type=flag(PortBase), default=24000, help="ports: masters and UIs above BASE, workers "
+                   "BASE+100.., their UIs BASE+200.., the units' UIs BASE+300.. (default 24000)")
     b.add_argument("--out", type=Path, help="report (default docs/benchmarks/recovery-runtime.md; --quick: none)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=_bench)
@@ -427,11 +441,8 @@ def scenario_of(args) -> Scenario:
     else:
         doc = {"pipeline": pipeline_ref(args), "params": []}
     if args.placement is not None:
-        try:
-            placed = json.loads(args.placement.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"--placement: {str(args.placement)!r} is not readable JSON: {exc}") from None
-        doc.update({k: placed.get(k) for k in ("apps", "domains", "fail")} if isinstance(placed, dict) else {})
+        placed = validate(PlacementFile, read_document(args.placement, "--placement"), "--placement")
+        doc.update(placed.model_dump())
     if args.param:
         doc["params"] = list(args.param)
     try:
@@ -449,8 +460,6 @@ def _bench(args) -> int:
     if bad or not strategies:
         raise InputError(f"--strategies: expected a list of {', '.join(STRATEGIES)}, got {args.strategies!r}")
     reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 3)
-    if reps < 1:
-        raise InputError(f"--repetitions: must be >= 1, got {reps}")
     scenario = scenario_of(args)
     scenario.check()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="ftops-bench-recovery-"))

@@ -110,7 +110,7 @@ class Deployment(BaseModel):
 def load(root: Path | str) -> Deployment:
     path = Path(root).resolve() / "deployment.json"
     if not path.exists():
-        raise InputError(f"--dir: no recovery-units deployment in {Path(root).resolve()} (run `ftops units deploy` first)")
+        raise InputError(f"--deployment-dir: no recovery-units deployment in {Path(root).resolve()} (run `ftops units deploy` first)")
     return Deployment.model_validate_json(path.read_text())
 
 

@@ -74,9 +74,10 @@ class RecoveryReport(BaseModel):
 # --- the schedule ---------------------------------------------------------------------------------
 
 def load_schedule(path: Path, root: Path) -> StagedSchedule:
-    """Read ``ftops plan stages --json`` output and check it against the deployment's last failure."""
-    failure = last_failure(root)
+    """Read ``ftops plan stages --json`` output and check it against the deployment's last failure (the
+    document first: a bad schedule is refused by itself, whatever the state of the deployment)."""
     schedule = validate(StagedSchedule, read_document(path, "--schedule"), "--schedule (a `ftops plan stages --json` document)")
+    failure = last_failure(root)
     planned = [u for s in schedule.stages for u in s.partitions]
     unknown = [u for u in planned if u not in failure.units]
     if unknown:
@@ -88,7 +89,7 @@ def load_schedule(path: Path, root: Path) -> StagedSchedule:
 def last_failure(root: Path) -> Failure:
     dep = load(root)
     if not dep.failures:
-        raise InputError(f"--dir: no failure recorded in {dep.root}; inject one with `ftops units kill` first")
+        raise InputError(f"--deployment-dir: no failure recorded in {dep.root}; inject one with `ftops units kill` first")
     return dep.failures[-1]
 
 

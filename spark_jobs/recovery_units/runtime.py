@@ -144,7 +144,7 @@ def create_deployment(config: DeployConfig) -> Placement:
         workload.require_sample("--backlog-s and the live feed (--no-feed turns it off)")
     root = config.root.resolve()
     if (root / "deployment.json").exists() and load(root).running_apps():
-        raise InputError(f"--dir: {root} has running units; run `ftops units stop --all` first")
+        raise InputError(f"--deployment-dir: {root} has running units; run `ftops units stop --all` first")
     master, master_ui, cluster_state = _master(config)
     root.mkdir(parents=True, exist_ok=True)
     input_dir = (config.input or root / "input").resolve()

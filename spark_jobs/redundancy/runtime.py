@@ -163,11 +163,11 @@ def resubmit(state: RuntimeState, level: float, stop_timeout_s: float = 60.0) ->
 def load_state(path: Path) -> RuntimeState:
     path = Path(path)
     if not path.exists():
-        raise InputError(f"--state: {str(path)!r} does not exist (start the run under the controller first)")
+        raise InputError(f"--state-file: {str(path)!r} does not exist (start the run under the controller first)")
     try:
         return RuntimeState.model_validate_json(path.read_text())
     except ValueError as exc:
-        raise InputError(f"--state: {str(path)!r} is not a redundancy runtime state: {str(exc).splitlines()[0]}") from None
+        raise InputError(f"--state-file: {str(path)!r} is not a redundancy runtime state: {str(exc).splitlines()[0]}") from None
 
 
 def save_state(state: RuntimeState, path: Path) -> None:

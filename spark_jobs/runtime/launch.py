@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from ft_core.errors import InputError
-from ft_core.input.quantities import Fraction, PositiveNodeCount, PositiveSeconds, TaskCount, flag
+from ft_core.input.documents import read_document
+from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, TaskCount, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
 from spark_jobs.runtime.processes import group_alive, signal_group
 from spark_jobs.runtime.waiting import wait_while
@@ -43,8 +44,8 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-files-per-trigger", type=flag(TaskCount))
     run.add_argument("--metrics", type=Path)
     run.add_argument("--query-name")
-    run.add_argument("--driver-memory", default="512m")
-    run.add_argument("--executor-memory", default="512m")
+    run.add_argument("--driver-memory", type=flag(MemorySize), default="512m")
+    run.add_argument("--executor-memory", type=flag(MemorySize), default="512m")
     run.add_argument("--executor-cores", type=flag(PositiveNodeCount), default=1)
     run.add_argument("--total-executor-cores", type=flag(PositiveNodeCount), help="standalone: cap on the application's cores")
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf (repeatable)")
@@ -166,6 +167,18 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+def _recorded_pid(path: Path, key: str, required: bool = True) -> int | None:
+    """A process id a run recorded (``_submit.json``, ``_run.json``), read through the input gate: the
+    folder is the one the user named, and a signal must never go to a pid made of garbage."""
+    doc = read_document(path, f"--output {path.name}")
+    pid = doc.get(key) if isinstance(doc, dict) else None
+    if pid is None and not required:
+        return None
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+        raise InputError(f"--output: {str(path)!r} is not a run record of `ftops workload run` (no {key})", field="--output")
+    return pid
+
+
 def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     """Stop a run started by ``workload run``: SIGTERM to its Python driver (it stops the query
     between micro-batches and exits), then SIGTERM and finally SIGKILL to the process group.
@@ -173,12 +186,12 @@ def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     submit = Path(output) / "_submit.json"
     if not submit.exists():
         raise InputError(f"--output: {str(output)!r} has no _submit.json (not started by `ftops workload run`)")
-    pgid = json.loads(submit.read_text())["pgid"]
+    pgid = _recorded_pid(submit, "pgid")
     if not group_alive(pgid):
         return False
     run_doc = Path(output) / "_run.json"
     if run_doc.exists():
-        driver = json.loads(run_doc.read_text()).get("pid")
+        driver = _recorded_pid(run_doc, "pid", required=False)
         if driver:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(driver, signal.SIGTERM)

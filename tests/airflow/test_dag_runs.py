@@ -62,7 +62,7 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     registration = ["job", "register", "--name", JOB, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / JOB,
                     "--master", f"spark://127.0.0.1:{BASE + 77}", "--master-ui", f"http://127.0.0.1:{BASE + 90}",
                     "--standby-master", f"spark://127.0.0.1:{BASE + 78}", "--standby-ui", f"http://127.0.0.1:{BASE + 91}",
-                    "--cluster-state", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params]
+                    "--state-dir", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params]
     REGISTRATION[:] = registration
     res = run_cli(*registration, "--test-job", env=env)
     assert res.code == 0, res.err

@@ -131,8 +131,8 @@ def test_plan_redundancy_from_the_trace(cli, samples):
 
 def test_plan_redundancy_state_file_carries_the_controller_across_runs(cli, samples, tmp_path):
     state = tmp_path / "controller.json"
-    first = cli("plan", "redundancy", "--trace", samples / "latency-trace.yaml", "--state", state, "--json")
-    second = cli("plan", "redundancy", "--trace", samples / "latency-trace.yaml", "--state", state, "--json")
+    first = cli("plan", "redundancy", "--trace", samples / "latency-trace.yaml", "--state-file", state, "--json")
+    second = cli("plan", "redundancy", "--trace", samples / "latency-trace.yaml", "--state-file", state, "--json")
     assert first.code == 0 and second.code == 0, first.err + second.err
     trace = load_trace(samples / "latency-trace.yaml")
     both = run_trace(trace.controller, trace.metric_ms * 2)
@@ -150,7 +150,7 @@ def test_plan_redundancy_level(cli):
     (["--level", "1.5"], "--level: Input should be less than or equal to 1"),
     (["--level", "0.2", "--mode", "normal"], "--mode: only applies with --model"),
     (["--model", "{S}/redundancy-model.yaml", "--mode", "turbo"], "--mode: unknown mode 'turbo'"),
-    (["--trace", "{S}/latency-trace.yaml", "--state", "{S}/redundancy-model.yaml"], "controller: expected an object with 'params'"),
+    (["--trace", "{S}/latency-trace.yaml", "--state-file", "{S}/redundancy-model.yaml"], "controller: expected an object with 'params'"),
     (["--model", "{S}/nothing.yaml"], "does not exist"),
     ([], "one of the arguments --model --trace --level is required"),
 ])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ft_core.cli.main import build_parser
 from ft_core.errors import InputError
 from ft_core.home import ftops_home, path_flag, state_path
 from tests.conftest import ROOT, run_cli
@@ -37,3 +38,16 @@ def test_commands_read_the_home_when_they_run(tmp_path):
     assert res.err.strip().splitlines() == ["ftops: error: --state-dir: FTOPS_HOME: must be an absolute path, got "
                                            "'relative/home' (see ftops cluster status --help)"]
     assert run_cli("--version", env={"FTOPS_HOME": "relative/home"}).code == 0  # only commands that use it fail
+
+
+def test_every_command_finds_the_same_folders_under_ftops_home(monkeypatch, tmp_path):
+    """Issue 17: `cluster`, `stack`, `units deploy`, `faults inject`, `db` and `job` resolve one home the same way."""
+    from ftops_provider.local_stack import LocalStack
+
+    monkeypatch.setenv("FTOPS_HOME", str(tmp_path))
+    parse, stack = build_parser().parse_args, LocalStack()
+    spark = {parse(["cluster", "status"]).state_dir, parse(["units", "deploy", "--placement", "p.json"]).state_dir,
+             parse(["faults", "inject", "p.yaml", "--app-id", "a", "--duration", "1", "--seed", "1"]).state_dir}
+    assert spark == {stack.spark_state} == {tmp_path / "spark"}
+    postgres = {parse(["db", "status"]).db_dir.resolve(), parse(["job", "list"]).db_dir.resolve()}
+    assert postgres == {stack.postgres.state_dir} == {(tmp_path / "postgres").resolve()}

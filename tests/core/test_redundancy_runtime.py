@@ -42,7 +42,7 @@ def test_redundancy_level_maps_to_speculation_confs_and_bad_input_exits_2_before
         res = _workload("run", *base, *extra)
         assert res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
-    res = _workload("retune", "--state", tmp_path / "state.json")
+    res = _workload("retune", "--state-file", tmp_path / "state.json")
     assert res.returncode == 2 and "needs --bound-ms and -- RUN ARGS" in res.stderr
 
 

@@ -9,6 +9,7 @@ CLI's own error handling cannot swallow it): the generous bound catches a hang, 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -60,6 +61,16 @@ def run(argv: list[str], cwd: Path) -> Run:
     finally:
         os.chdir(here)
     return Run(code, out.getvalue(), err.getvalue())
+
+
+def leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """Every command of the parser tree (``("plan", "replication")``, ...) with its parser."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]  # argparse has no public accessor
+    if not subs:
+        yield path, parser
+        return
+    for name, child in subs[0].choices.items():
+        yield from leaves(child, (*path, name))
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, int]]:

@@ -67,6 +67,9 @@ PARTIAL = {
                                                               "--plan", p]),
     "simulate --domains": ("fig2-join.json", "--domains", lambda p: ["simulate", f"{SAMPLES}/fig2-join.json",
                                                                       "--fail-domain", "rack-a", "--domains", p]),
+    "plan redundancy --state-file": ("latency-trace.yaml", "controller", lambda p: ["plan", "redundancy", "--trace",
+                                                                                   f"{SAMPLES}/latency-trace.yaml",
+                                                                                   "--state-file", p]),
 }
 WHOLE = {**COMMANDS, **PARTIAL}
 

@@ -7,6 +7,7 @@ refused before anything is planned (:func:`tests.input.harness.rejected`).
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -14,9 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ft_core.cli.main import build_parser
 from ft_core.input.limits import current_limits
 from tests.conftest import SAMPLES
-from tests.input.harness import rejected, run
+from tests.input.harness import leaves, rejected, run
 
 LIMITS = current_limits()
 S = str(SAMPLES)
@@ -52,6 +54,12 @@ BASE = {
 CASES = sorted((command, flag) for command, (_, flags) in BASE.items() for flag in flags)
 
 NOT_NUMBERS = ["x", "", "nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1e400", "0x10", "1..2", "1 2", "--"]
+# flags whose values are text with a number inside: what they refuse
+TEXT_KINDS = {
+    "memory": [*NOT_NUMBERS, "0", "0g", "-1g", "1gb", "1.5g", "1e3", "g", "9999999g", " 1g", "1 g"],
+    "unit cost": [*NOT_NUMBERS, "declared", "declared:", "declared:0", "declared:-0.5", "declared:1.01", "declared:nan",
+                  "declared:inf", "declared:x", "measured:1", "0.5"],
+}
 
 
 def _bad_values(kind: str, limit: float | None) -> st.SearchStrategy[str]:
@@ -59,8 +67,11 @@ def _bad_values(kind: str, limit: float | None) -> st.SearchStrategy[str]:
     bad = list(NOT_NUMBERS)
     below = {"positive": ["0", "-0", "-1", "-1e-300"], "nonnegative": ["-1", "-1e-300"], "count0": ["-1", "1.5", "1e3"],
              "count1": ["0", "-1", "1.5"], "fraction": ["-0.1", "1.5", "2"], "share": ["0", "1.01", "-1"],
-             "open fraction": ["0", "1", "-0.5", "2"]}
+             "open fraction": ["0", "1", "-0.5", "2"], "port": ["0", "1", "80", "1023", "65536", "1.5", "-1"],
+             "port base": ["0", "80", "1023", "65001", "65535", "1.5", "-1"]}
     base = kind.removesuffix(" list")
+    if kind in TEXT_KINDS:
+        return st.sampled_from(TEXT_KINDS[kind])
     if kind == "arrivals":
         bad = ["60", "x@60", "1@x", "0@60", "-1@60", "1@-1", "nan@1", "1@inf", "1e18@1", "1@1e18", "1@60,,2"]
         return st.sampled_from(bad) | st.integers(min_value=1, max_value=20).map(lambda n: ",".join(["1@1"] * n) + ",0@5")
@@ -96,6 +107,34 @@ def refuse_a_bad_number(table: dict, case: tuple[str, str], data, work: Path) ->
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_any_flag_exits_2_naming_the_flag(work, data, case):
     refuse_a_bad_number(BASE, case, data, work)
+
+
+def _numeric(action) -> bool:
+    """Whether a flag takes one number (its type turns "1" into an int or a float)."""
+    try:
+        return action.nargs is None and isinstance(action.type("1"), (int, float))
+    except Exception:  # noqa: BLE001 - any refusal of "1" means: not a number flag
+        return False
+
+
+def test_every_number_flag_of_every_command_is_typed_and_finite():
+    """Issue 18: no command takes a plain int/float flag (nan and inf passed those); each number flag is a
+    quantity of ft_core.input.quantities, which refuses non-finite values and counts with fractions."""
+    plain, numbers = [], 0
+    for path, parser in leaves(build_parser()):
+        for action in parser._actions:
+            untyped_number = action.type is None and type(action.default) in (int, float) and action.nargs != 0
+            if action.option_strings and (action.type in (int, float) or untyped_number):
+                plain.append(f"{' '.join(path)} {action.option_strings[0]}")
+            elif action.option_strings and _numeric(action):
+                numbers += 1
+                for text in ("nan", "inf", "-inf", "1e400", "", "x"):
+                    with pytest.raises(argparse.ArgumentTypeError):
+                        action.type(text)
+                if isinstance(action.type("1"), int):
+                    with pytest.raises(argparse.ArgumentTypeError):
+                        action.type("1.5")
+    assert plain == [] and numbers >= 100
 
 
 def test_json_errors_for_flags_are_one_document_on_stdout(work):

@@ -30,16 +30,17 @@ FLAGS = {
                       "--checkpoint", f"{NOWHERE}/ck"],  # poison: a replica without --plan
                      {"--trigger-s": ("positive", LIMITS.max_duration_s), "--duration-s": ("positive", LIMITS.max_duration_s),
                       "--shuffle-partitions": ("count1", LIMITS.max_tasks), "--executor-cores": ("count1", LIMITS.max_nodes),
-                      "--redundancy-level": ("fraction", None)}),
+                      "--redundancy-level": ("fraction", None), "--driver-memory": ("memory", None),
+                      "--executor-memory": ("memory", None)}),
     "workload generate": (["workload", "generate", "topk", "--input", f"{NOWHERE}/in", "--param", "p1=0"],
                           {"--seconds": ("positive", LIMITS.max_duration_s), "--speedup": ("positive", None)}),
-    "workload retune": (["workload", "retune", "--state", f"{NOWHERE}/state.json"],  # poison: no run arguments
+    "workload retune": (["workload", "retune", "--state-file", f"{NOWHERE}/state.json"],  # poison: no run arguments
                         {"--bound-ms": ("positive", LIMITS.max_duration_s * 1000), "--min-batches": ("count1", LIMITS.max_tasks),
                          "--warmup-batches": ("count0", LIMITS.max_tasks)}),
-    "units deploy": (["units", "deploy", "--placement", f"{NOWHERE}/p.json", "--dir", NOWHERE],
+    "units deploy": (["units", "deploy", "--placement", f"{NOWHERE}/p.json", "--deployment-dir", NOWHERE],
                      {"--trigger-s": ("positive", LIMITS.max_duration_s), "--backlog-s": ("nonnegative", LIMITS.max_duration_s),
                       "--timeout-s": ("positive", LIMITS.max_duration_s)}),
-    "units recover": (["units", "recover", "--schedule", f"{NOWHERE}/s.json", "--dir", NOWHERE],
+    "units recover": (["units", "recover", "--schedule", f"{NOWHERE}/s.json", "--deployment-dir", NOWHERE],
                 {"--timeout-s": ("positive", LIMITS.max_duration_s), "--wait-recovered-s": ("nonnegative", LIMITS.max_duration_s)}),
     "profile checkpoint": (["profile", "checkpoint", "--workload", "nope", "--duration", "10", "--intervals", "1,2,3"],
                            {"--duration": ("positive", LIMITS.max_duration_s), "--failures": ("count1", LIMITS.max_tasks),
@@ -49,15 +50,32 @@ FLAGS = {
     "drill run": (["drill", "run", "--workload", "topk", "--budget", "1", "--param", "p1=0"],
                   {"--new-capacity-after": ("nonnegative", LIMITS.max_duration_s), "--primary-workers": ("count1", LIMITS.max_nodes),
                    "--trigger-s": ("positive", LIMITS.max_duration_s), "--speedup": ("positive", None),
-                   "--timeout-s": ("positive", LIMITS.max_duration_s)}),
+                   "--timeout-s": ("positive", LIMITS.max_duration_s), "--port-base": ("port base", None)}),
     "faults inject": (["faults", "inject", f"{NOWHERE}/profile.yaml", "--output", NOWHERE, "--seed", "1"],
                       {"--duration": ("positive", LIMITS.max_duration_s)}),
     "transparency serve": (["transparency", "serve", "--primary", NOWHERE, "--out", f"{NOWHERE}/view"],
               {"--poll-s": ("positive", LIMITS.max_duration_s), "--duration-s": ("positive", LIMITS.max_duration_s),
                "--predicted-of": ("fraction", None)}),
     "cluster up": (["cluster", "up", "--workers", "", "--state-dir", NOWHERE],
-                   {"--cores": ("count1", LIMITS.max_nodes), "--standby-workers": ("count0", LIMITS.max_nodes)}),
-    "bench drills": (["bench", "drills", "--workloads", "nope"], {"--ratios": ("share", None)}),
+                   {"--cores": ("count1", LIMITS.max_nodes), "--standby-workers": ("count0", LIMITS.max_nodes),
+                    "--memory": ("memory", None), "--primary-port": ("port", None), "--standby-ui": ("port", None)}),
+    "cluster add-worker": (["cluster", "add-worker", "--state-dir", NOWHERE],  # poison: no --domain
+                           {"--cores": ("count1", LIMITS.max_nodes), "--memory": ("memory", None)}),
+    "bench drills": (["bench", "drills", "--workloads", "nope"], {"--ratios": ("share", None), "--port-base": ("port base", None),
+                                                               "--timeout-s": ("positive", LIMITS.max_duration_s)}),
+    "bench redundancy": (["bench", "redundancy", "--controller-modes", "nope", "--work-dir", f"{NOWHERE}/bench"],
+                         {"--port-base": ("port base", None), "--batches": ("count1", LIMITS.max_tasks),
+                          "--executors": ("count1", LIMITS.max_nodes), "--deadline-ms": ("positive", LIMITS.max_duration_s * 1000)}),
+    "bench recovery-runtime": (["bench", "recovery-runtime", "--pipeline", "no.such.module:pipeline"],  # poison: no --placement
+                               {"--repetitions": ("count1", LIMITS.max_tasks), "--port-base": ("port base", None)}),
+    "profile topology": (["profile", "topology"],  # poison: no --spark-ui
+                         {"--timeout-s": ("positive", LIMITS.max_duration_s), "--last-batches": ("count1", LIMITS.max_tasks)}),
+    "job register": (["job", "register", "--spark-ui", "http://127.0.0.1:9"],  # poison: no --name
+                     {"--timeout-s": ("positive", LIMITS.max_duration_s), "--last-batches": ("count1", LIMITS.max_tasks),
+                      "--budget": ("count0", LIMITS.max_tasks)}),
+    "units problem": (["units", "problem", "--deployment-dir", NOWHERE], {"--cost": ("unit cost", None)}),
+    "stack status": (["stack", "status", "--poison"], {"--airflow-port": ("port", None)}),
+    "bench soak": (["bench", "soak", "--poison"], {"--airflow-port": ("port", None), "--drills": ("count1", 1000)}),
 }
 CASES = sorted((command, flag) for command, (_, flags) in FLAGS.items() for flag in flags)
 
@@ -85,7 +103,7 @@ def test_an_old_command_name_runs_the_moved_command_and_says_where_it_went(work,
     assert error == moved.err.strip()
 
 
-@settings(max_examples=70, **SETTINGS)
+@settings(max_examples=100, **SETTINGS)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_a_bad_number_on_a_spark_flag_exits_2_naming_it(work, data, case):
     refuse_a_bad_number(FLAGS, case, data, work)
@@ -96,12 +114,15 @@ DOCUMENTS = {
     "workload run --plan": (lambda p: ["workload", "run", "topk", "--role", "replica", "--plan", p, "--input", f"{NOWHERE}/in",
                                        "--output", f"{NOWHERE}/out", "--checkpoint", f"{NOWHERE}/ck"], "--plan"),
     "drill run --plan": (lambda p: ["drill", "run", "--workload", "topk", "--plan", p, "--work-dir", f"{NOWHERE}/drill"], "--plan"),
-    "units deploy --placement": (lambda p: ["units", "deploy", "--placement", p, "--dir", NOWHERE], "--placement"),
+    "units deploy --placement": (lambda p: ["units", "deploy", "--placement", p, "--deployment-dir", NOWHERE], "--placement"),
     "faults inject": (lambda p: ["faults", "inject", p, "--output", NOWHERE, "--duration", "10", "--seed", "1"], "fault profile"),
     "profile validate --profiles": (lambda p: ["profile", "validate", "--workload", "topk", "--profiles", p,
                                                "--max-recovery-s", "10", "--duration", "10", "--work-dir", f"{NOWHERE}/v"],
                                     "profiles"),
     "workload topology --rates-from": (lambda p: ["workload", "topology", "topk", "--rates-from", p], "--rates-from"),
+    "units recover --schedule": (lambda p: ["units", "recover", "--schedule", p, "--deployment-dir", NOWHERE], "--schedule"),
+    "bench recovery-runtime --placement": (lambda p: ["bench", "recovery-runtime", "--placement", p, "--pipeline",
+                                                      "no.such.module:pipeline"], "--placement"),
 }
 DOC_NAMES = sorted(DOCUMENTS)
 

@@ -130,25 +130,25 @@ def test_another_pipeline_runs_as_units_and_a_downstream_aggregation_waits_for_a
 def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
     placement = tmp_path / "p.json"
     placement.write_text(json.dumps({"apps": {"A": ["O1[0]", "O9[0]"]}}))
-    res = cli("units", "deploy", "--dir", tmp_path / "d", "--placement", placement, "--master", "local[1]",
+    res = cli("units", "deploy", "--deployment-dir", tmp_path / "d", "--placement", placement, "--master", "local[1]",
               "--param", "p1=1", "--param", "p2=1")
     assert res.code == 2 and "unknown unit 'O9[0]'" in res.err and len(res.err.strip().splitlines()) == 1
     placement.write_text(json.dumps({"apps": {"A": ["O1[0]", "O2[0]"]}}))
-    res = cli("units", "deploy", "--dir", tmp_path / "d", "--placement", placement, "--master", "local[1]",
+    res = cli("units", "deploy", "--deployment-dir", tmp_path / "d", "--placement", placement, "--master", "local[1]",
               "--param", "p1=1", "--param", "p2=1")
     assert res.code == 2 and "'O3[0]' is in no application" in res.err
     assert not (tmp_path / "d").exists()  # nothing was started or written
-    res = cli("units", "recover", "--schedule", placement, "--dir", tmp_path / "nowhere")
+    res = cli("units", "recover", "--schedule", placement, "--deployment-dir", tmp_path / "nowhere")
+    assert res.code == 2 and "--schedule (a `ftops plan stages --json` document)" in res.err  # not a schedule
+    res = cli("units", "problem", "--deployment-dir", tmp_path / "nowhere", "--cost", "declared:2")
     assert res.code == 2 and "no recovery-units deployment" in res.err
-    res = cli("units", "problem", "--dir", tmp_path / "nowhere", "--cost", "declared:2")
-    assert res.code == 2
     res = cli("units", "topology", "--pipeline", "no.such.module:pipeline")
     assert res.code == 2 and "--pipeline: cannot import module 'no.such.module'" in res.err
 
     # A shape units cannot run, refused before anything starts: the incidents sample's O4 aggregates the
     # output of a join, whose windows are not final when written.
     placement.write_text(json.dumps({"apps": {"A": ["O1[0]", "O2[0]", "O3[0]", "O4[0]"]}}))
-    res = cli("units", "deploy", "--workload", "incidents", "--dir", tmp_path / "inc", "--placement", placement,
+    res = cli("units", "deploy", "--workload", "incidents", "--deployment-dir", tmp_path / "inc", "--placement", placement,
               "--master", "local[1]", "--param", "p1=1", "--param", "p2=1", "--backlog-s", "2", "--no-feed")
     assert res.code == 2 and len(res.err.strip().splitlines()) == 1, res.err
     assert "operator O4 cannot run as recovery units" in res.err and "reads the table of O3" in res.err
