@@ -7,5 +7,8 @@ export PYTHONDONTWRITEBYTECODE=1
 ./scripts/system-packages.sh
 # Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
-# --durations: the slowest tests are named in every run (CI time is watched against its 20-min aim)
-exec .venv/bin/python -m pytest -q --durations=15 "$@"
+# Two workers (pytest-xdist), each taking whole modules (module-scoped Spark jobs stay on one worker),
+# slowest modules first (tests/conftest.py); FTOPS_TEST_WORKERS=0 runs in one process.
+# --durations: the slowest tests are named in every run (CI time is watched against its 20-min aim).
+workers="${FTOPS_TEST_WORKERS:-2}"
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile --durations=25 "$@"

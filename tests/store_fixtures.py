@@ -8,7 +8,7 @@ import pytest
 
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
-from tests.conftest import ROOT, test_port
+from tests.conftest import ROOT, WORKER, test_port
 
 TEST_PORT = test_port(15433)
 
@@ -16,7 +16,7 @@ TEST_PORT = test_port(15433)
 @pytest.fixture(scope="session")
 def pg_server():
     # Under the project (not /tmp): as root the server runs as `postgres`, which must reach the folder.
-    state = ROOT / ".state" / "test-postgres"
+    state = ROOT / ".state" / f"test-postgres{WORKER and '-' + WORKER}"
     server = EmbeddedPostgres(state, TEST_PORT)
     server.stop()
     shutil.rmtree(state, ignore_errors=True)

@@ -140,7 +140,7 @@ def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
     assert not (tmp_path / "d").exists()  # nothing was started or written
     res = cli("units", "recover", "--schedule", placement, "--deployment-dir", tmp_path / "nowhere")
     assert res.code == 2 and "--schedule (a `ftops plan stages --json` document)" in res.err  # not a schedule
-    res = cli("units", "problem", "--deployment-dir", tmp_path / "nowhere", "--cost", "declared:2")
+    res = cli("units", "problem", "--deployment-dir", tmp_path / "nowhere", "--cost", "declared:0.5")
     assert res.code == 2 and "no recovery-units deployment" in res.err
     res = cli("units", "topology", "--pipeline", "no.such.module:pipeline")
     assert res.code == 2 and "--pipeline: cannot import module 'no.such.module'" in res.err
