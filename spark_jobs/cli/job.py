@@ -36,7 +36,7 @@ def register(sub, groups) -> None:
     jsub = job.add_subparsers(dest="job_command", required=True, parser_class=type(job))
 
     reg = jsub.add_parser("register", help="register (or update) a job: from a pipeline (runnable) or a topology "
-                          "document (plan-only)", description=__doc__.split("\n\n")[1])
+                          "document (plan-only)", description="\n\n".join(__doc__.split("\n\n")[1:4]))
     reg.add_argument("--name", required=True, help="the job's name in the history store")
     add_pipeline_arguments(reg)
     reg.add_argument("--topology", type=Path, help="plan-only: a topology document (.json, .yaml) instead of a pipeline")
