@@ -203,6 +203,77 @@ def test_a_dag_drill_beside_a_command_drill_is_refused_as_skipped(live_job):
     assert store.lease(JOB) is None
 
 
+def _wait_keeping_up(dep, bound_s: float = 30, polls: int = 3) -> None:
+    """The preflight drills only a job that keeps up (lag under 60 s). Alone, a test meets a job that just
+    started; after another drill, one perhaps still catching up, whose lag jumps back over 60 s with its next
+    large micro-batch (seen in CI: under 60, then 77 s at the preflight). So: well under the bound, several
+    polls in a row."""
+    from spark_jobs.drills.probes import event_lag_s
+
+    streak = []
+
+    def steady() -> bool | None:
+        lag = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
+        streak[:] = streak + [lag] if lag is not None and lag < bound_s else []
+        return True if len(streak) >= polls else None
+
+    wait_for(steady, timeout_s=400, interval_s=3, what=f"the job to stay within {bound_s:.0f} s of its input")
+
+
+def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_nothing(live_job):
+    """The job registered without --test-job is in approve mode: the drill asks in Airflow's Required actions
+    (answered here through Airflow's own HITL REST API, as the UI does) and a rejection injects nothing."""
+    from airflow.api_fastapi.app import create_app, init_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+    from fastapi.testclient import TestClient
+
+    from spark_jobs.drills.probes import other_workers
+
+    dep, store = live_job
+    _wait_keeping_up(dep)
+    assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
+    assert store.job(JOB)["apply_mode"] == "approve"
+    workers = other_workers(dep.cluster_state, "none")
+    client = TestClient(create_app("core"))
+    headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
+                                                                                                   role="ADMIN"))}
+    answered = {}
+
+    def request() -> dict | None:
+        runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
+        for run in runs.json().get("dag_runs", []):
+            got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
+                             "/hitlDetails", headers=headers)
+            if got.status_code == 200:
+                return {"run_id": run["dag_run_id"], **got.json()}
+        return None
+
+    def reject() -> None:  # the person, beside the run (dag.test() needs the main thread: it sets signals)
+        asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
+        answered["body"] = asked["body"]
+        answered["response"] = client.patch(
+            f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1/hitlDetails",
+            json={"chosen_options": ["Reject"]}, headers=headers)
+
+    person = threading.Thread(target=reject, daemon=True)
+    person.start()
+    try:
+        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
+    finally:
+        person.join(timeout=60)
+        assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
+    assert "body" in answered, "the drill never asked for approval (see its preflight's log above)"
+    assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
+    assert answered["response"].status_code == 200, answered["response"].text
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"
+    drill_row = store.drills(JOB)[-1]
+    assert drill_row["dag_run_id"] == run.run_id and drill_row["status"] == "aborted"
+    assert store.experiment("drill", drill_row["drill_id"]).reasons == ["not approved: nothing was injected"]
+    assert other_workers(dep.cluster_state, "none") == workers  # nothing was killed
+    assert store.lease(JOB) is None
+
+
 def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_capacity(live_job, smtp):
     import os
     import signal
@@ -210,7 +281,7 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     from spark_jobs.drills.live import executor_domains, master_apps
 
     dep, store = live_job
-    command = _drill_command(dep, "--lease-ttl-s", "150")  # long enough for a loaded dag.test() to meet it
+    command = _drill_command(dep, "--lease-ttl-s", "75")  # long enough for a loaded dag.test() to meet it
     wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
     os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
     command.wait(timeout=30)
@@ -280,74 +351,3 @@ def smtp(monkeypatch):
         "extra": {"to": "oncall@example.com", "from_email": "ftops@example.com", "disable_tls": True, "disable_ssl": True}}))
     yield inbox
     controller.stop()
-
-
-def _wait_keeping_up(dep, bound_s: float = 30, polls: int = 3) -> None:
-    """The preflight drills only a job that keeps up (lag under 60 s). Alone, this test meets a job that just
-    started; after the abort test, one still catching up, whose lag jumps back over 60 s with its next large
-    micro-batch (seen in CI: under 60, then 77 s at the preflight). So: well under the bound, several polls
-    in a row."""
-    from spark_jobs.drills.probes import event_lag_s
-
-    streak = []
-
-    def steady() -> bool | None:
-        lag = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
-        streak[:] = streak + [lag] if lag is not None and lag < bound_s else []
-        return True if len(streak) >= polls else None
-
-    wait_for(steady, timeout_s=400, interval_s=3, what=f"the job to stay within {bound_s:.0f} s of its input")
-
-
-def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_nothing(live_job):
-    """The job registered without --test-job is in approve mode: the drill asks in Airflow's Required actions
-    (answered here through Airflow's own HITL REST API, as the UI does) and a rejection injects nothing."""
-    from airflow.api_fastapi.app import create_app, init_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-    from fastapi.testclient import TestClient
-
-    from spark_jobs.drills.probes import other_workers
-
-    dep, store = live_job
-    _wait_keeping_up(dep)
-    assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
-    assert store.job(JOB)["apply_mode"] == "approve"
-    workers = other_workers(dep.cluster_state, "none")
-    client = TestClient(create_app("core"))
-    headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
-                                                                                                   role="ADMIN"))}
-    answered = {}
-
-    def request() -> dict | None:
-        runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
-        for run in runs.json().get("dag_runs", []):
-            got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
-                             "/hitlDetails", headers=headers)
-            if got.status_code == 200:
-                return {"run_id": run["dag_run_id"], **got.json()}
-        return None
-
-    def reject() -> None:  # the person, beside the run (dag.test() needs the main thread: it sets signals)
-        asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
-        answered["body"] = asked["body"]
-        answered["response"] = client.patch(
-            f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1/hitlDetails",
-            json={"chosen_options": ["Reject"]}, headers=headers)
-
-    person = threading.Thread(target=reject, daemon=True)
-    person.start()
-    try:
-        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
-    finally:
-        person.join(timeout=60)
-        assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
-    assert "body" in answered, "the drill never asked for approval (see its preflight's log above)"
-    assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
-    assert answered["response"].status_code == 200, answered["response"].text
-    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"
-    drill_row = store.drills(JOB)[-1]
-    assert drill_row["dag_run_id"] == run.run_id and drill_row["status"] == "aborted"
-    assert store.experiment("drill", drill_row["drill_id"]).reasons == ["not approved: nothing was injected"]
-    assert other_workers(dep.cluster_state, "none") == workers  # nothing was killed
-    assert store.lease(JOB) is None
