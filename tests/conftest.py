@@ -17,9 +17,11 @@ SAMPLES = ROOT / "ft_core" / "samples"
 # PostgreSQL folder, so the workers' Spark clusters, servers and SQLite metadata never meet.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 WORKER_INDEX = int(WORKER[2:]) if WORKER.startswith("gw") else 0
-# Every server a test starts listens on a fixed port of its own; FTOPS_TEST_PORT_OFFSET moves them all,
-# so two checkouts (or a developer's stack) can run tests at once; each xdist worker adds 2,000 more.
-PORT_OFFSET = int(os.environ.get("FTOPS_TEST_PORT_OFFSET", "0")) + 2000 * WORKER_INDEX
+# Every server a test starts listens on a fixed port of its own, all in one block, 11,000-16,999;
+# FTOPS_TEST_PORT_OFFSET moves them all, so two checkouts (or a developer's stack) can run tests at once,
+# and each xdist worker adds one block more (6,000), so no worker's ports meet another's.
+PORT_BLOCK = 6000
+PORT_OFFSET = int(os.environ.get("FTOPS_TEST_PORT_OFFSET", "0")) + PORT_BLOCK * WORKER_INDEX
 if WORKER:  # before anything imports airflow (it reads AIRFLOW_HOME once)
     os.environ["AIRFLOW_HOME"] = str(ROOT / ".state" / f"airflow-test-{WORKER}")
 # Every JVM the tests start (Spark masters, workers, drivers, executors) compiles with C1 only and
@@ -30,8 +32,8 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSeria
 
 
 def test_port(port: int) -> int:
-    """A test's fixed port, moved by ``FTOPS_TEST_PORT_OFFSET`` (the tests' ports reach about 28,400, so
-    offsets up to about 37,000 work)."""
+    """A test's fixed port (11,000-16,999), moved by ``FTOPS_TEST_PORT_OFFSET`` and the xdist worker's
+    block; below 32,768 no outgoing connection's ephemeral port can take it first."""
     moved = port + PORT_OFFSET
     if not 1024 <= moved <= 65535 - 500:  # room for the worker and UI ports counted up from a base
         raise ValueError(f"FTOPS_TEST_PORT_OFFSET={PORT_OFFSET} moves test port {port} to {moved}, outside 1024-65035; "
@@ -40,6 +42,31 @@ def test_port(port: int) -> int:
 
 
 test_port.__test__ = False  # a helper, not a test
+
+
+def test_network() -> str:
+    """The network of the multi-host tests' Spark clusters (issue 14): ``namespaces`` (a host per daemon,
+    faults that cut links: spark_jobs.cluster.netns) when the tests run as root with iproute2, else
+    ``loopback``; ``FTOPS_TEST_NETWORK=loopback|namespaces`` chooses."""
+    import shutil
+
+    chosen = os.environ.get("FTOPS_TEST_NETWORK")
+    if chosen:
+        if chosen not in ("loopback", "namespaces"):
+            raise ValueError(f"FTOPS_TEST_NETWORK={chosen!r}: loopback or namespaces")
+        return chosen
+    return "namespaces" if os.geteuid() == 0 and shutil.which("ip") else "loopback"
+
+
+test_network.__test__ = False
+
+
+def namespaces_of(subnet: int) -> list[str]:
+    """What is left of the namespace network 198.18.<subnet>.0/24: its namespaces and links (empty once torn down)."""
+    found = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    return ([n for n in found if n.startswith(f"ftops{subnet}-")]
+            + [w.rstrip(":").split("@")[0] for w in links.split() if w.startswith((f"ftops{subnet}h", f"ftopsbr{subnet}:"))])
 
 # The slowest modules (minutes each of real Spark and Airflow; CI prints the slowest tests) run first, so
 # that the xdist workers (whole modules each: --dist loadfile) do not end on one long module.

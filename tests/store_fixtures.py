@@ -10,7 +10,7 @@ from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
 from tests.conftest import ROOT, WORKER, test_port
 
-TEST_PORT = test_port(15433)
+TEST_PORT = test_port(16800)
 
 
 @pytest.fixture(scope="session")

@@ -30,14 +30,14 @@ def wait(cond, what: str, timeout_s: float = 300.0) -> None:
     wait_for(cond, timeout_s=timeout_s, interval_s=1.0, what=what)
 
 
-def cluster_config(state: Path, base: int) -> ClusterConfig:
+def cluster_config(state: Path, base: int, network: str = "loopback") -> ClusterConfig:
     return ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1),), standby_workers=0, worker_timeout_s=5,
                          primary_port=base + 77, primary_ui=base + 90, standby_port=base + 78, standby_ui=base + 91,
-                         worker_port_base=base + 100, worker_ui_base=base + 200)
+                         worker_port_base=base + 100, worker_ui_base=base + 200, network=network)
 
 
-def start_cluster(state: Path, base: int) -> None:
-    cluster_up(cluster_config(state, base))
+def start_cluster(state: Path, base: int, network: str = "loopback") -> None:
+    cluster_up(cluster_config(state, base, network))
 
 
 def stop_everything(root: Path, state: Path) -> None:

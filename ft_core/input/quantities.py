@@ -97,6 +97,8 @@ PositiveNodeCount = Annotated[int, Field(ge=1), AtMost("max_nodes")]
 Port = Annotated[int, Field(ge=1024, le=65535)]
 # the first of the ports a command counts up from (masters, UIs, workers, drivers: up to 500 above it)
 PortBase = Annotated[int, Field(ge=1024, le=65000)]
+# a namespace network's subnet: 198.18.<subnet>.0/24 (spark_jobs.cluster.netns)
+Subnet = Annotated[int, Field(ge=1, le=250)]
 
 
 def _memory_size(text: str) -> str:

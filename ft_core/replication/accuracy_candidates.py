@@ -1,4 +1,4 @@
-"""Candidate plans for the *accuracy* objective, and the choice among scored candidates.
+r"""Candidate plans for the *accuracy* objective, and the choice among scored candidates.
 
 Problem (issue 15): with ``--objective accuracy`` a planner should return the plan whose tentative
 outputs score best with the job's accuracy function, not the one with the best OF. Accuracy has no

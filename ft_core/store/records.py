@@ -57,7 +57,7 @@ class StoredPlan(BaseModel):
 
 
 class DrillMeasurement(BaseModel):
-    """The measured fields of a drill report that have columns (``spark_jobs.drills.local.DrillReport`` has
+    """The measured fields of a drill report that have columns (``spark_jobs.drills.documents.DrillReport`` has
     them all); every key of the report, these and the rest, is kept in ``ftops_drill.report``.
 
     Every field is optional: a drill that failed before its measurement is closed with a report that

@@ -17,7 +17,7 @@ from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
-                                      TaskBudget, comma_list, flag)
+                                      Subnet, TaskBudget, comma_list, flag)
 from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
@@ -36,6 +36,14 @@ def register(sub, groups) -> None:
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
     run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
+    run.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
+                     help="host-down: kill the domain's workers and executors (default); partition: cut the domain's "
+                          "hosts off the network while they keep running (needs --network namespaces)")
+    run.add_argument("--network", choices=("loopback", "namespaces"), default="loopback",
+                     help="loopback (default): every daemon on 127.0.0.1; namespaces: each master and worker on a host "
+                          "of its own (a Linux network namespace on a private bridge, 198.18.<subnet>.0/24; needs root)")
+    run.add_argument("--subnet", type=flag(Subnet), help="with --network namespaces: use 198.18.<subnet>.0/24 "
+                     "(default: the first free one)")
     run.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
     run.add_argument("--primary-workers", type=flag(PositiveNodeCount), default=2, help="one-core workers in the failure domain (default 2)")
     run.add_argument("--trigger-s", type=flag(PositiveSeconds), default=1.0, help="micro-batch and checkpoint interval (default 1)")
@@ -45,6 +53,7 @@ def register(sub, groups) -> None:
     run.add_argument("--json", action="store_true", help="print the report as JSON")
     run.set_defaults(func=_run)
     _add_job_drill(dsub)
+    _add_partitions_bench(groups["bench"])
 
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
     bench.add_argument("--workloads", default="topk,incidents,examples/sensor_alerts.py", help="pipelines to drill, "
@@ -100,10 +109,12 @@ def _work_dir(args: argparse.Namespace, prefix: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from spark_jobs.drills.local import DrillConfig, run_drill
+    from spark_jobs.drills.documents import DrillConfig
+    from spark_jobs.drills.local import run_drill
 
     config = _validated(DrillConfig, pipeline=pipeline_ref(args), params=args.param, plan=args.plan, budget=args.budget,
-                         algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver,
+                         algorithm=args.algorithm, fail_domain=args.fail, kill_driver=args.kill_driver, fault=args.fault,
+                         network=args.network, subnet=args.subnet,
                          new_capacity_after_s=args.new_capacity_after, primary_workers=args.primary_workers,
                          trigger_s=args.trigger_s, speedup=args.speedup, port_base=args.port_base, timeout_s=args.timeout_s,
                          work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve, objective=args.objective,
@@ -255,3 +266,50 @@ def _job_store(db_dir: Path):
     conn = connect(database_url(db_dir))
     upgrade(conn)
     return HistoryStore(conn)
+
+
+def _add_partitions_bench(bench_group) -> None:
+    bench = bench_group.add_parser("partitions", help="drills across hosts (network namespaces, root): host down and "
+                                   "network partition in turn, on either rack (issue 14)")
+    add_pipeline_arguments(bench)
+    bench.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="pipeline parameter (repeatable; default the benchmark's topk parameters)")
+    bench.add_argument("--drills", type=flag(PositiveNodeCount), default=10, help="drills to run (default 10)")
+    bench.add_argument("--ratio", type=flag(PositiveFraction), default=0.5, help="replicated share of the tasks (default 0.5)")
+    bench.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S")
+    bench.add_argument("--out", type=Path, default=Path("docs/benchmarks/partitions.md"))
+    _common(bench)
+    bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
+    bench.set_defaults(func=_bench_partitions)
+
+
+def _bench_partitions(args: argparse.Namespace) -> int:
+    from spark_jobs.cluster.netns import check_can_create
+    from spark_jobs.drills.partitions_bench import (DEFAULT_PARAMS, PartitionsConfig, PartitionsResult, command_line,
+                                                    render, run_partitions)
+    from spark_jobs.pipeline.loading import load_workload
+
+    check_can_create()
+    ref = pipeline_ref(args) if (args.pipeline or args.workload) else "topk"
+    params = args.param or (DEFAULT_PARAMS if ref == "topk" else [])
+    load_workload(ref, params)  # an unknown pipeline or parameter is refused before anything starts
+    config = _validated(PartitionsConfig, pipeline=ref, params=params, drills=args.drills, ratio=args.ratio,
+                        new_capacity_after_s=args.new_capacity_after, work_dir=_work_dir(args, "ftops-bench-partitions-"),
+                        port_base=args.port_base, timeout_s=args.timeout_s)
+    _interrupt_on_sigterm()
+    progress = Progress("bench partitions")
+    started, load = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]
+    rows = run_partitions(config, progress)
+    result = PartitionsResult(command=command_line(sys.argv[1:] or ["bench", "partitions"]), config=config, rows=rows,
+                              started=started, load_at_start=load)
+    config.work_dir.mkdir(parents=True, exist_ok=True)
+    (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    report = render(result, out=args.out)
+    args.out.write_text(report)
+    if args.json:
+        print_json({"out": str(args.out), "report": report})
+    else:
+        print(report)
+    progress.close(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
+    return 0

@@ -86,6 +86,9 @@ def register(sub, groups) -> None:
     target = kill.add_mutually_exclusive_group(required=True)
     target.add_argument("--domain", help="failure domain of the primary pool")
     target.add_argument("--app", help="comma-separated application names (a node failure each)")
+    kill.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
+                      help="with --domain: host-down kills it (default); partition cuts its hosts off the network and "
+                           "fences its applications (a cluster started with --network namespaces)")
     kill.add_argument("--json", action="store_true")
     kill.set_defaults(func=_kill)
 
@@ -244,7 +247,10 @@ def _stop(args: argparse.Namespace) -> int:
 def _kill(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.runtime import kill_apps, kill_domain
 
-    failure = kill_domain(args.deployment_dir, args.domain) if args.domain else kill_apps(args.deployment_dir, _split(args.app, "app"))
+    if args.fault != "host-down" and not args.domain:
+        raise InputError("--fault: a partition cuts a failure domain off the network; give --domain")
+    failure = (kill_domain(args.deployment_dir, args.domain, args.fault) if args.domain
+               else kill_apps(args.deployment_dir, _split(args.app, "app")))
     if args.json:
         print_json(failure)
     else:

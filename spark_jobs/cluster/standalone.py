@@ -10,6 +10,11 @@ Everything the cluster starts is recorded in ``<state_dir>/cluster.json`` (pids,
 dirs), each process in its own session so that a whole process tree can be signalled. ``down``
 stops every recorded process by pid, drivers included; ``up`` after a crash removes stale state.
 Master web UIs default to 8090/8091: 8080 belongs to Airflow.
+
+With ``network="namespaces"`` (root only) every daemon runs on a host of its own
+(:mod:`spark_jobs.cluster.netns`): the masters on ``master``, each worker on ``<domain>-<i>``, and this
+machine, where the drivers run, is the network's gateway; a domain can then also be cut off the
+network (:func:`partition_domain`), and killing it (:func:`kill_domain`) downs its hosts whole.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
 from ft_core.home import state_path
+from spark_jobs.cluster import netns
 from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.runtime.processes import pid_alive, signal_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
@@ -51,6 +57,8 @@ class ClusterConfig:
     # The master declares a worker dead after this many seconds without a heartbeat (Spark: 60).
     worker_timeout_s: int = 10
     start_timeout_s: float = 90.0
+    network: str = "loopback"  # or "namespaces": a host per daemon (spark_jobs.cluster.netns)
+    subnet: int | None = None  # namespaces: 198.18.<subnet>.0/24 (None: the first free one)
 
 
 @dataclass
@@ -64,6 +72,8 @@ class Process:
     log: str
     domain: str | None = None
     work_dir: str | None = None
+    host: str = HOST  # the address it binds and advertises
+    netns: str | None = None  # its network namespace (network="namespaces")
 
 
 @dataclass
@@ -71,16 +81,30 @@ class ClusterState:
     state_dir: str
     worker_timeout_s: int
     processes: list[Process] = field(default_factory=list)
+    network: dict | None = None  # netns.HostNetwork.to_dict() when the daemons run on hosts of their own
 
     def master(self, pool: str) -> Process:
         return next(p for p in self.processes if p.role == "master" and p.pool == pool)
 
     def master_url(self, pool: str) -> str:
-        return f"spark://{HOST}:{self.master(pool).port}"
+        master = self.master(pool)
+        return f"spark://{master.host}:{master.port}"
 
     def master_ui(self, pool: str) -> str:
-        """The web UI of ``pool``'s master (this cluster is ftops's own, on loopback)."""
-        return f"http://{HOST}:{self.master(pool).ui_port}"
+        """The web UI of ``pool``'s master (this cluster is ftops's own: loopback, or its master host)."""
+        master = self.master(pool)
+        return f"http://{master.host}:{master.ui_port}"
+
+    def hosts(self) -> netns.HostNetwork | None:
+        return netns.HostNetwork.from_dict(self.network) if self.network else None
+
+    def driver_confs(self) -> list[str]:
+        """Spark confs of a driver this machine runs against the cluster: on a namespace network the
+        executors call it back at the gateway address, not at loopback."""
+        net = self.hosts()
+        if net is None:
+            return []
+        return [f"spark.driver.host={net.gateway}", f"spark.driver.bindAddress={net.gateway}"]
 
     def workers(self, pool: str | None = None, domain: str | None = None) -> list[Process]:
         return [p for p in self.processes if p.role == "worker" and (pool is None or p.pool == pool)
@@ -98,7 +122,7 @@ class ClusterState:
         if not path.exists():
             return None
         doc = json.loads(path.read_text())
-        return cls(doc["state_dir"], doc["worker_timeout_s"], [Process(**p) for p in doc["processes"]])
+        return cls(doc["state_dir"], doc["worker_timeout_s"], [Process(**p) for p in doc["processes"]], doc.get("network"))
 
 
 def local_masters(config: ClusterConfig | None = None) -> dict[str, str]:
@@ -142,12 +166,17 @@ def cluster_up(config: ClusterConfig) -> ClusterState:
             raise InputError(f"a cluster from {state_dir} is already running; run `ftops cluster down` first")
         (state_dir / "cluster.json").unlink()  # stale state from a crash: every recorded pid is gone
     _check_config(config)
-    check_ports_free(config)
     state = ClusterState(str(state_dir), config.worker_timeout_s)
+    if config.network == "namespaces":
+        state.network = netns.create_network(config.subnet).to_dict()
+    else:
+        check_ports_free(config)
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
     try:
+        state.save()  # the network is recorded before any host exists: `down` removes it whatever happens
+        master_host = _new_host(state, "master")
         for pool, port, ui in (("primary", config.primary_port, config.primary_ui), ("standby", config.standby_port, config.standby_ui)):
-            _start_master(state, pool, port, ui)
+            _start_master(state, pool, port, ui, master_host)
         slot = 0
         for domain, count in config.primary_domains:
             for _ in range(count):
@@ -159,12 +188,35 @@ def cluster_up(config: ClusterConfig) -> ClusterState:
         wait_for_workers(state, state.workers(), timeout_s=config.start_timeout_s)
     except BaseException:
         stop_processes(state.processes)
+        _remove_network(state)
         (state_dir / "cluster.json").unlink(missing_ok=True)
         raise
     return state
 
 
+def _new_host(state: ClusterState, name: str) -> netns.Host | None:
+    """On a namespace network, a new host called ``name`` (numbered if taken), recorded in the state."""
+    net = state.hosts()
+    if net is None:
+        return None
+    taken = {h.name for h in net.hosts}
+    unique = next(f"{name}-{i}" for i in range(1, 1000) if f"{name}-{i}" not in taken) if name != "master" else name
+    try:
+        return netns.add_host(net, unique)
+    finally:
+        state.network = net.to_dict()
+        state.save()
+
+
+def _remove_network(state: ClusterState) -> None:
+    net = state.hosts()
+    if net is not None:
+        netns.teardown(net)
+
+
 def _check_config(config: ClusterConfig) -> None:
+    if config.network not in ("loopback", "namespaces"):
+        raise InputError(f"--network: loopback or namespaces, got {config.network!r}")
     if not config.primary_domains:
         raise InputError("primary workers: at least one failure domain with one worker is needed")
     for domain, count in config.primary_domains:
@@ -190,20 +242,23 @@ def check_ports_free(config: ClusterConfig) -> None:
                 raise InputError(f"port {port} on {HOST} is in use; choose other ports or stop what holds it") from None
 
 
-def _spawn(state: ClusterState, name: str, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+def _spawn(state: ClusterState, name: str, args: list[str], env: dict[str, str],
+           host: netns.Host | None = None) -> tuple[int, str]:
     log = Path(state.state_dir) / "logs" / f"{name}.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+    with open(log, "ab") as out:  # `ip netns exec` execs the command: the pid is the daemon's
+        proc = subprocess.Popen([*(host.exec_prefix() if host else []), *args], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     return proc.pid, str(log)
 
 
-def _start_master(state: ClusterState, pool: str, port: int, ui: int) -> None:
+def _start_master(state: ClusterState, pool: str, port: int, ui: int, host: netns.Host | None = None) -> None:
     cls = "org.apache.spark.deploy.master.Master"
-    env = spark_env({"SPARK_MASTER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
-    args = [str(spark_home() / "bin" / "spark-class"), cls, "--host", HOST, "--port", str(port), "--webui-port", str(ui)]
-    pid, log = _spawn(state, f"master-{pool}", args, env)
-    state.processes.append(Process(f"master-{pool}", "master", pool, pid, port, ui, log))
+    address = host.address if host else HOST
+    env = spark_env({"SPARK_MASTER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}", "SPARK_LOCAL_IP": address})
+    args = [str(spark_home() / "bin" / "spark-class"), cls, "--host", address, "--port", str(port), "--webui-port", str(ui)]
+    pid, log = _spawn(state, f"master-{pool}", args, env, host)
+    state.processes.append(Process(f"master-{pool}", "master", pool, pid, port, ui, log, host=address,
+                                   netns=host.netns if host else None))
     state.save()
 
 
@@ -215,7 +270,10 @@ def _start_worker(state: ClusterState, config: ClusterConfig, pool: str, domain:
 def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int, cores: int, memory: str,
                  host: str = HOST) -> Process:
     """Start one worker process registered with ``pool``'s master, labelled with ``domain``, bound to
-    ``host`` (another loopback address is another host to Spark: :mod:`spark_jobs.cluster.worker_hosts`)."""
+    ``host`` (another loopback address is another host to Spark: :mod:`spark_jobs.cluster.worker_hosts`);
+    on a namespace network, on a new host of its own."""
+    own = _new_host(state, domain)
+    host = own.address if own else host
     name = f"worker-{pool}-{domain}-{port}" if host == HOST else f"worker-{pool}-{domain}-{host}-{port}"
     work_dir = Path(state.state_dir) / "work" / name
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -227,8 +285,8 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
     env = spark_env({"SPARK_WORKER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
     if host != HOST:  # the executors it launches inherit SPARK_LOCAL_IP: they bind to (and report) ``host`` too
         env["SPARK_LOCAL_IP"] = host
-    pid, log = _spawn(state, name, args, env)
-    proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir))
+    pid, log = _spawn(state, name, args, env, own)
+    proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir), host, own.netns if own else None)
     state.processes.append(proc)
     state.save()
     return proc
@@ -240,24 +298,63 @@ def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int =
     lists it alive. Its ports are the first free ones on ``host`` from ``port_base`` and ``ui_base``
     (200 candidates each)."""
     state = require_state(state_dir)
-    used = {p.port for p in state.processes} | {p.ui_port for p in state.processes}
-    port = _free_port(range(port_base, port_base + 200), used, host)
-    ui = _free_port(range(ui_base, ui_base + 200), used | {port}, host)
+    if state.network:  # a new host: every port is free on it
+        port, ui = port_base, ui_base
+    else:
+        used = {p.port for p in state.processes} | {p.ui_port for p in state.processes}
+        port = _free_port(range(port_base, port_base + 200), used, host)
+        ui = _free_port(range(ui_base, ui_base + 200), used | {port}, host)
     proc = start_worker(state, pool, domain, port, ui, cores, memory, host)
     wait_for_workers(state, [proc], timeout_s=timeout_s)
     return proc
 
 
 def kill_domain(state_dir: Path, domain: str) -> list[Process]:
-    """A correlated failure: SIGKILL every worker of ``domain`` with its executors (its process group)."""
+    """A correlated failure: SIGKILL every worker of ``domain`` with its executors (its process group); on a
+    namespace network its hosts go down whole (every process killed, links cut: they answer nothing)."""
     state = require_state(state_dir)
+    victims = _domain_workers(state, domain)
+    for p in victims:
+        signal_group(p.pid, signal.SIGKILL)
+    net = state.hosts()
+    for p in victims if net else []:
+        netns.kill_host(_host_of(net, p))
+    return victims
+
+
+def partition_domain(state_dir: Path, domain: str) -> list[Process]:
+    """A network partition of ``domain`` (namespace networks only): its hosts' links are cut while their
+    workers and executors keep running; :func:`heal_domain` restores them."""
+    state = require_state(state_dir)
+    net = state.hosts()
+    if net is None:
+        raise InputError("a network partition needs a cluster on a namespace network (`--network namespaces`)")
+    victims = _domain_workers(state, domain)
+    for p in victims:
+        netns.cut(_host_of(net, p))
+    return victims
+
+
+def heal_domain(state_dir: Path, domain: str) -> list[Process]:
+    """Restore the links of ``domain``'s hosts after :func:`partition_domain`."""
+    state = require_state(state_dir)
+    net = state.hosts()
+    victims = [p for p in state.workers(domain=domain) if p.netns] if net else []
+    for p in victims:
+        netns.restore(_host_of(net, p))
+    return victims
+
+
+def _domain_workers(state: ClusterState, domain: str) -> list[Process]:
     victims = [p for p in state.workers(domain=domain) if pid_alive(p.pid)]
     if not victims:
         known = sorted({p.domain for p in state.workers() if p.domain})
         raise InputError(f"failure domain {domain!r} has no running worker (domains: {', '.join(known)})")
-    for p in victims:
-        signal_group(p.pid, signal.SIGKILL)
     return victims
+
+
+def _host_of(net: netns.HostNetwork, proc: Process) -> netns.Host:
+    return next(h for h in net.hosts if h.netns == proc.netns)
 
 
 def register_driver(state_dir: Path, name: str, pid: int, pool: str, log: str) -> None:
@@ -281,6 +378,7 @@ def cluster_down(state_dir: Path) -> list[str]:
         return []
     order = {"driver": 0, "worker": 1, "master": 2}
     stopped = stop_processes(sorted(state.processes, key=lambda p: order[p.role]))
+    _remove_network(state)
     (Path(state.state_dir) / "cluster.json").unlink(missing_ok=True)
     return stopped
 
@@ -297,10 +395,10 @@ def stop_processes(processes: list[Process], grace_s: float = 10.0) -> list[str]
     return [p.name for p in alive]
 
 
-def master_json(ui_port: int, timeout_s: float = 5.0) -> dict:
-    """The master's state (``/json/``): workers, cores, active applications."""
+def master_json(ui: str, timeout_s: float = 5.0) -> dict:
+    """The master's state (``/json/``) at web UI ``ui`` (``ClusterState.master_ui``): workers, cores, applications."""
     try:
-        return master_state(f"http://{HOST}:{ui_port}", timeout_s=timeout_s)
+        return master_state(ui, timeout_s=timeout_s)
     except ExternalError as exc:
         raise ClusterError(str(exc)) from None
 
@@ -327,8 +425,8 @@ def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: flo
 def _pending_workers(state: ClusterState, workers: list[Process]) -> str:
     missing = []
     for pool in {p.pool for p in workers}:
-        alive_ports = {w["port"] for w in master_json(state.master(pool).ui_port)["workers"] if w["state"] == "ALIVE"}
-        missing += [p.name for p in workers if p.pool == pool and p.port not in alive_ports]
+        alive = {(w["host"], w["port"]) for w in master_json(state.master_ui(pool))["workers"] if w["state"] == "ALIVE"}
+        missing += [p.name for p in workers if p.pool == pool and (p.host, p.port) not in alive]
     return ", ".join(f"{m} not registered" for m in missing)
 
 
@@ -337,15 +435,14 @@ def cluster_status(state_dir: Path) -> dict:
     state = require_state(state_dir)
     report = {"pools": {}}
     for pool in ("primary", "standby"):
-        master = state.master(pool)
-        doc = master_json(master.ui_port)
-        domains = {p.port: p.domain for p in state.workers(pool)}
+        doc = master_json(state.master_ui(pool))
+        domains = {(p.host, p.port): p.domain for p in state.workers(pool)}
         report["pools"][pool] = {
             "master": state.master_url(pool),
-            "ui": f"http://{HOST}:{master.ui_port}",
+            "ui": state.master_ui(pool),
             "status": doc.get("status"),
             "workers": [
-                {"id": w["id"], "domain": domains.get(w["port"], "unknown"), "state": w["state"], "cores": w["cores"],
+                {"id": w["id"], "domain": domains.get((w["host"], w["port"]), "unknown"), "state": w["state"], "cores": w["cores"],
                  "cores_used": w["coresused"], "memory_mb": w["memory"], "port": w["port"]}
                 for w in doc["workers"]
             ],

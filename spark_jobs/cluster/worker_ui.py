@@ -9,7 +9,7 @@ Method: the master's ``/json/`` lists every worker with its ``webuiaddress`` (th
 ``SPARK_PUBLIC_DNS`` or host, and its bound UI port), which is right wherever the worker runs. The
 cluster state of a cluster ftops started records each worker's UI port: that is the fallback, used
 only for such workers when the master does not list them (not registered yet, or it does not answer).
-Workers are joined to the master's view by port, as :mod:`spark_jobs.cluster.standalone` does.
+Workers are joined to the master's view by address and port, as :mod:`spark_jobs.cluster.standalone` does.
 """
 
 from __future__ import annotations
@@ -19,19 +19,17 @@ from typing import Any
 from spark_jobs.cluster.web_ui import try_json
 
 
-def reported_worker_uis(master_doc: dict[str, Any] | None) -> dict[int, str]:
-    """Worker port -> web UI base URL, for the workers a master's ``/json/`` document lists ALIVE (a
-    restarted worker also has DEAD entries on the same port, with its old address)."""
-    return {w["port"]: w["webuiaddress"].rstrip("/") for w in (master_doc or {}).get("workers", [])
+def reported_worker_uis(master_doc: dict[str, Any] | None) -> dict[tuple[str, int], str]:
+    """(worker address, port) -> web UI base URL, for the workers a master's ``/json/`` document lists ALIVE
+    (a restarted worker also has DEAD entries on the same port, with its old address)."""
+    return {(w["host"], w["port"]): w["webuiaddress"].rstrip("/") for w in (master_doc or {}).get("workers", [])
             if w.get("state") == "ALIVE" and w.get("webuiaddress")}
 
 
 def worker_ui_url(worker, reported: dict[int, str]) -> str:
     """The web UI of ``worker`` (a :class:`~spark_jobs.cluster.standalone.Process` of a cluster ftops
     started): what the master reports, else the loopback port recorded when ftops started it."""
-    from spark_jobs.cluster.standalone import HOST
-
-    return reported.get(worker.port) or f"http://{HOST}:{worker.ui_port}"
+    return reported.get((worker.host, worker.port)) or f"http://{worker.host}:{worker.ui_port}"
 
 
 def executors_by_worker(master_ui: str, workers: list) -> list[tuple[Any, list[dict[str, Any]]]]:

@@ -26,7 +26,8 @@ from pydantic import BaseModel, Field
 
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
-from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill, wait_for_ports
+from spark_jobs.drills.documents import DrillConfig, DrillReport
+from spark_jobs.drills.local import run_drill, wait_for_ports
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
 EXAMPLE = "examples/sensor_alerts.py"  # a user's own job (run from the repository root)

@@ -19,10 +19,13 @@ One drill (:func:`run_drill`), every step polling real state with generous deadl
    within ``steady_lag_s`` plus three of its recent micro-batch durations of the input's (a job's
    watermark trails the input by up to three batches: the one that read the data, the one that
    reports it, and the wait for the next; on a loaded machine a batch takes seconds);
-5. **the failure**: SIGKILL every worker of ``fail_domain`` with its executors (``kill-domain``), and
-   with ``kill_driver`` the primary driver too. Because the primary's whole executor pool is in that
-   domain, the primary is *down*, not silently rescheduled onto survivors: the PPA scenario. The
-   driver runs outside the rack (client mode) and survives unless ``kill_driver``;
+5. **the failure** (``fault``): ``host-down`` SIGKILLs every worker of ``fail_domain`` with its executors
+   (``kill-domain``; on a namespace network its hosts go down whole), ``partition`` cuts the domain's hosts
+   off the network while they keep running (``network="namespaces"`` only: a host per daemon, this
+   machine the drivers' host, :mod:`spark_jobs.cluster.netns`); with ``kill_driver`` the primary driver
+   dies too. Because the primary's whole executor pool is in that domain, the primary is *down*, not
+   silently rescheduled onto survivors: the PPA scenario. The driver runs outside the rack (client mode)
+   and survives unless ``kill_driver``;
 6. **recovery**: after ``new_capacity_after_s`` a replacement worker (``replacement_domain``) joins the
    primary pool; Spark reschedules the surviving driver's work onto it, restoring state from the
    checkpoint; a killed (or crashed) driver is restarted from its checkpoint instead;
@@ -42,7 +45,8 @@ records, not from the polling loop):
   replica lacks scores 0);
 - ``time_to_first_tentative_s``: the first replica output file written after the kill that holds a
   window the primary had not delivered;
-- ``time_to_caught_up_s``, ``detection_s`` (the master lists the killed workers DEAD);
+- ``time_to_caught_up_s``, ``detection_s`` (the master lists the failed workers DEAD: at once for a killed
+  process on loopback, after its worker timeout for a host that answers nothing or is cut off);
 - ``lost_windows``, ``duplicated_windows``, ``output_equals_reference``: the primary's final sink
   against the reference's windows closed by the whole input (:func:`sink.compare_output`).
 
@@ -57,12 +61,12 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from ft_core.errors import ExternalError, FtopsError, InputError
 from ft_core.replication.predicted_accuracy import AccuracyEstimate
+from spark_jobs.drills.documents import DrillConfig, DrillPorts, DrillReport
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
 from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
 from spark_jobs.pipeline.accuracy import window_of
@@ -78,107 +82,6 @@ Progress = Callable[[str], None]
 
 class DrillError(ExternalError):
     """A drill could not complete a step; the message names the step and where to look."""
-
-
-class DrillConfig(BaseModel):
-    """What to drill and how (ports: see :class:`DrillPorts`)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    pipeline: str = Field(description="the pipeline: a sample's name, module:attribute or a .py file")
-    work_dir: Path
-    params: list[str] = Field(default_factory=list, description="pipeline parameters key=value")
-    plan: Path | None = Field(default=None, description="a replication plan (ftops plan replication --json)")
-    budget: int | None = Field(default=None, ge=0, description="without --plan: plan R replicas with `algorithm`")
-    algorithm: Literal["exact", "structure-aware", "greedy"] = "structure-aware"
-    fail_domain: str = "rack-a"
-    primary_workers: int = Field(default=2, ge=1, description="workers (one core each) in the failure domain")
-    standby_workers: int = Field(default=1, ge=1)
-    replacement_domain: str = "rack-c"
-    kill_driver: bool = False
-    new_capacity_after_s: float = Field(default=30.0, ge=0)
-    trigger_s: float = Field(default=1.0, gt=0)
-    speedup: float = Field(default=1.0, gt=0, description="event seconds generated per wall second")
-    steady_windows: int = Field(default=1, ge=1, description="windows the primary must have delivered before the failure")
-    steady_lag_s: float = Field(default=8.0, gt=0, description="steady: watermarks within this many wall seconds "
-                                "(plus three recent batch durations) of the input's")
-    worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
-    port_base: int = Field(default=7000, ge=1024, le=65000)
-    timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
-    serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
-                        "and replica sinks and report what its consumers saw")
-    predict_accuracy: bool = Field(default=True, description="estimate the plan's tentative accuracy before the failure")
-    objective: Literal["output-fidelity", "accuracy"] = Field(default="output-fidelity", description="with --budget")
-    accuracy_sample_s: float = Field(default=240.0, gt=0, description="event seconds the accuracy replay reads")
-
-
-class DrillPorts(BaseModel):
-    """Every port a drill uses, as offsets from one base (so parallel drills can coexist)."""
-
-    primary_port: int
-    standby_port: int
-    primary_ui: int
-    standby_ui: int
-    worker_port_base: int
-    worker_ui_base: int
-    replacement_port_base: int
-    replacement_ui_base: int
-    primary_driver_ui: int
-    replica_driver_ui: int
-
-    @classmethod
-    def from_base(cls, base: int) -> DrillPorts:
-        return cls(primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90, standby_ui=base + 91,
-                   worker_port_base=base + 100, worker_ui_base=base + 200, replacement_port_base=base + 150,
-                   replacement_ui_base=base + 250, primary_driver_ui=base + 40, replica_driver_ui=base + 41)
-
-
-class DrillReport(BaseModel):
-    """The result of one drill (the first eleven fields are the CLI contract of issues 4 and 15)."""
-
-    workload: str = Field(description="the pipeline's name")
-    plan_tasks: list[str]
-    predicted_output_fidelity: float
-    predicted_accuracy: float | None = Field(default=None, description="the replay's mean (None: not estimated)")
-    tentative_accuracy: float | None = Field(description="mean over the failure windows (None: no failure window)")
-    tentative_accuracy_per_window: list[float]
-    time_to_first_tentative_s: float | None
-    time_to_caught_up_s: float | None
-    lost_windows: int
-    duplicated_windows: int
-    output_equals_reference: bool
-    predicted_internal_completeness: float
-    failure_window_starts_ms: list[int]
-    lost_window_starts_ms: list[int]
-    duplicated_window_starts_ms: list[int]
-    windows_expected: int
-    fail_domain: str
-    killed: list[str]
-    kill_driver: bool
-    recovery: str
-    primary_driver_restarts: int
-    detection_s: float | None
-    new_capacity_after_s: float
-    capacity_alive_s: float | None
-    params: dict
-    budget: int | None
-    algorithm: str | None
-    replica_cost: ReplicaCost | None = Field(default=None, description="the replica's executor CPU per input record "
-                                              "against the primary's, before the failure (event logs)")
-    work_dir: str
-    elapsed_s: float
-    serve: bool = False
-    serve_windows_per_s: float | None = Field(default=None, description="failure windows the view first served per "
-                                              "second, from the kill to the primary's catch-up")
-    serve_expected_windows_per_s: float | None = Field(default=None, description="the input's window rate (speedup / slide)")
-    serve_gap_windows: int | None = Field(default=None, description="failure windows missing from the view while the "
-                                          "primary was down (not served before the primary delivered them)")
-    serve_gap_window_starts_ms: list[int] = Field(default_factory=list)
-    serve_max_staleness_s: float | None = None
-    serve_tentative_windows: int | None = None
-    serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
-    predicted_accuracy_estimate: AccuracyEstimate | None = Field(default=None, description="spread, windows, sample")
-    objective: str = "output-fidelity"
 
 
 class DrillSetup(BaseModel):
@@ -218,6 +121,13 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
         raise InputError(f"--work-dir: {work} is not an empty folder; a drill needs a fresh one")
     if config.fail_domain == config.replacement_domain:
         raise InputError(f"--replacement-domain: must differ from the failed domain {config.fail_domain!r}")
+    if config.fault == "partition" and config.network != "namespaces":
+        raise InputError("--fault partition: a network partition needs --network namespaces (on loopback nothing "
+                         "can be cut)")
+    if config.network == "namespaces":
+        from spark_jobs.cluster.netns import check_can_create
+
+        check_can_create()
     chosen = graph.indices(tasks, "plan task")
     failed = [i for i in range(graph.n) if i not in chosen]
     return DrillSetup(workload=workload, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
@@ -234,7 +144,7 @@ def cluster_config(config: DrillConfig, state_dir: Path):
                          standby_workers=config.standby_workers, worker_timeout_s=config.worker_timeout_s,
                          primary_port=p.primary_port, primary_ui=p.primary_ui, standby_port=p.standby_port,
                          standby_ui=p.standby_ui, worker_port_base=p.worker_port_base, worker_ui_base=p.worker_ui_base,
-                         start_timeout_s=config.timeout_s)
+                         start_timeout_s=config.timeout_s, network=config.network, subnet=config.subnet)
 
 
 def wait_for_ports(config: DrillConfig, timeout_s: float = 180.0) -> None:
@@ -244,6 +154,8 @@ def wait_for_ports(config: DrillConfig, timeout_s: float = 180.0) -> None:
     from spark_jobs.cluster.standalone import check_ports_free
     from spark_jobs.runtime.waiting import wait_while
 
+    if config.network == "namespaces":  # every daemon on a new host of its own: nothing lingers there
+        return
     def in_use() -> bool:
         try:
             check_ports_free(cluster_config(config, config.work_dir / "spark"))
@@ -283,7 +195,7 @@ class _Drill:
         self.t_fail: float | None = None
         self.failure_end_ms: int | None = None
         self.killed: list[str] = []
-        self.killed_ports: set[int] = set()
+        self.killed_ports: set[tuple[str, int]] = set()
         self.detection_s: float | None = None
         self.t_capacity: float | None = None
         self.backlog_ms: int | None = None
@@ -362,6 +274,8 @@ class _Drill:
                 "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
                 "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
         argv += ["--plan", self.plan_file] if role == "replica" else []
+        for item in self.state.driver_confs():  # on a namespace network the executors call the driver back there
+            argv += ["--conf", item]
         for item in [*event_log_conf(self.config.work_dir.resolve() / "events" / role)]:  # what the replica costs
             argv += ["--conf", item]
         for item in self.config.params:
@@ -385,19 +299,21 @@ class _Drill:
         self.say(f"steady: primary watermark {watermark_of(self.dirs['primary'])}")
 
     def _inject(self) -> None:
-        from spark_jobs.cluster.standalone import kill_domain
+        from spark_jobs.cluster.standalone import kill_domain, partition_domain
 
         end_ms = max((int(r["window_end"]) for _, rows in window_files(self.dirs["primary"]) for r in rows), default=0)
         self.t_fail = time.time()
-        victims = kill_domain(self.dirs["spark"], self.config.fail_domain)
+        fault = partition_domain if self.config.fault == "partition" else kill_domain
+        victims = fault(self.dirs["spark"], self.config.fail_domain)
         self.killed = [v.name for v in victims]
-        self.killed_ports = {v.port for v in victims}
+        self.killed_ports = {(v.host, v.port) for v in victims}
         if self.config.kill_driver:
             self._kill_primary_driver()
             self.killed.append("primary driver")
             self.recovery = "driver restarted from its checkpoint"
         self.failure_end_ms = max(end_ms, watermark_of(self.dirs["primary"]) or 0)
-        self.say(f"killed {', '.join(self.killed)}; primary had delivered windows ending <= {self.failure_end_ms}")
+        done = "cut off" if self.config.fault == "partition" else "killed"
+        self.say(f"{done} {', '.join(self.killed)}; primary had delivered windows ending <= {self.failure_end_ms}")
 
     def _kill_primary_driver(self) -> None:
         kill_group(self.procs["primary"])
@@ -427,10 +343,10 @@ class _Drill:
         if self.detection_s is not None:
             return
         try:
-            workers = master_json(self.setup.ports.primary_ui)["workers"]
+            workers = master_json(self.state.master_ui("primary"))["workers"]
         except ClusterError:
             return
-        dead = {w["port"] for w in workers if w["state"] == "DEAD"}
+        dead = {(w["host"], w["port"]) for w in workers if w["state"] == "DEAD"}
         if self.killed_ports <= dead:
             self.detection_s = time.time() - self.t_fail
             self.say(f"the master declared {self.config.fail_domain} dead after {self.detection_s:.1f} s")
@@ -515,7 +431,8 @@ class _Drill:
             predicted_internal_completeness=self.setup.predicted_internal_completeness,
             failure_window_starts_ms=[w[0] for w in sorted(per_window)], lost_window_starts_ms=comparison.lost_windows,
             duplicated_window_starts_ms=comparison.duplicated_windows, windows_expected=comparison.expected_windows,
-            fail_domain=self.config.fail_domain, killed=self.killed, kill_driver=self.config.kill_driver,
+            fail_domain=self.config.fail_domain, fault=self.config.fault, network=self.config.network,
+            subnet=self.state.hosts().subnet if self.state.hosts() else None, killed=self.killed, kill_driver=self.config.kill_driver,
             recovery=self.recovery, primary_driver_restarts=self.driver_restarts, detection_s=self.detection_s,
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
             params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,

@@ -53,8 +53,13 @@ class Failure(BaseModel):
     apps: list[str]
     units: list[str]
     workers: list[str] = Field(default_factory=list)
-    survivor_workers: list[str] = Field(default_factory=list, description="master worker ids alive after the failure: "
-                                        "recovery counts the others as new capacity")
+    survivor_workers: list[str] = Field(default_factory=list, description="master worker ids alive after the failure")
+    failed_workers: list[str] = Field(default_factory=list, description="master worker ids of the failed workers (a "
+                                      "cut-off or killed worker stays ALIVE to the master until its worker timeout)")
+
+    def known_workers(self) -> list[str]:
+        """The workers that existed at the failure: recovery counts only the others as new capacity."""
+        return [*self.survivor_workers, *self.failed_workers]
 
 
 class Deployment(BaseModel):

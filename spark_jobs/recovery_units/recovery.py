@@ -251,7 +251,7 @@ def start_stage(root: Path, schedule: StagedSchedule, k: int, prefix: str = "rec
     todo = {name: units for name, units in apps.items() if name not in existing}
     if wait_capacity and todo:
         progress(f"stage {k} ({stage.event}): waiting for capacity for {len(todo)} application(s)")
-        wait_for_capacity(root, arrivals_by(schedule, k), len(todo), failure.survivor_workers, timeout_s, progress)
+        wait_for_capacity(root, arrivals_by(schedule, k), len(todo), failure.known_workers(), timeout_s, progress)
     run.capacity_ready_s = round(time.time() - failure.time, 2)
     for name, units in todo.items():
         progress(f"stage {k}: starting {name} with {', '.join(units)}")

@@ -248,12 +248,24 @@ def _spawn_app(dep: Deployment, name: str, units: list[str], stage: int | None) 
     env = driver_env(spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
                                 "PYTHONUNBUFFERED": "1"}))
     env.pop("SPARK_NO_DAEMONIZE", None)
+    gateway = _gateway(dep)
+    if gateway:  # on a namespace network the executors call the driver back at this machine's bridge address
+        env["SPARK_LOCAL_IP"] = gateway
     cmd = [sys.executable, "-m", "spark_jobs.recovery_units.app", "--dir", dep.root, "--app", name,
            "--units", ",".join(units), "--ui-port", str(ui_port)]
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True, cwd=dep.root)
     return AppRecord(name=name, units=units, pid=proc.pid, log=str(log), started_at=now(), ui_port=ui_port, stage=stage)
+
+
+def _gateway(dep: Deployment) -> str | None:
+    """This machine's address on the deployment cluster's namespace network (None on loopback)."""
+    from spark_jobs.cluster.standalone import ClusterState
+
+    state = ClusterState.load(Path(dep.cluster_state)) if dep.cluster_state else None
+    net = state.hosts() if state else None
+    return net.gateway if net else None
 
 
 def start_units(root: Path, units: list[str], app: str, wait: bool = True, timeout_s: float = 300.0,
@@ -316,7 +328,7 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
 
 
 def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: list[str] | None = None,
-              survivors: list[str] | None = None) -> Failure:
+              survivors: list[str] | None = None, failed: list[str] | None = None) -> Failure:
     """A node failure of ``apps``: SIGKILL each driver's process group; recorded as a failure."""
     dep = load(root)
     unknown = [a for a in apps if a not in dep.apps]
@@ -328,7 +340,8 @@ def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: l
         pid_alive(dep.apps[a].pid)
     units = [u for a in apps for u in dep.apps[a].units if dep.apps[a].stopped_at is None]
     failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.units.check(units, "failed units"),
-                      workers=workers or [], survivor_workers=survivors if survivors is not None else _alive_worker_ids(dep))
+                      workers=workers or [], survivor_workers=survivors if survivors is not None else _alive_worker_ids(dep),
+                      failed_workers=failed or [])
     with locked(root) as dep:
         for a in apps:
             dep.apps[a].killed = True
@@ -351,34 +364,41 @@ def current_failure(root: Path) -> Failure | None:
     return kill_apps(root, dead)
 
 
-def kill_domain(root: Path, domain: str) -> Failure:
+def kill_domain(root: Path, domain: str, fault: str = "host-down") -> Failure:
     """A correlated failure of a failure domain: its workers (with their executors) and the drivers of the
-    applications whose executors ran there."""
+    applications whose executors ran there. ``fault="partition"`` (a namespace network) cuts the domain's
+    hosts off instead, and stops those applications' drivers: the drivers run on this machine and would
+    survive the cut, but their units restart elsewhere, so the cut-off applications are fenced (stopped)
+    to keep every unit running exactly once, as a cluster manager fences a node it lost."""
     from spark_jobs.cluster.standalone import kill_domain as kill_workers
+    from spark_jobs.cluster.standalone import partition_domain
 
     dep = load(root)
     if not dep.cluster_state:
         raise InputError("kill --domain: this deployment runs without a cluster state (use --app)")
+    if fault not in ("host-down", "partition"):
+        raise InputError(f"--fault: host-down or partition, got {fault!r}")
     on_domain = [a for a, d in app_domains(root).items() if d == domain]
-    victims = kill_workers(Path(dep.cluster_state), domain)
-    killed_ports = {v.port for v in victims}
-    survivors = [w for w in _alive_worker_ids(dep, with_ports=True) if w[1] not in killed_ports]
-    return kill_apps(root, on_domain, domain=domain, workers=[v.name for v in victims], survivors=[w[0] for w in survivors])
+    victims = (partition_domain if fault == "partition" else kill_workers)(Path(dep.cluster_state), domain)
+    killed = {(v.host, v.port) for v in victims}
+    listed = _alive_worker_ids(dep, with_ports=True)  # the failed ones too, until the master's worker timeout
+    return kill_apps(root, on_domain, domain=domain, workers=[v.name for v in victims],
+                     survivors=[w for w, at in listed if at not in killed], failed=[w for w, at in listed if at in killed])
 
 
 def _alive_worker_ids(dep: Deployment, with_ports: bool = False) -> list:
-    """Ids (and ports) of the workers the primary master lists ALIVE (empty without a cluster state). Killed
-    workers stay ALIVE until the master's worker timeout, so callers filter them by port."""
+    """Ids (and addresses) of the workers the primary master lists ALIVE (empty without a cluster state).
+    Killed workers stay ALIVE until the master's worker timeout, so callers filter them by (host, port)."""
     from spark_jobs.cluster.standalone import ClusterError, master_json, require_state
 
     if not dep.cluster_state:
         return []
     try:
-        workers = master_json(require_state(Path(dep.cluster_state)).master("primary").ui_port)["workers"]
+        workers = master_json(require_state(Path(dep.cluster_state)).master_ui("primary"))["workers"]
     except ClusterError:
         return []
     alive = [w for w in workers if w["state"] == "ALIVE"]
-    return [(w["id"], w["port"]) for w in alive] if with_ports else [w["id"] for w in alive]
+    return [(w["id"], (w["host"], w["port"])) for w in alive] if with_ports else [w["id"] for w in alive]
 
 
 def app_domains(root: Path) -> dict[str, str | None]:

@@ -452,7 +452,8 @@ class _ScenarioRun:
 def _serving_drill(config: BenchRedundancyConfig, progress: Progress) -> dict:
     """A drill with the serving view on (topk, half of the tasks replicated)."""
     from spark_jobs.drills.bench import DEFAULT_PARAMS as DRILL_PARAMS
-    from spark_jobs.drills.local import DrillConfig, run_drill, wait_for_ports
+    from spark_jobs.drills.documents import DrillConfig
+    from spark_jobs.drills.local import run_drill, wait_for_ports
     from spark_jobs.pipeline.loading import load_workload
 
     params = DRILL_PARAMS["topk"]

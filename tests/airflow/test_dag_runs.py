@@ -21,7 +21,7 @@ from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
-BASE = test_port(22000)  # the test cluster's ports (a developer's stack uses 7077/8090)
+BASE = test_port(14400)  # the test cluster's ports (a developer's stack uses 7077/8090)
 EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
 JOB = "alerts"

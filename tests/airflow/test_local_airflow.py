@@ -15,7 +15,7 @@ from ftops_provider.local_airflow import LocalAirflow
 from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
-PORT = test_port(28080)  # not 8080: a developer's own Airflow may be running
+PORT = test_port(16820)  # not 8080: a developer's own Airflow may be running
 
 
 def _get(url: str, token: str | None = None) -> tuple[int, str]:

@@ -27,8 +27,8 @@ from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_steady
 
-BASE = test_port(23700)  # Spark ports of this test only
-AIRFLOW_PORT = test_port(28090)  # test_local_airflow uses 28080
+BASE = test_port(14800)  # Spark ports of this test only
+AIRFLOW_PORT = test_port(16810)  # test_local_airflow uses 16820
 DAG_ID = "ftops_incremental_recovery"
 
 

@@ -142,7 +142,7 @@ T0_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
 
 def _report(accuracies: list[float], lost: int = 0, **extra) -> dict:
-    """A drill report as spark_jobs.drills.local.DrillReport dumps it (the fields the store reads, and others)."""
+    """A drill report as spark_jobs.drills.documents.DrillReport dumps it (the fields the store reads, and others)."""
     return {"workload": "topk", "plan_tasks": ["O1[0]"], "predicted_output_fidelity": 0.5595,
             "tentative_accuracy": sum(accuracies) / len(accuracies) if accuracies else None,
             "tentative_accuracy_per_window": accuracies,

@@ -11,7 +11,7 @@ With ``--control DIR`` the application goes through three phases the tests drive
 it first runs one batch query and nothing else (an application that is not streaming) until
 ``DIR/start`` exists; then it starts the streaming query, whose first micro-batch waits in the
 static side's UDF until ``DIR/open`` exists (a query with no completed micro-batch); then it runs.
-Every phase is announced on stdout. Run: ``python plain_streaming_job.py --port 26400 [--control DIR]``.
+Every phase is announced on stdout. Run: ``python plain_streaming_job.py --port 16850 [--control DIR]``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ import pytest
 
 from spark_jobs.accuracy.replay import complete_windows, replay_estimates
 from spark_jobs.accuracy.replay_input import seeded_sample
-from spark_jobs.drills.local import DrillConfig, run_drill
+from spark_jobs.drills.documents import DrillConfig
+from spark_jobs.drills.local import run_drill
 from spark_jobs.pipeline.accuracy import TopKOverlap
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.sample_input import read_records
@@ -21,7 +22,7 @@ from tests.conftest import test_port
 # The drill tests' small topk: O1 x2 -> O2 -> O3, 2-second windows, 50 records/s; top-10 of 40 pages.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 HALF = ["O1[0]", "O2[0]", "O3[0]"]  # one of the two server groups: 3 of 4 tasks, one of two MC-trees
-BASE_DRILL = test_port(11000)  # a block of its own: a drill uses base .. base + 299
+BASE_DRILL = test_port(12000)  # a block of its own: a drill uses base .. base + 299
 
 
 @pytest.fixture(scope="module")

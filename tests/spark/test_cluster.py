@@ -14,8 +14,8 @@ from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import test_port
 
 # Ports away from the defaults, so a developer's own cluster does not collide with the tests.
-PORTS = dict(primary_port=test_port(17077), primary_ui=test_port(18090), standby_port=test_port(17078),
-             standby_ui=test_port(18091), worker_port_base=test_port(17100), worker_ui_base=test_port(18100))
+PORTS = dict(primary_port=test_port(11077), primary_ui=test_port(11090), standby_port=test_port(11078),
+             standby_ui=test_port(11091), worker_port_base=test_port(11100), worker_ui_base=test_port(11200))
 
 
 def _domains(state_dir):
@@ -50,7 +50,7 @@ def test_up_status_correlated_failure_replacement_and_down(tmp_path, cli):
         assert res.code == 0, res.err
         assert ("rack-c", "ALIVE") in _domains(state_dir)
         status = cli("cluster", "status", "--json", "--state-dir", state_dir).json()
-        assert status["pools"]["primary"]["master"] == f"spark://127.0.0.1:{test_port(17077)}"
+        assert status["pools"]["primary"]["master"] == f"spark://127.0.0.1:{test_port(11077)}"
     finally:
         pids = [p.pid for p in ClusterState.load(state_dir).processes]
         stopped = cluster_down(state_dir)

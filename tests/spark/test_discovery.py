@@ -1,8 +1,8 @@
 """``ftops profile topology`` and ``ftops job register --spark-ui`` on a real streaming job written without ftops.
 
 One application for the module (tests/spark/plain_streaming_job.py, ``local[2]``, its UI on a free port of
-26400-26499): the fixture drives it through its three phases and asks discovery in each, so the bad
-inputs are real states of a real application: not streaming yet, streaming with no completed
+16850-16949, moved like every test port): the fixture drives it through its three phases and asks
+discovery in each, so the bad inputs are real states of a real application: not streaming yet, streaming with no completed
 micro-batch, then running (rate source -> broadcast stream-static join -> windowed count, a shuffle).
 The application's process group is stopped whatever happens.
 """
@@ -30,11 +30,11 @@ from spark_jobs.discovery.rediscovery import rediscover_job
 from spark_jobs.discovery.rest_client import ApplicationApi, SparkRestApi, select_application
 from spark_jobs.runtime.processes import stop_group
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import ROOT, CliResult, run_cli
+from tests.conftest import ROOT, CliResult, run_cli, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 JOB = ROOT / "tests" / "spark" / "plain_streaming_job.py"
-PORTS = range(26400, 26500)
+PORTS = range(test_port(16850), test_port(16950))
 UI_TIMEOUT = ("--timeout-s", "30")  # the UI of a driver on a loaded 2-core machine can take seconds to answer
 BAD_INPUT_S = 10.0  # "within a few seconds": a discovery that must fail fails within this
 

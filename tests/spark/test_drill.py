@@ -10,15 +10,16 @@ import json
 import socket
 from pathlib import Path
 
-from spark_jobs.drills.local import DrillConfig, DrillReport, run_drill
+from spark_jobs.drills.documents import DrillConfig, DrillReport
+from spark_jobs.drills.local import run_drill
 from spark_jobs.pipeline.loading import load_workload
-from tests.conftest import assert_plot, test_port
+from tests.conftest import assert_plot, namespaces_of, test_network, test_port
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
 # Ports of these tests only, 400 apart because a drill uses base..base+299 (the drill's default base
 # is 7000); every Spark test owns a disjoint block below the kernel's ephemeral range (32768+).
-BASE_FULL, BASE_EMPTY, BASE_BAD = test_port(20000), test_port(20400), test_port(20800)
+BASE_FULL, BASE_EMPTY, BASE_BAD = test_port(12400), test_port(12800), test_port(13200)
 
 
 def _processes_mentioning(text: str) -> list[str]:
@@ -41,8 +42,13 @@ def _drill(tmp_path: Path, base: int, **kw) -> DrillConfig:
 
 
 def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers(tmp_path):
+    """As root, across hosts (issue 14): every Spark daemon on a network namespace of its own, the drivers on
+    this machine, and the failure a network partition of the primary's rack (its processes keep running,
+    cut off); elsewhere on loopback with the rack killed."""
+    network = test_network()
+    fault = "partition" if network == "namespaces" else "host-down"
     n_tasks = len(load_workload("topk", PARAMS).task_ids())
-    report = run_drill(_drill(tmp_path, BASE_FULL, budget=n_tasks))
+    report = run_drill(_drill(tmp_path, BASE_FULL, budget=n_tasks, network=network, fault=fault))
 
     assert report.plan_tasks == sorted(load_workload("topk", PARAMS).task_ids())
     assert report.predicted_output_fidelity == 1.0
@@ -54,14 +60,19 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
     # Caught up only after the replacement worker joined (the primary was really down).
     assert report.time_to_caught_up_s > report.capacity_alive_s >= 5
     assert report.recovery == "rescheduled onto the replacement worker" and report.primary_driver_restarts == 0
-    assert report.killed == [f"worker-primary-rack-a-{BASE_FULL + 100}"]
+    assert (report.fault, report.network) == (fault, network) and report.detection_s is not None  # declared DEAD
+    [victim] = report.killed
+    assert victim.startswith("worker-primary-rack-a-") and victim.endswith(f"-{BASE_FULL + 100}")
     assert report.output_equals_reference and report.lost_windows == 0 and report.duplicated_windows == 0
     assert report.windows_expected > len(report.tentative_accuracy_per_window)
     # The jobs really ran on the standalone pools, and nothing the drill started is left running.
     run_doc = json.loads((tmp_path / "drill" / "primary" / "_run.json").read_text())
     replica_doc = json.loads((tmp_path / "drill" / "replica" / "_run.json").read_text())
-    assert (run_doc["master"], replica_doc["master"]) == (f"spark://127.0.0.1:{BASE_FULL + 77}", f"spark://127.0.0.1:{BASE_FULL + 78}")
+    host = "127.0.0.1" if network == "loopback" else f"198.18.{report.subnet}.2"  # the masters' host
+    assert (run_doc["master"], replica_doc["master"]) == (f"spark://{host}:{BASE_FULL + 77}", f"spark://{host}:{BASE_FULL + 78}")
     assert _processes_mentioning(str(tmp_path)) == []
+    if network == "namespaces":
+        assert namespaces_of(report.subnet) == []  # the hosts, their links and the bridge are gone
 
 
 def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_its_checkpoint(tmp_path):

@@ -126,7 +126,7 @@ def _pauses(report) -> list[tuple[float, float]]:
 
 
 def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculated(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, [], test_port(26100))
+    out, report, records = _run_with_pauses(tmp_path, [], test_port(15600))
 
     assert report.applied == {"slowdown": len(PAUSES_AT_S)} and report.skipped == 0
     (executor, paused), = report.paused_s.items()
@@ -144,7 +144,7 @@ def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculate
 
 
 def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_tasks(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(26500))
+    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(16000))
 
     assert report.applied == {"slowdown": len(PAUSES_AT_S)}
     props = _spark_properties(tmp_path / "events")
@@ -170,7 +170,7 @@ def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_resta
     out, one_pause = tmp_path / "out", parse_fault_profile({"name": "pause", "operators": {"executor": {
         "instances": [0], "slowdown": {"at_s": [1.0], "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
     try:
-        state = _cluster(tmp_path, test_port(26900))
+        state = _cluster(tmp_path, test_port(16400))
         proc, log = launch_run(run_args(_argv(tmp_path, out, state.master_url("primary"),
                                               ["--redundancy-level", "0", "--live-redundancy"])))
         try:

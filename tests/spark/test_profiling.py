@@ -32,7 +32,7 @@ from tests.conftest import test_port
 
 # Small: 50 records/s, 2-second windows, 4 tasks.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
-UI_BASE = test_port(21800)  # ports of these tests only
+UI_BASE = test_port(14000)  # ports of these tests only
 
 
 def _processes_mentioning(text: str) -> list[str]:

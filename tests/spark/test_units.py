@@ -29,18 +29,23 @@ from spark_jobs.recovery_units.runtime import (
 )
 from spark_jobs.recovery_units.tables import read_committed
 from spark_jobs.recovery_units.verification import closed_until, verify
-from tests.conftest import ROOT, assert_plot, test_port
+from tests.conftest import ROOT, assert_plot, namespaces_of, test_network, test_port
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_drained, wait_steady
 
-BASE = test_port(21200)  # ports of this test only
+BASE = test_port(13600)  # ports of this test only
 
 
 @pytest.fixture
 def cluster(tmp_path):
+    """The units' cluster: as root, each daemon on a host of its own (a namespace network), else loopback."""
+    from spark_jobs.cluster.standalone import require_state
+
     state = tmp_path / "spark"
-    start_cluster(state, BASE)
+    start_cluster(state, BASE, test_network())
+    net = require_state(state).hosts()
     yield state
     stop_everything(tmp_path / "units", state)
+    assert net is None or namespaces_of(net.subnet) == []  # the hosts, their links and the bridge are gone
 
 
 def _assert_exact(root: Path) -> None:
@@ -54,10 +59,14 @@ def _assert_exact(root: Path) -> None:
 
 
 def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exact_output(tmp_path, cluster):
+    """On a namespace network (as root) rack-a is cut off the network rather than killed (issue 14): its
+    worker and executors keep running unreachable, application A is fenced, and the recovery restarts its
+    units on the replacement hosts exactly once."""
     root = deploy_pinned(tmp_path, cluster, BASE)
     wait_steady(root)
 
-    failure = kill_domain(root, "rack-a")
+    fault = "partition" if test_network() == "namespaces" else "host-down"
+    failure = kill_domain(root, "rack-a", fault)
     assert failure.units == ["O1[0]", "O2[0]"] and failure.apps == ["A"] and len(failure.workers) == 1
 
     # One node per unit (cost 0.8 of a node): two stages. Incidents (priority 2) before speed (priority 1);

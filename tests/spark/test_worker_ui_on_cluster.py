@@ -12,8 +12,8 @@ from spark_jobs.cluster.worker_hosts import loopback_host
 from spark_jobs.cluster.worker_ui import executors_by_worker, reported_worker_uis
 from tests.conftest import test_port
 
-PORTS = dict(primary_port=test_port(17277), primary_ui=test_port(18290), standby_port=test_port(17278),
-             standby_ui=test_port(18291), worker_port_base=test_port(17300), worker_ui_base=test_port(18300))
+PORTS = dict(primary_port=test_port(11477), primary_ui=test_port(11490), standby_port=test_port(11478),
+             standby_ui=test_port(11491), worker_port_base=test_port(11500), worker_ui_base=test_port(11600))
 
 
 def test_worker_ui_address_comes_from_the_masters_json(tmp_path):
@@ -21,13 +21,13 @@ def test_worker_ui_address_comes_from_the_masters_json(tmp_path):
     state = cluster_up(ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 1),), standby_workers=0,
                                      worker_timeout_s=5, **PORTS))
     try:
-        other = add_worker(state_dir, "rack-b", host=loopback_host(1), port_base=test_port(17310),
-                           ui_base=test_port(18310))
+        other = add_worker(state_dir, "rack-b", host=loopback_host(1), port_base=test_port(11510),
+                           ui_base=test_port(11610))
         master_ui = state.master_ui("primary")
         reported = reported_worker_uis(master_state(master_ui))
-        assert reported[other.port] == f"http://127.0.0.2:{other.ui_port}"
+        assert reported[(other.host, other.port)] == f"http://127.0.0.2:{other.ui_port}"
         first = state.workers("primary")[0]
-        assert reported[first.port] == f"http://127.0.0.1:{first.ui_port}"
+        assert reported[(first.host, first.port)] == f"http://127.0.0.1:{first.ui_port}"
         workers = require_state(state_dir).workers("primary")
         answered = {w.domain: executors for w, executors in executors_by_worker(master_ui, workers)}
         assert answered == {"rack-a": [], "rack-b": []}  # both workers' own JSON answered, no executors yet

@@ -176,7 +176,7 @@ class StageCapacitySensor(_DeferredWait):
         if not apps:
             raise _skip(f"stage {self.stage} starts nothing")
         ui = _master_ui(root, self.spark_master_conn_id)
-        return arrivals_by(schedule, self.stage), len(todo), last_failure(root).survivor_workers, ui
+        return arrivals_by(schedule, self.stage), len(todo), last_failure(root).known_workers(), ui
 
     def execute(self, context: Any) -> dict[str, Any] | None:
         """Pass at once when the capacity is there already (no deferral round trip: a task that defers and is

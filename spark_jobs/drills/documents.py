@@ -1,0 +1,124 @@
+"""A chaos drill's documents: what to drill (:class:`DrillConfig`), the ports it takes (:class:`DrillPorts`)
+and what it measured (:class:`DrillReport`, the CLI contract of ``ftops drill run --json``).
+
+The drill itself is :mod:`spark_jobs.drills.local`; the benchmarks (``bench drills``, ``bench partitions``,
+``bench redundancy``) build these configurations and read these reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ft_core.replication.predicted_accuracy import AccuracyEstimate
+from spark_jobs.drills.replica_cost import ReplicaCost
+
+class DrillConfig(BaseModel):
+    """What to drill and how (ports: see :class:`DrillPorts`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pipeline: str = Field(description="the pipeline: a sample's name, module:attribute or a .py file")
+    work_dir: Path
+    params: list[str] = Field(default_factory=list, description="pipeline parameters key=value")
+    plan: Path | None = Field(default=None, description="a replication plan (ftops plan replication --json)")
+    budget: int | None = Field(default=None, ge=0, description="without --plan: plan R replicas with `algorithm`")
+    algorithm: Literal["exact", "structure-aware", "greedy"] = "structure-aware"
+    fail_domain: str = "rack-a"
+    fault: Literal["host-down", "partition"] = Field(default="host-down", description="host-down kills the domain; "
+                                                     "partition cuts it off the network (namespaces only)")
+    network: Literal["loopback", "namespaces"] = Field(default="loopback", description="namespaces: a host per daemon "
+                                                       "on a private bridge (root)")
+    subnet: int | None = Field(default=None, ge=1, le=250, description="namespaces: 198.18.<subnet>.0/24 (default: free one)")
+    primary_workers: int = Field(default=2, ge=1, description="workers (one core each) in the failure domain")
+    standby_workers: int = Field(default=1, ge=1)
+    replacement_domain: str = "rack-c"
+    kill_driver: bool = False
+    new_capacity_after_s: float = Field(default=30.0, ge=0)
+    trigger_s: float = Field(default=1.0, gt=0)
+    speedup: float = Field(default=1.0, gt=0, description="event seconds generated per wall second")
+    steady_windows: int = Field(default=1, ge=1, description="windows the primary must have delivered before the failure")
+    steady_lag_s: float = Field(default=8.0, gt=0, description="steady: watermarks within this many wall seconds "
+                                "(plus three recent batch durations) of the input's")
+    worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
+    port_base: int = Field(default=7000, ge=1024, le=65000)
+    timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
+    serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
+                        "and replica sinks and report what its consumers saw")
+    predict_accuracy: bool = Field(default=True, description="estimate the plan's tentative accuracy before the failure")
+    objective: Literal["output-fidelity", "accuracy"] = Field(default="output-fidelity", description="with --budget")
+    accuracy_sample_s: float = Field(default=240.0, gt=0, description="event seconds the accuracy replay reads")
+
+
+class DrillPorts(BaseModel):
+    """Every port a drill uses, as offsets from one base (so parallel drills can coexist)."""
+
+    primary_port: int
+    standby_port: int
+    primary_ui: int
+    standby_ui: int
+    worker_port_base: int
+    worker_ui_base: int
+    replacement_port_base: int
+    replacement_ui_base: int
+    primary_driver_ui: int
+    replica_driver_ui: int
+
+    @classmethod
+    def from_base(cls, base: int) -> DrillPorts:
+        return cls(primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90, standby_ui=base + 91,
+                   worker_port_base=base + 100, worker_ui_base=base + 200, replacement_port_base=base + 150,
+                   replacement_ui_base=base + 250, primary_driver_ui=base + 40, replica_driver_ui=base + 41)
+
+
+class DrillReport(BaseModel):
+    """The result of one drill (the first eleven fields are the CLI contract of issues 4 and 15)."""
+
+    workload: str = Field(description="the pipeline's name")
+    plan_tasks: list[str]
+    predicted_output_fidelity: float
+    predicted_accuracy: float | None = Field(default=None, description="the replay's mean (None: not estimated)")
+    tentative_accuracy: float | None = Field(description="mean over the failure windows (None: no failure window)")
+    tentative_accuracy_per_window: list[float]
+    time_to_first_tentative_s: float | None
+    time_to_caught_up_s: float | None
+    lost_windows: int
+    duplicated_windows: int
+    output_equals_reference: bool
+    predicted_internal_completeness: float
+    failure_window_starts_ms: list[int]
+    lost_window_starts_ms: list[int]
+    duplicated_window_starts_ms: list[int]
+    windows_expected: int
+    fail_domain: str
+    fault: str = "host-down"
+    network: str = "loopback"
+    subnet: int | None = Field(default=None, description="namespaces: the network's 198.18.<subnet>.0/24")
+    killed: list[str]
+    kill_driver: bool
+    recovery: str
+    primary_driver_restarts: int
+    detection_s: float | None
+    new_capacity_after_s: float
+    capacity_alive_s: float | None
+    params: dict
+    budget: int | None
+    algorithm: str | None
+    replica_cost: ReplicaCost | None = Field(default=None, description="the replica's executor CPU per input record "
+                                              "against the primary's, before the failure (event logs)")
+    work_dir: str
+    elapsed_s: float
+    serve: bool = False
+    serve_windows_per_s: float | None = Field(default=None, description="failure windows the view first served per "
+                                              "second, from the kill to the primary's catch-up")
+    serve_expected_windows_per_s: float | None = Field(default=None, description="the input's window rate (speedup / slide)")
+    serve_gap_windows: int | None = Field(default=None, description="failure windows missing from the view while the "
+                                          "primary was down (not served before the primary delivered them)")
+    serve_gap_window_starts_ms: list[int] = Field(default_factory=list)
+    serve_max_staleness_s: float | None = None
+    serve_tentative_windows: int | None = None
+    serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
+    predicted_accuracy_estimate: AccuracyEstimate | None = Field(default=None, description="spread, windows, sample")
+    objective: str = "output-fidelity"
