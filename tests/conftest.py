@@ -79,6 +79,8 @@ SLOWEST_FIRST = [
     "tests/spark/test_drill.py",
     "tests/spark/test_accuracy_estimator.py",
     "tests/spark/test_profiling.py",
+    "tests/spark/test_executor_faults.py",
+    "tests/spark/test_multi_host.py",
 ]
 
 

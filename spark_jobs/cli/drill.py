@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
@@ -304,12 +304,6 @@ def _bench_partitions(args: argparse.Namespace) -> int:
                               started=started, load_at_start=load)
     config.work_dir.mkdir(parents=True, exist_ok=True)
     (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = render(result, out=args.out)
-    args.out.write_text(report)
-    if args.json:
-        print_json({"out": str(args.out), "report": report})
-    else:
-        print(report)
-    progress.close(f"wrote {args.out} (raw reports: {config.work_dir / 'reports.json'})")
+    emit_report(render(result, out=args.out), str(args.out), args.json)  # the plot goes beside the report
+    progress.close(f"raw reports: {config.work_dir / 'reports.json'}")
     return 0

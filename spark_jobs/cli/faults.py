@@ -8,6 +8,9 @@ Registered through the ``ftops.commands`` entry point (``faults-spark = "spark_j
 - ``faults inject PROFILE (--output DIR | --app-id ID) --duration S --seed N [--state-dir DIR] [--json]``:
   apply a fault profile to a running application (executor pauses, executor crashes, domain
   failures); exit 2 when the application has no executor on this host.
+- ``faults domain-down --output DIR --domain D (--domains MAP | --hosts H,...)`` and ``faults domain-up
+  --output DIR``: a failure domain lost on any cluster, injected by the job's own driver
+  (:mod:`spark_jobs.runtime.executor_faults`).
 - ``transparency serve --primary DIR [--replica DIR] --out DIR [--predicted-of X] [--once]``: the serving view
   (``ftops serve``, its old name, still works for one release).
 - ``bench redundancy [...]``: the benchmark; writes ``docs/benchmarks/redundancy.md``.
@@ -23,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
@@ -34,7 +37,9 @@ from ft_core.redundancy.controller import ControllerParams
 
 
 def register(sub, groups) -> None:
-    _register_inject(group_commands(sub, "faults"))
+    faults = group_commands(sub, "faults")
+    _register_inject(faults)
+    _register_domain(faults)
     _register_serve(sub)
     if "bench" in groups:
         _register_bench(groups["bench"])
@@ -99,6 +104,68 @@ def _register_bench(bench) -> None:
     b.set_defaults(func=_bench)
 
 
+def _register_domain(fsub) -> None:
+    down = fsub.add_parser(
+        "domain-down", help="a failure domain lost, as a running job sees it, on any cluster: the job kills its own "
+                            "executors on the domain's hosts and keeps them off until `domain-up`",
+        description="Engine-native domain fault (no local pids, any cluster manager): the driver of the run writing "
+                    "to --output kills its executors on the domain's hosts (SparkContext.killExecutors) and keeps "
+                    "them off those hosts. The hosts come from --domains (the failure-domain map of `ftops job register "
+                    '--domains`: {"10.0.0.5": "rack-a", ...}, host -> domain) or --hosts.')
+    down.add_argument("--output", type=Path, required=True, help="the run's output folder (a stream ftops started)")
+    down.add_argument("--domain", required=True, help="the failure domain to lose")
+    hosts = down.add_mutually_exclusive_group(required=True)
+    hosts.add_argument("--domains", type=Path, help="failure-domain map (.json, .yaml): worker host -> domain")
+    hosts.add_argument("--hosts", type=comma_list(str, allow_empty=False), help="the domain's hosts, comma-separated "
+                       "(as the executors report them)")
+    up = fsub.add_parser("domain-up", help="end `domain-down`: the job asks for the executors it killed back",
+                         description="End the run's domain fault: its driver requests as many executors as it "
+                                     "killed back (SparkContext.requestTotalExecutors); the cluster manager places them.")
+    up.add_argument("--output", type=Path, required=True, help="the run's output folder")
+    for p in (down, up):
+        p.add_argument("--timeout-s", type=flag(PositiveSeconds), default=60.0,
+                       help="seconds to wait for the driver to apply it (default 60)")
+        p.add_argument("--json", action="store_true", help="print what the driver did as JSON")
+    down.set_defaults(func=_domain_down)
+    up.set_defaults(func=_domain_up)
+
+
+def _domain_down(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.executor_faults import hosts_of, load_domain_map, request_domain_down
+
+    if args.domains is not None:
+        hosts = hosts_of(load_domain_map(args.domains), args.domain)
+    else:
+        hosts = args.hosts
+    _require_run(args.output)
+    return _applied(args, request_domain_down(args.output, args.domain, hosts))
+
+
+def _domain_up(args: argparse.Namespace) -> int:
+    from spark_jobs.runtime.executor_faults import request_domain_up
+
+    _require_run(args.output)
+    return _applied(args, request_domain_up(args.output))
+
+
+def _require_run(output: Path) -> None:
+    if not (output / "_run.json").exists():
+        raise InputError(f"--output: {str(output)!r} is not the output folder of a run ftops started (no _run.json)")
+
+
+def _applied(args: argparse.Namespace, request_id: str) -> int:
+    from spark_jobs.runtime.executor_faults import wait_applied
+
+    record = wait_applied(args.output, request_id, args.timeout_s)
+    if args.json:
+        print_json(record)
+    else:
+        what = "killed" if record["action"] == "down" else "asked back for"
+        print(f"{record['domain']}: the driver {what} {len(record['executors'])} executor(s) "
+              f"{', '.join(record['executors']) or '-'}")
+    return 0
+
+
 def _inject(args: argparse.Namespace) -> int:
     from ft_core.redundancy.fault_profile import fault_schedule, load_fault_profile
     from spark_jobs.fault_injection import app_of_run, find_executors, inject
@@ -155,14 +222,8 @@ def _bench(args: argparse.Namespace) -> int:
     progress = Progress("bench redundancy")
     result = rb.run_bench(config, progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
     rb.save(result, work / "result.json")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = render(result, args.out)  # the plots go beside the report
-    args.out.write_text(report)
-    if args.json:
-        print_json({"out": str(args.out), "report": report})
-    else:
-        print(report)
-    progress.close(f"wrote {args.out} (raw result: {work / 'result.json'})")
+    emit_report(render(result, args.out), str(args.out), args.json)  # the plots go beside the report
+    progress.close(f"raw result: {work / 'result.json'}")
     return 0
 
 

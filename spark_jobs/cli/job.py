@@ -107,14 +107,9 @@ def _ui_of(master: str, given: str | None) -> str:
 
 
 def _domains(path: Path | None) -> dict[str, str] | None:
-    if path is None:
-        return None
-    from ft_core.topology.document import load_document
+    from spark_jobs.runtime.executor_faults import load_domain_map
 
-    doc = load_document(path, "--domains")
-    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
-        raise InputError("--domains: expected a mapping of worker host (or worker id) to failure domain name")
-    return doc
+    return None if path is None else load_domain_map(path)
 
 
 def build_registration(args: argparse.Namespace):

@@ -150,6 +150,10 @@ class ApplicationApi:
         """Every attempt of a stage (status, numTasks, ...), without task details."""
         return self.api.get(f"{self.app.path}/stages/{stage_id}?details=false")
 
+    def executors(self) -> list[dict]:
+        """The application's active executors and its driver (id, hostPort, isActive, totalCores, ...)."""
+        return self.api.get(f"{self.app.path}/executors")
+
     def tasks(self, stage_id: int, attempt_id: int, count: int) -> list[dict]:
         """The task list of a stage attempt (index, host, executor, status, metrics)."""
         return self.api.get(f"{self.app.path}/stages/{stage_id}/{attempt_id}/taskList?offset=0&length={max(count, 1)}")

@@ -7,7 +7,10 @@ and each step is an Airflow task, the waits deferred to the triggerer in between
 1. :func:`preflight`: the primary and the current replica run on their masters, the failure domain has
    live workers, the plan is known; nothing is touched when a check fails;
 2. :func:`inject`: what the primary had delivered, then SIGKILL of every worker of the domain with its
-   executors (and optionally the primary driver); recorded with the wall time;
+   executors (and optionally the primary driver); recorded with the wall time. On a cluster ftops did not
+   start (no cluster state, a failure-domain map instead) the primary's own driver kills its executors on
+   the domain's hosts and keeps them off until replacement capacity comes
+   (:mod:`spark_jobs.runtime.executor_faults`);
 3. (deferred) tentative outputs arrive in the replica's sink; :func:`add_replacement` after the chosen
    delay (a new worker, as a cloud replaces a lost node); (deferred) the primary has executors again, or
    :func:`restart_primary` when its driver was killed; (deferred) the primary has caught up;
@@ -48,6 +51,7 @@ class DrillContext(BaseModel):
     killed: list[str] = []
     t_capacity: float | None = None
     backlog_ms: int | None = None
+    engine_native: bool = False  # a cluster ftops did not start: the job loses its own executors (executor_faults)
 
 
 def master_apps(ui: str) -> list[dict]:
@@ -63,7 +67,7 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     from spark_jobs.cluster.standalone import require_state
 
     if not dep.cluster_state:
-        raise InputError(f"job {job!r}: its deployment has no local cluster state; drills inject failures there")
+        return _engine_native_preflight(dep, job, plan, domain, kill_driver)
     state = require_state(Path(dep.cluster_state))
     domains = sorted({w.domain for w in state.workers("primary") if w.domain})
     if domain != "auto" and domain not in domains:
@@ -95,6 +99,49 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
                         predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
                         predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
                         kill_driver=kill_driver, replica_output=replica)
+
+
+def _engine_native_preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str,
+                             kill_driver: bool) -> DrillContext:
+    """Preflight on a cluster ftops did not start: the domains come from the deployment's failure-domain
+    map, the executors from the drivers' UIs, and the fault will be the job's own (executor_faults)."""
+    from spark_jobs.runtime.executor_faults import executor_domains
+
+    if not dep.domains:
+        raise InputError(f"job {job!r}: its deployment has neither a local cluster state nor a failure-domain map; "
+                         "register it with --domains FILE (worker host -> domain) to drill it")
+    apps = {a["name"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
+    if primary_app_name(job) not in apps:
+        raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
+    domain = _hosting_domain(job, executor_domains(dep.primary_output, dep.domains), domain, set(dep.domains.values()))
+    tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
+    replica = None
+    if plan and tasks:
+        standby = {a["name"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
+        if replica_app_name(job, plan["plan_id"]) not in standby:
+            raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
+        replica = str(dep.replica_output(plan["plan_id"]))
+        if domain in executor_domains(Path(replica), dep.domains):
+            raise InputError(f"blast radius: failure domain {domain!r} holds {job!r}'s replica; a drill must not "
+                             "fail what is meant to cover the failure")
+    return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
+                        predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
+                        predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
+                        kill_driver=kill_driver, replica_output=replica, engine_native=True)
+
+
+def _hosting_domain(job: str, hosting: dict[str, int], domain: str, known: set[str]) -> str:
+    """``domain``, checked to host executors of the primary (``auto``: the one hosting most)."""
+    if domain == "auto":
+        if not hosting:
+            raise ExternalError(f"job {job!r}: its primary has no executor on a host of the failure-domain map")
+        return max(sorted(hosting), key=hosting.get)
+    if domain not in known:
+        raise InputError(f"failure domain {domain!r}: the failure-domain map has {', '.join(sorted(known))}")
+    if domain not in hosting:
+        raise InputError(f"failure domain {domain!r} hosts no executor of {job!r}'s primary (it runs in "
+                         f"{', '.join(sorted(hosting)) or 'no domain'}): nothing would fail; choose one of those or 'auto'")
+    return domain
 
 
 def check_blast_radius(state, domain: str) -> None:
@@ -133,7 +180,10 @@ def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     ctx = ctx.model_copy()
     ctx.failure_end_ms = delivered_until(dep.primary_output)
     ctx.t_fail = time.time()
-    ctx.killed = [p.name for p in kill_domain(Path(dep.cluster_state), ctx.domain)]
+    if ctx.engine_native:
+        ctx.killed = [f"executor {e}" for e in _engine_native_fault(dep, ctx, down=True)["executors"]]
+    else:
+        ctx.killed = [p.name for p in kill_domain(Path(dep.cluster_state), ctx.domain)]
     if ctx.kill_driver:
         submit = dep.primary_output / "_submit.json"
         pgid = json.loads(submit.read_text())["pgid"] if submit.exists() else None
@@ -154,14 +204,31 @@ def input_watermark(dep: JobDeployment) -> int | None:
 
 
 def add_replacement(dep: JobDeployment, ctx: DrillContext, domain: str = "rack-c", timeout_s: float = 120.0) -> DrillContext:
-    """Replacement capacity: a new one-core worker in ``domain``, waited for until the master lists it."""
+    """Replacement capacity: a new one-core worker in ``domain``, waited for until the master lists it
+    (engine-native: the primary asks for its lost executors back, wherever the cluster has room)."""
     from spark_jobs.cluster.standalone import add_worker
 
     ctx = ctx.model_copy()
-    add_worker(Path(dep.cluster_state), domain, "primary", 1, "1g", timeout_s=timeout_s)
+    if ctx.engine_native:
+        _engine_native_fault(dep, ctx, down=False, timeout_s=timeout_s)
+    else:
+        add_worker(Path(dep.cluster_state), domain, "primary", 1, "1g", timeout_s=timeout_s)
     ctx.t_capacity = time.time()
     ctx.backlog_ms = input_watermark(dep)
     return ctx
+
+
+def _engine_native_fault(dep: JobDeployment, ctx: DrillContext, down: bool, timeout_s: float = 60.0) -> dict:
+    """The domain down (or up again) through the primary's own driver; what it did."""
+    from spark_jobs.runtime.executor_faults import hosts_of, request_domain_down, request_domain_up, wait_applied
+
+    output = dep.primary_output
+    if not down and not primary_driver_alive(dep):  # killed with the domain: its resubmission reads the request
+        request_domain_up(output)
+        return {"executors": []}
+    request = request_domain_down(output, ctx.domain, hosts_of(dep.domains, ctx.domain)) if down else \
+        request_domain_up(output)
+    return wait_applied(output, request, timeout_s)
 
 
 def primary_driver_alive(dep: JobDeployment) -> bool:

@@ -137,7 +137,7 @@ def write_descriptor(config: JobConfig, workload: Workload, tasks: frozenset[str
         "checkpoint": str(config.checkpoint) if config.checkpoint else None,
         "metrics": str(config.metrics_path), "query_name": config.name,
         "trigger_s": None if config.available_now else config.trigger_s,
-        "pid": os.getpid(), "app_id": spark.sparkContext.applicationId,
+        "pid": os.getpid(), "app_id": spark.sparkContext.applicationId, "ui": spark.sparkContext.uiWebUrl,
         "master": spark.sparkContext.master, "started_at": time.time(),
     }
     tmp = config.output / "._run.json.tmp"
@@ -173,6 +173,7 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     from spark_jobs.pipeline.frames import build_frame, read_sources
     from spark_jobs.pipeline.metrics import TaskMetricsListener
     from spark_jobs.pipeline.sink import batch_writer
+    from spark_jobs.runtime.executor_faults import ExecutorFaultWatcher
 
     stop_event = stop_event or threading.Event()
     sources = read_sources(workload, spark, config.input, streaming=True,
@@ -188,6 +189,7 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     writer = writer.trigger(availableNow=True) if config.available_now else \
         writer.trigger(processingTime=f"{int(round(config.trigger_s * 1000))} milliseconds")
     query = writer.start()
+    faults = ExecutorFaultWatcher(spark, config.output).start()  # drills on clusters ftops did not start
     deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
     try:
         while query.isActive:
@@ -204,6 +206,7 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
         # The listener's callback may still be delivering the last progress event.
         time.sleep(0.5)
         spark.streams.removeListener(listener)
+        faults.stop()
         if live is not None:
             spark.streams.removeListener(live)
     return {"query": config.name, "last_batch": progress.batchId if progress else None,

@@ -74,6 +74,8 @@ FLAGS = {
                      {"--timeout-s": ("positive", LIMITS.max_duration_s), "--last-batches": ("count1", LIMITS.max_tasks),
                       "--budget": ("count0", LIMITS.max_tasks)}),
     "units problem": (["units", "problem", "--deployment-dir", NOWHERE], {"--cost": ("unit cost", None)}),
+    "faults domain-down": (["faults", "domain-down", "--output", NOWHERE, "--domain", "rack-a", "--hosts", "h"],  # poison: no run
+                           {"--timeout-s": ("positive", LIMITS.max_duration_s)}),
     "stack status": (["stack", "status", "--poison"], {"--airflow-port": ("port", None)}),
     "bench soak": (["bench", "soak", "--poison"], {"--airflow-port": ("port", None), "--drills": ("count1", 1000)}),
 }
@@ -120,6 +122,8 @@ DOCUMENTS = {
                                                "--max-recovery-s", "10", "--duration", "10", "--work-dir", f"{NOWHERE}/v"],
                                     "profiles"),
     "workload topology --rates-from": (lambda p: ["workload", "topology", "topk", "--rates-from", p], "--rates-from"),
+    "faults domain-down --domains": (lambda p: ["faults", "domain-down", "--output", NOWHERE, "--domain", "rack-a",
+                                                "--domains", p], "--domains"),
     "units recover --schedule": (lambda p: ["units", "recover", "--schedule", p, "--deployment-dir", NOWHERE], "--schedule"),
     "bench recovery-runtime --placement": (lambda p: ["bench", "recovery-runtime", "--placement", p, "--pipeline",
                                                       "no.such.module:pipeline"], "--placement"),
