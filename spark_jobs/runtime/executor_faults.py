@@ -110,10 +110,18 @@ def applied(output: Path) -> list[dict]:
 
 
 def wait_applied(output: Path, request_id: str, timeout_s: float) -> dict:
-    """The driver's first record of ``request_id`` (ExternalError when it does not come: no driver runs)."""
-    record = wait_for(lambda: next((a for a in applied(output) if a["id"] == request_id), None),
-                      timeout_s=timeout_s, interval_s=0.5,
-                      what=f"the driver writing to {output} to apply the fault (is the run alive?)")
+    """The driver's first record of ``request_id``. When none comes (no driver runs), the request is
+    withdrawn, so that no later driver applies a fault nobody is waiting for, and ExternalError says so."""
+    try:
+        record = wait_for(lambda: next((a for a in applied(output) if a["id"] == request_id), None),
+                          timeout_s=timeout_s, interval_s=0.5,
+                          what=f"the driver writing to {output} to apply the fault (is the run alive?); "
+                               "the request was withdrawn")
+    except ExternalError:
+        current = read_request(output)
+        if current is not None and current.id == request_id:
+            (Path(output) / REQUEST_FILE).unlink(missing_ok=True)
+        raise
     if record["action"] == "error":
         raise ExternalError(f"the driver writing to {output} could not apply the fault: {record['error']}")
     return record

@@ -56,6 +56,15 @@ def test_a_request_is_written_once_per_id_and_up_needs_a_domain_down(tmp_path):
     assert request_domain_up(tmp_path) != first and applied(tmp_path) == []
 
 
+def test_a_request_no_driver_applies_is_withdrawn(tmp_path):
+    """No run writes to the folder: the command fails, and no driver started later finds the fault."""
+    (tmp_path / "_run.json").write_text("{}")
+    res = run_cli("faults", "domain-down", "--output", tmp_path, "--domain", "rack-b", "--hosts", "127.0.0.2",
+                  "--timeout-s", "2")
+    assert res.code == 2 and "the request was withdrawn" in res.err
+    assert not (tmp_path / "_faults" / "request.json").exists()
+
+
 def _hosts(ui: str) -> list[str]:
     app = httpx.get(f"{ui}/api/v1/applications", timeout=10).json()[0]["id"]
     executors = httpx.get(f"{ui}/api/v1/applications/{app}/executors", timeout=10).json()
