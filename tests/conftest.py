@@ -44,18 +44,29 @@ def test_port(port: int) -> int:
 test_port.__test__ = False  # a helper, not a test
 
 
-def test_network() -> str:
-    """The network of the multi-host tests' Spark clusters (issue 14): ``namespaces`` (a host per daemon,
-    faults that cut links: spark_jobs.cluster.netns) when the tests run as root with iproute2, else
-    ``loopback``; ``FTOPS_TEST_NETWORK=loopback|namespaces`` chooses."""
+def namespaces_missing() -> str | None:
+    """What this machine lacks for network namespaces (None: nothing, they can be made)."""
     import shutil
 
+    if os.geteuid() != 0:
+        return "root (network namespaces are created as root)"
+    if shutil.which("ip") is None:
+        return "the `ip` command (iproute2)"
+    return None
+
+
+def test_network() -> str:
+    """The network of the multi-host tests' Spark clusters (issue 14): ``namespaces`` (a host per daemon,
+    faults that cut links: spark_jobs.cluster.netns) when the tests run as root with iproute2 (CI does),
+    else ``loopback``; ``FTOPS_TEST_NETWORK=loopback|namespaces`` chooses, and asking for namespaces where
+    they cannot be made is an error, not a quiet fallback."""
     chosen = os.environ.get("FTOPS_TEST_NETWORK")
-    if chosen:
-        if chosen not in ("loopback", "namespaces"):
-            raise ValueError(f"FTOPS_TEST_NETWORK={chosen!r}: loopback or namespaces")
-        return chosen
-    return "namespaces" if os.geteuid() == 0 and shutil.which("ip") else "loopback"
+    if chosen not in (None, "", "loopback", "namespaces"):
+        raise ValueError(f"FTOPS_TEST_NETWORK={chosen!r}: loopback or namespaces")
+    missing = namespaces_missing()
+    if chosen == "namespaces" and missing:
+        raise ValueError(f"FTOPS_TEST_NETWORK=namespaces: this machine lacks {missing}")
+    return chosen or ("loopback" if missing else "namespaces")
 
 
 test_network.__test__ = False

@@ -285,13 +285,13 @@ def _add_partitions_bench(bench_group) -> None:
 
 def _bench_partitions(args: argparse.Namespace) -> int:
     from spark_jobs.cluster.netns import check_can_create
-    from spark_jobs.drills.partitions_bench import (DEFAULT_PARAMS, PartitionsConfig, PartitionsResult, command_line,
-                                                    render, run_partitions)
+    from spark_jobs.drills.bench import DEFAULT_PARAMS, command_line
+    from spark_jobs.drills.partitions_bench import PartitionsConfig, PartitionsResult, render, run_partitions
     from spark_jobs.pipeline.loading import load_workload
 
     check_can_create()
     ref = pipeline_ref(args) if (args.pipeline or args.workload) else "topk"
-    params = args.param or (DEFAULT_PARAMS if ref == "topk" else [])
+    params = args.param or DEFAULT_PARAMS.get(ref, [])
     load_workload(ref, params)  # an unknown pipeline or parameter is refused before anything starts
     config = _validated(PartitionsConfig, pipeline=ref, params=params, drills=args.drills, ratio=args.ratio,
                         new_capacity_after_s=args.new_capacity_after, work_dir=_work_dir(args, "ftops-bench-partitions-"),

@@ -148,9 +148,14 @@ def _domain_up(args: argparse.Namespace) -> int:
     return _applied(args, request_domain_up(args.output))
 
 
-def _require_run(output: Path) -> None:
-    if not (output / "_run.json").exists():
-        raise InputError(f"--output: {str(output)!r} is not the output folder of a run ftops started (no _run.json)")
+def _require_run(output: Path) -> str:
+    """The application id the run writing to ``output`` recorded; InputError when it is no such run."""
+    from spark_jobs.fault_injection import app_of_run
+
+    app = app_of_run(output)
+    if app is None:
+        raise InputError(f"--output: {str(output)!r} has no _run.json with an application id (a running `ftops workload run`)")
+    return app
 
 
 def _applied(args: argparse.Namespace, request_id: str) -> int:
@@ -168,13 +173,11 @@ def _applied(args: argparse.Namespace, request_id: str) -> int:
 
 def _inject(args: argparse.Namespace) -> int:
     from ft_core.redundancy.fault_profile import fault_schedule, load_fault_profile
-    from spark_jobs.fault_injection import app_of_run, find_executors, inject
+    from spark_jobs.fault_injection import find_executors, inject
 
     profile = load_fault_profile(args.profile)
     fault_schedule(profile, args.duration, args.seed, field="--duration")  # too many faults: refused before any
-    app = args.app_id or app_of_run(args.output)
-    if app is None:
-        raise InputError(f"--output: {str(args.output)!r} has no _run.json with an application id (a running `ftops workload run`)")
+    app = args.app_id or _require_run(args.output)
     if not find_executors(app):
         raise ExternalError(f"application {app} has no executor on this host (is it running, and not in local mode?)")
     stop = threading.Event()

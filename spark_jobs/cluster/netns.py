@@ -33,6 +33,7 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 
 from ft_core.errors import ExternalError, InputError
+from spark_jobs.runtime.processes import signal_group
 
 FIRST_SUBNET, LAST_SUBNET = 1, 250  # 198.18.<n>.0/24; 198.18.0.0/24 is left alone
 
@@ -149,14 +150,17 @@ def pids(host: Host) -> list[int]:
     return [int(p) for p in proc.stdout.split()] if proc.returncode == 0 else []
 
 
-def kill_host(host: Host) -> list[int]:
-    """A host down: SIGKILL everything in its namespace and cut its link (it answers nothing)."""
+def _kill_all(host: Host) -> list[int]:
+    """SIGKILL every process in the host's namespace (one that exits meanwhile is left alone)."""
     killed = pids(host)
     for pid in killed:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass  # exited between the listing and the kill
+        signal_group(pid, signal.SIGKILL)
+    return killed
+
+
+def kill_host(host: Host) -> list[int]:
+    """A host down: SIGKILL everything in its namespace and cut its link (it answers nothing)."""
+    killed = _kill_all(host)
     cut(host)
     return killed
 
@@ -164,11 +168,7 @@ def kill_host(host: Host) -> list[int]:
 def teardown(net: HostNetwork) -> None:
     """Kill what still runs in the hosts, delete their links and namespaces and the bridge (idempotent)."""
     for host in net.hosts:
-        for pid in pids(host):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_all(host)
         _ip("link", "del", host.link, check=False)  # deleting one end of a veth pair deletes both
         _ip("netns", "del", host.netns, check=False)
     _ip("link", "del", net.bridge, check=False)

@@ -98,13 +98,16 @@ class ClusterState:
     def hosts(self) -> netns.HostNetwork | None:
         return netns.HostNetwork.from_dict(self.network) if self.network else None
 
-    def driver_confs(self) -> list[str]:
-        """Spark confs of a driver this machine runs against the cluster: on a namespace network the
-        executors call it back at the gateway address, not at loopback."""
+    def driver_host(self) -> str | None:
+        """Where executors call back a driver this machine runs: on a namespace network this machine's
+        bridge address (the gateway), not loopback; None on loopback (the default applies)."""
         net = self.hosts()
-        if net is None:
-            return []
-        return [f"spark.driver.host={net.gateway}", f"spark.driver.bindAddress={net.gateway}"]
+        return net.gateway if net else None
+
+    def driver_confs(self) -> list[str]:
+        """Spark confs of a driver this machine runs against the cluster (:meth:`driver_host`)."""
+        host = self.driver_host()
+        return [f"spark.driver.host={host}", f"spark.driver.bindAddress={host}"] if host else []
 
     def workers(self, pool: str | None = None, domain: str | None = None) -> list[Process]:
         return [p for p in self.processes if p.role == "worker" and (pool is None or p.pool == pool)
@@ -314,11 +317,12 @@ def kill_domain(state_dir: Path, domain: str) -> list[Process]:
     namespace network its hosts go down whole (every process killed, links cut: they answer nothing)."""
     state = require_state(state_dir)
     victims = _domain_workers(state, domain)
-    for p in victims:
-        signal_group(p.pid, signal.SIGKILL)
     net = state.hosts()
-    for p in victims if net else []:
-        netns.kill_host(_host_of(net, p))
+    for p in victims:
+        if net:
+            netns.kill_host(_host_of(net, p))  # the worker, its executors and anything else on that host
+        else:
+            signal_group(p.pid, signal.SIGKILL)
     return victims
 
 
@@ -326,9 +330,7 @@ def partition_domain(state_dir: Path, domain: str) -> list[Process]:
     """A network partition of ``domain`` (namespace networks only): its hosts' links are cut while their
     workers and executors keep running; :func:`heal_domain` restores them."""
     state = require_state(state_dir)
-    net = state.hosts()
-    if net is None:
-        raise InputError("a network partition needs a cluster on a namespace network (`--network namespaces`)")
+    net = _namespace_network(state, "a network partition")
     victims = _domain_workers(state, domain)
     for p in victims:
         netns.cut(_host_of(net, p))
@@ -338,11 +340,18 @@ def partition_domain(state_dir: Path, domain: str) -> list[Process]:
 def heal_domain(state_dir: Path, domain: str) -> list[Process]:
     """Restore the links of ``domain``'s hosts after :func:`partition_domain`."""
     state = require_state(state_dir)
-    net = state.hosts()
-    victims = [p for p in state.workers(domain=domain) if p.netns] if net else []
-    for p in victims:
+    net = _namespace_network(state, "healing a partition")
+    healed = state.workers(domain=domain)
+    for p in healed:
         netns.restore(_host_of(net, p))
-    return victims
+    return healed
+
+
+def _namespace_network(state: ClusterState, what: str) -> netns.HostNetwork:
+    net = state.hosts()
+    if net is None:
+        raise InputError(f"{what} needs a cluster on a namespace network (`--network namespaces`)")
+    return net
 
 
 def _domain_workers(state: ClusterState, domain: str) -> list[Process]:

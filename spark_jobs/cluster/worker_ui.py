@@ -26,9 +26,9 @@ def reported_worker_uis(master_doc: dict[str, Any] | None) -> dict[tuple[str, in
             if w.get("state") == "ALIVE" and w.get("webuiaddress")}
 
 
-def worker_ui_url(worker, reported: dict[int, str]) -> str:
+def worker_ui_url(worker, reported: dict[tuple[str, int], str]) -> str:
     """The web UI of ``worker`` (a :class:`~spark_jobs.cluster.standalone.Process` of a cluster ftops
-    started): what the master reports, else the loopback port recorded when ftops started it."""
+    started): what the master reports, else the address and UI port recorded when ftops started it."""
     return reported.get((worker.host, worker.port)) or f"http://{worker.host}:{worker.ui_port}"
 
 

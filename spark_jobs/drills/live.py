@@ -24,7 +24,6 @@ Times are seconds from the kill, taken from file modification times and the jobs
 from __future__ import annotations
 
 import json
-import os
 import signal
 import time
 from pathlib import Path
@@ -63,81 +62,62 @@ def master_apps(ui: str) -> list[dict]:
 
 def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill_driver: bool) -> DrillContext:
     """Check that the drill can run and say what it predicts; raises InputError/ExternalError otherwise.
-    ``domain`` ``auto`` picks the failure domain hosting most of the primary's executors."""
+    ``domain`` ``auto`` picks the failure domain hosting most of the primary's executors. A job on a cluster
+    ftops started is failed there (its cluster state); a job on any other cluster needs a failure-domain map
+    and is failed by its own driver (:mod:`spark_jobs.runtime.executor_faults`)."""
     from spark_jobs.cluster.standalone import require_state
+    from spark_jobs.runtime.executor_faults import domains_of_run
 
-    if not dep.cluster_state:
-        return _engine_native_preflight(dep, job, plan, domain, kill_driver)
-    state = require_state(Path(dep.cluster_state))
-    domains = sorted({w.domain for w in state.workers("primary") if w.domain})
-    if domain != "auto" and domain not in domains:
-        raise InputError(f"failure domain {domain!r}: the primary pool has {', '.join(domains) or 'no domains'}")
-    apps = {a["name"]: a["id"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
-    if primary_app_name(job) not in apps:
-        raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
-    hosting = executor_domains(state, apps[primary_app_name(job)], master_ui=dep.primary_ui)
-    if domain == "auto":
-        if not hosting:
-            raise ExternalError(f"job {job!r}: its primary has no executor on a live worker right now")
-        domain = max(sorted(hosting), key=hosting.get)
-    elif domain not in hosting:
-        raise InputError(f"failure domain {domain!r} hosts no executor of {job!r}'s primary (it runs in "
-                         f"{', '.join(sorted(hosting)) or 'no domain'}): nothing would fail; choose one of those or 'auto'")
-    tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
-    replica = None
-    if plan and tasks:
-        standby = {a["name"]: a["id"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
-        if replica_app_name(job, plan["plan_id"]) not in standby:
-            raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
-        replica = str(dep.replica_output(plan["plan_id"]))
-        if domain in executor_domains(state, standby[replica_app_name(job, plan["plan_id"])], pool="standby",
-                                      master_ui=dep.standby_ui):
-            raise InputError(f"blast radius: failure domain {domain!r} holds {job!r}'s replica; a drill must not "
-                             "fail what is meant to cover the failure")
-    check_blast_radius(state, domain)
-    return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
-                        predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
-                        predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
-                        kill_driver=kill_driver, replica_output=replica)
+    state = require_state(Path(dep.cluster_state)) if dep.cluster_state else None
 
+    def hosting(pool: str, app: str, output: Path) -> dict[str, int]:
+        """Failure domain -> executors of the pool's application (the workers' own JSON, or its driver's UI)."""
+        if state is None:
+            return domains_of_run(output, dep.domains)
+        return executor_domains(state, app, pool, dep.primary_ui if pool == "primary" else dep.standby_ui)
 
-def _engine_native_preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str,
-                             kill_driver: bool) -> DrillContext:
-    """Preflight on a cluster ftops did not start: the domains come from the deployment's failure-domain
-    map, the executors from the drivers' UIs, and the fault will be the job's own (executor_faults)."""
-    from spark_jobs.runtime.executor_faults import executor_domains
-
-    if not dep.domains:
+    if state is not None:
+        known, where = {w.domain for w in state.workers("primary") if w.domain}, "the primary pool"
+    elif dep.domains:
+        known, where = set(dep.domains.values()), "the failure-domain map"
+    else:
         raise InputError(f"job {job!r}: its deployment has neither a local cluster state nor a failure-domain map; "
                          "register it with --domains FILE (worker host -> domain) to drill it")
-    apps = {a["name"] for a in master_apps(dep.primary_ui) if a.get("state") == "RUNNING"}
-    if primary_app_name(job) not in apps:
-        raise ExternalError(f"job {job!r}: its primary ({primary_app_name(job)}) is not running on {dep.primary_master}")
-    domain = _hosting_domain(job, executor_domains(dep.primary_output, dep.domains), domain, set(dep.domains.values()))
+    if domain != "auto" and domain not in known:
+        raise InputError(f"failure domain {domain!r}: {where} has {', '.join(sorted(known)) or 'no domains'}")
+    primary = _running_app(dep.primary_ui, primary_app_name(job), f"job {job!r}: its primary", dep.primary_master)
+    domain = _hosting_domain(job, hosting("primary", primary, dep.primary_output), domain)
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     replica = None
     if plan and tasks:
-        standby = {a["name"] for a in master_apps(dep.standby_ui) if a.get("state") == "RUNNING"}
-        if replica_app_name(job, plan["plan_id"]) not in standby:
-            raise ExternalError(f"job {job!r}: the replica of plan #{plan['plan_id']} is not running on {dep.standby_master}")
+        app = _running_app(dep.standby_ui, replica_app_name(job, plan["plan_id"]),
+                           f"job {job!r}: the replica of plan #{plan['plan_id']}", dep.standby_master)
         replica = str(dep.replica_output(plan["plan_id"]))
-        if domain in executor_domains(Path(replica), dep.domains):
+        if domain in hosting("standby", app, Path(replica)):
             raise InputError(f"blast radius: failure domain {domain!r} holds {job!r}'s replica; a drill must not "
                              "fail what is meant to cover the failure")
+    if state is not None:
+        check_blast_radius(state, domain)
     return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
                         predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
                         predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
-                        kill_driver=kill_driver, replica_output=replica, engine_native=True)
+                        kill_driver=kill_driver, replica_output=replica, engine_native=state is None)
 
 
-def _hosting_domain(job: str, hosting: dict[str, int], domain: str, known: set[str]) -> str:
+def _running_app(master_ui: str, name: str, what: str, master: str) -> str:
+    """The id of the running application ``name`` on a master; ExternalError naming ``what`` otherwise."""
+    apps = {a["name"]: a["id"] for a in master_apps(master_ui) if a.get("state") == "RUNNING"}
+    if name not in apps:
+        raise ExternalError(f"{what} ({name}) is not running on {master}")
+    return apps[name]
+
+
+def _hosting_domain(job: str, hosting: dict[str, int], domain: str) -> str:
     """``domain``, checked to host executors of the primary (``auto``: the one hosting most)."""
     if domain == "auto":
         if not hosting:
-            raise ExternalError(f"job {job!r}: its primary has no executor on a host of the failure-domain map")
+            raise ExternalError(f"job {job!r}: its primary has no executor in a failure domain right now")
         return max(sorted(hosting), key=hosting.get)
-    if domain not in known:
-        raise InputError(f"failure domain {domain!r}: the failure-domain map has {', '.join(sorted(known))}")
     if domain not in hosting:
         raise InputError(f"failure domain {domain!r} hosts no executor of {job!r}'s primary (it runs in "
                          f"{', '.join(sorted(hosting)) or 'no domain'}): nothing would fail; choose one of those or 'auto'")
@@ -176,6 +156,7 @@ def delivered_until(output: Path) -> int:
 def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     """The correlated failure: SIGKILL the domain's workers (with their executors) and, if asked, the driver."""
     from spark_jobs.cluster.standalone import kill_domain
+    from spark_jobs.runtime.processes import signal_group
 
     ctx = ctx.model_copy()
     ctx.failure_end_ms = delivered_until(dep.primary_output)
@@ -188,10 +169,7 @@ def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
         submit = dep.primary_output / "_submit.json"
         pgid = json.loads(submit.read_text())["pgid"] if submit.exists() else None
         if pgid:
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            signal_group(pgid, signal.SIGKILL)
             ctx.killed.append("primary driver")
     return ctx
 

@@ -432,7 +432,7 @@ class _Drill:
             failure_window_starts_ms=[w[0] for w in sorted(per_window)], lost_window_starts_ms=comparison.lost_windows,
             duplicated_window_starts_ms=comparison.duplicated_windows, windows_expected=comparison.expected_windows,
             fail_domain=self.config.fail_domain, fault=self.config.fault, network=self.config.network,
-            subnet=self.state.hosts().subnet if self.state.hosts() else None, killed=self.killed, kill_driver=self.config.kill_driver,
+            subnet=self.state.network["subnet"] if self.state.network else None, killed=self.killed, kill_driver=self.config.kill_driver,
             recovery=self.recovery, primary_driver_restarts=self.driver_restarts, detection_s=self.detection_s,
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
             params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,

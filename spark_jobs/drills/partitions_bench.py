@@ -20,7 +20,6 @@ Plot beside the report: seconds to detection, to the first tentative output and 
 from __future__ import annotations
 
 import os
-import shlex
 import time
 from pathlib import Path
 
@@ -28,18 +27,18 @@ from pydantic import BaseModel, Field
 
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
+from spark_jobs.drills.bench import DEFAULT_PARAMS
 from spark_jobs.drills.documents import DrillConfig, DrillReport
 from spark_jobs.drills.local import run_drill
 from spark_jobs.pipeline.loading import load_workload
 
 FAULTS = ("host-down", "partition")
 RACKS = ("rack-a", "rack-b")
-DEFAULT_PARAMS = ["rate=200", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"]
 
 
 class PartitionsConfig(BaseModel):
     pipeline: str = "topk"
-    params: list[str] = Field(default_factory=lambda: list(DEFAULT_PARAMS))
+    params: list[str] = Field(default_factory=lambda: list(DEFAULT_PARAMS["topk"]))
     drills: int = Field(default=10, ge=1)
     ratio: float = Field(default=0.5, gt=0, le=1, description="replicated share of the tasks (structure-aware plan)")
     new_capacity_after_s: float = Field(default=30.0, ge=0)
@@ -155,7 +154,3 @@ def times_plot(rows: list[PartitionRow], out: Path) -> Path:
         "first tentative": [r.report.time_to_first_tentative_s if r.report else None for r in rows],
         "caught up": [r.report.time_to_caught_up_s if r.report else None for r in rows]})
     return save_next_to(fig, out, "times")
-
-
-def command_line(argv: list[str]) -> str:
-    return "ftops " + " ".join(shlex.quote(a) for a in argv)

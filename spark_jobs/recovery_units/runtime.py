@@ -260,12 +260,11 @@ def _spawn_app(dep: Deployment, name: str, units: list[str], stage: int | None) 
 
 
 def _gateway(dep: Deployment) -> str | None:
-    """This machine's address on the deployment cluster's namespace network (None on loopback)."""
+    """Where executors call this machine's drivers back (:meth:`ClusterState.driver_host`; None on loopback)."""
     from spark_jobs.cluster.standalone import ClusterState
 
     state = ClusterState.load(Path(dep.cluster_state)) if dep.cluster_state else None
-    net = state.hosts() if state else None
-    return net.gateway if net else None
+    return state.driver_host() if state else None
 
 
 def start_units(root: Path, units: list[str], app: str, wait: bool = True, timeout_s: float = 300.0,

@@ -137,7 +137,7 @@ def active_executors(ui: str, app_id: str | None = None) -> list[dict]:
             if e["id"] != "driver" and e.get("isActive", True)]
 
 
-def executor_domains(output: Path, domains: dict[str, str]) -> dict[str, int]:
+def domains_of_run(output: Path, domains: dict[str, str]) -> dict[str, int]:
     """Failure domain -> executors of the run writing to ``output`` on its hosts (from the driver's UI,
     which the run names in ``_run.json``); executors on hosts the map lacks are not counted."""
     run = json.loads((Path(output) / "_run.json").read_text())

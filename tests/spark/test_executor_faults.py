@@ -58,7 +58,7 @@ def test_a_request_is_written_once_per_id_and_up_needs_a_domain_down(tmp_path):
 
 def test_a_request_no_driver_applies_is_withdrawn(tmp_path):
     """No run writes to the folder: the command fails, and no driver started later finds the fault."""
-    (tmp_path / "_run.json").write_text("{}")
+    (tmp_path / "_run.json").write_text(json.dumps({"app_id": "app-20261126000000-0000"}))  # a run that has ended
     res = run_cli("faults", "domain-down", "--output", tmp_path, "--domain", "rack-b", "--hosts", "127.0.0.2",
                   "--timeout-s", "2")
     assert res.code == 2 and "the request was withdrawn" in res.err

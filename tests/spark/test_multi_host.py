@@ -17,10 +17,11 @@ from spark_jobs.cluster.standalone import (ClusterConfig, ClusterError, add_work
                                            kill_domain, master_json, partition_domain)
 from spark_jobs.runtime.processes import pid_alive
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import WORKER_INDEX, namespaces_of, test_network, test_port
+from tests.conftest import WORKER_INDEX, namespaces_missing, namespaces_of, test_network, test_port
 
+# CI runs as root with iproute2, so these run there; elsewhere the skip names what is missing.
 pytestmark = pytest.mark.skipif(test_network() != "namespaces",
-                                reason="network namespaces need root and iproute2 (FTOPS_TEST_NETWORK=namespaces)")
+                                reason=f"network namespaces need {namespaces_missing() or 'FTOPS_TEST_NETWORK=namespaces'}")
 BASE = test_port(15200)
 
 
