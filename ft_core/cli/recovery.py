@@ -12,6 +12,9 @@ from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFra
                                       TaskCount, check_list, comma_list, flag)
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
 from ft_core.recovery.problem import load_problem
+from ft_core.errors import InputError
+from ft_core.recovery.catch_up import CatchUpModel, predict_catch_up
+from ft_core.recovery.catch_up_order import POLICY as CATCH_UP, plan_catch_up
 from ft_core.recovery.staged import DEFAULT_NODE_CAP, POLICIES, plan_stages
 
 _UNITS = ("Costs, budgets and capacities share one unit; we use fractions of a node's CPU "
@@ -44,9 +47,14 @@ def register(sub, groups) -> None:
                     help="sizes of the nodes arriving one by one, comma-separated (1.0 = one node)")
     st.add_argument("--node-cap", type=flag(PositiveFraction), default=DEFAULT_NODE_CAP,
                     help="usable fraction of a node's CPU (default 0.8)")
-    st.add_argument("--policy", choices=POLICIES, default="order-then-pack",
+    st.add_argument("--policy", choices=(*POLICIES, CATCH_UP), default="order-then-pack",
                     help="order-then-pack (default: BestDensity order, packed into every stage), per-stage (BestDensity "
-                         "per stage, whole queries only) or operator-centric (the paper's OC baseline)")
+                         "per stage, whole queries only), operator-centric (the paper's OC baseline) or catch-up (the "
+                         "order with the least predicted time back to normal, catch-up included; needs --catch-up)")
+    st.add_argument("--catch-up", type=Path, metavar="FILE",
+                    help='catch-up model (.json, .yaml): {"rates": {PARTITION: {"input_rate": rows/s, "processing_rate": '
+                         'rows/s on a whole node, "restart_s": s}}, "stage_times": [s after the failure, one per stage], '
+                         '"pending_s": s}; with it every policy predicts each query\'s time back')
     st.add_argument("--failures", type=flag(NodeCount), default=None,
                     help="node failures since the last global checkpoint; below 2 recovery is blocking (default: incremental)")
     st.add_argument("--json", action="store_true", help="print the schedule as JSON")
@@ -81,10 +89,16 @@ def _plan(args: argparse.Namespace) -> int:
 def _stages(args: argparse.Namespace) -> int:
     capacity = check_list(Nodes, args.capacity, "--capacity", max_items="max_nodes", allow_empty=False)
     problem = load_problem(args.problem)
-    schedule = plan_stages(
-        problem, capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity,
-        args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures,
-    )
+    model = _catch_up_model(args)
+    pooled = capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity
+    if args.policy == CATCH_UP:
+        schedule = plan_catch_up(problem, pooled, args.arrivals, model, node_cap=args.node_cap, failures=args.failures)
+    else:
+        schedule = plan_stages(problem, pooled, args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures)
+        if model is not None:
+            predicted = predict_catch_up(problem, schedule, model)
+            schedule = schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
+                                                   "predicted_weighted_mean_s": predicted.weighted_mean_s})
     if args.json:
         print_json(schedule)
         return 0
@@ -94,7 +108,25 @@ def _stages(args: argparse.Namespace) -> int:
     print_table(["stage", "event", "available", "started (node)", "recovered", "rollback"],
                 [[s.stage, s.event, s.available, [f"{p}@{n}" for p, n in s.placement.items()] or "-",
                   s.recovered_queries or "-", "yes" if s.global_rollback else ""] for s in schedule.stages])
+    if schedule.predicted_back_s is not None:
+        print(f"predicted time back to normal (s), catch-up included; priority-weighted mean "
+              f"{schedule.predicted_weighted_mean_s}")
+        print_table(["query", "priority", "back (s)"], [[q, problem.queries[q].priority, "never" if t is None else t]
+                                                         for q, t in schedule.predicted_back_s.items()])
     return 0
+
+
+def _catch_up_model(args: argparse.Namespace) -> CatchUpModel | None:
+    """The --catch-up document through the input gate (required by --policy catch-up)."""
+    from ft_core.input.documents import read_document
+    from ft_core.input.validation import validate
+
+    if args.catch_up is None:
+        if args.policy == CATCH_UP:
+            raise InputError("--catch-up: --policy catch-up needs the catch-up model (rates per failed partition and "
+                             "when each stage's capacity arrives)")
+        return None
+    return validate(CatchUpModel, read_document(args.catch_up, "--catch-up"), "--catch-up")
 
 
 def _bench(args: argparse.Namespace) -> int:

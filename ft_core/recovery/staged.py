@@ -96,6 +96,8 @@ class StagedSchedule(BaseModel):
     unscheduled_partitions: list[str]
     total_priority: float
     elapsed_s: float
+    predicted_back_s: dict[str, float | None] | None = None  # set by the catch-up policy (:mod:`.catch_up_order`)
+    predicted_weighted_mean_s: float | None = None
 
 
 def place(partitions: Sequence[tuple[str, float]], free: dict[str, float]) -> tuple[dict[str, str], list[str]]:
@@ -127,16 +129,21 @@ def plan_stages(
     node_cap: float = DEFAULT_NODE_CAP,
     policy: str = "order-then-pack",
     failures: int | None = None,
+    order: Sequence[str] | None = None,
 ) -> StagedSchedule:
-    """The staged recovery schedule (see the module docstring for units, policies and activation)."""
+    """The staged recovery schedule (see the module docstring for units, policies and activation).
+
+    ``order`` (order-then-pack only) replaces BestDensity's query order: every failed query once."""
     start = time.perf_counter()
     survivors, arrivals, node_cap = _check_inputs(capacity, arrivals, node_cap, policy, failures)
+    _check_order(problem, order, policy)
     blocking = failures is not None and failures < ACTIVATION_THRESHOLD
     events = [("initial", math.fsum(survivors.values()), survivors)]
     events += [(f"node n{i} arrives", c, {f"n{i}": node_cap * c}) for i, c in enumerate(arrivals, 1)]
-    order = None
     if policy == "order-then-pack" and not blocking:
-        order = best_density_order(problem, math.fsum(n for _, _, new in events for n in new.values()))
+        order = list(order) if order is not None else best_density_order(problem, math.fsum(n for _, _, new in events for n in new.values()))
+    else:
+        order = None
     run = _Run(problem, order)
     for k, (event, raw, new_nodes) in enumerate(events):
         run.free.update(new_nodes)
@@ -158,6 +165,15 @@ def _check_inputs(capacity, arrivals, node_cap, policy, failures) -> tuple[dict[
         survivors = {f"s{i}": check_budget(c, f"capacity[{i - 1}]") for i, c in enumerate(capacity, 1)}
     arrivals = [check_budget(c, f"arrivals[{i}]") for i, c in enumerate(arrivals)]
     return survivors, arrivals, float(node_cap)
+
+
+def _check_order(problem: RecoveryProblem, order: Sequence[str] | None, policy: str) -> None:
+    if order is None:
+        return
+    if policy != "order-then-pack":
+        raise InputError(f"order: only the order-then-pack policy takes a query order, not {policy!r}")
+    if sorted(order) != sorted(problem.queries):
+        raise InputError(f"order: must name every failed query once ({', '.join(problem.query_ids())}), got {list(order)}")
 
 
 class _Run:

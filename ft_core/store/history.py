@@ -300,3 +300,15 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecord
             )
             return rows(cur, ("event_id", "kind", "payload", "created_at"))
 
+
+
+def open_history_store(db_dir) -> HistoryStore:
+    """The history store the CLI uses: ``FTOPS_DATABASE_URL``, else the embedded PostgreSQL in ``db_dir``,
+    migrated to the newest schema."""
+    from ft_core.store.connection import connect
+    from ft_core.store.migrations import upgrade
+    from ft_core.store.url import database_url
+
+    conn = connect(database_url(db_dir))
+    upgrade(conn)
+    return HistoryStore(conn)

@@ -237,6 +237,7 @@ def _add_job_drill(dsub) -> None:
 
 
 def _drill_job(args: argparse.Namespace) -> int:
+    from ft_core.store.history import open_history_store
     from spark_jobs.drills.job_drill import JobDrillSettings, run_job_drill
 
     settings = _validated(JobDrillSettings, job=args.name, domain=args.domain, kill_driver=args.kill_driver,
@@ -246,7 +247,7 @@ def _drill_job(args: argparse.Namespace) -> int:
     holder = f"command ftops drill job {args.name} (pid {os.getpid()} on {socket.gethostname()})"
     _interrupt_on_sigterm()
     with Progress("drill job") as progress:
-        report = run_job_drill(lambda: _job_store(args.db_dir), settings, holder, progress=progress)
+        report = run_job_drill(lambda: open_history_store(args.db_dir), settings, holder, progress=progress)
     if args.json:
         print_json(report.model_dump())
     else:
@@ -255,17 +256,6 @@ def _drill_job(args: argparse.Namespace) -> int:
                     [[c.name, c.expected, c.observed or "-", {True: "yes", False: "NO", None: "-"}[c.held]]
                      for c in [*report.hypothesis_before, *report.hypothesis_after]])
     return 0 if report.verdict == "passed" else 1
-
-
-def _job_store(db_dir: Path):
-    from ft_core.store.connection import connect
-    from ft_core.store.history import HistoryStore
-    from ft_core.store.migrations import upgrade
-    from ft_core.store.url import database_url
-
-    conn = connect(database_url(db_dir))
-    upgrade(conn)
-    return HistoryStore(conn)
 
 
 def _add_partitions_bench(bench_group) -> None:

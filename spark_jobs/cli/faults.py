@@ -34,6 +34,7 @@ from ft_core.home import path_flag
 from ft_core.input.quantities import (PortBase, PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
 from ft_core.redundancy.controller import ControllerParams
+from spark_jobs.cli.job_lease import add_lease_arguments, held_lease
 
 
 def register(sub, groups) -> None:
@@ -59,6 +60,7 @@ def _register_inject(fsub) -> None:
     inj.add_argument("--seed", type=flag(Seed), required=True, help="random seed (same seed, same schedule)")
     inj.add_argument("--state-dir", type=path_flag, default="$FTOPS_HOME/spark",
                      help="the cluster's state folder, read by domain faults (default %(default)s, as `ftops cluster`)")
+    add_lease_arguments(inj)
     inj.add_argument("--json", action="store_true", help="print the injection report as JSON")
     inj.set_defaults(func=_inject)
 
@@ -178,14 +180,15 @@ def _inject(args: argparse.Namespace) -> int:
     profile = load_fault_profile(args.profile)
     fault_schedule(profile, args.duration, args.seed, field="--duration")  # too many faults: refused before any
     app = args.app_id or _require_run(args.output)
-    if not find_executors(app):
-        raise ExternalError(f"application {app} has no executor on this host (is it running, and not in local mode?)")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())  # every paused executor is resumed before exiting
-    report = inject(profile, duration_s=args.duration, seed=args.seed, app_id=args.app_id, output=args.output,
-                    state_dir=args.state_dir, stop=stop, log=lambda m: print(f"[inject {time.strftime('%H:%M:%S')}] {m}",
-                                                                                file=sys.stderr, flush=True))
+    with held_lease(args, "drill"):
+        if not find_executors(app):
+            raise ExternalError(f"application {app} has no executor on this host (is it running, and not in local mode?)")
+        report = inject(profile, duration_s=args.duration, seed=args.seed, app_id=args.app_id, output=args.output,
+                        state_dir=args.state_dir, stop=stop, log=lambda m: print(f"[inject {time.strftime('%H:%M:%S')}] {m}",
+                                                                                    file=sys.stderr, flush=True))
     if args.json:
         print_json(report)
         return 0

@@ -87,14 +87,9 @@ def _store_option(parser) -> None:
 
 
 def _store(args):
-    from ft_core.store.connection import connect
-    from ft_core.store.history import HistoryStore
-    from ft_core.store.migrations import upgrade
-    from ft_core.store.url import database_url
+    from ft_core.store.history import open_history_store
 
-    conn = connect(database_url(args.db_dir))
-    upgrade(conn)
-    return HistoryStore(conn)
+    return open_history_store(args.db_dir)
 
 
 def _ui_of(master: str, given: str | None) -> str:

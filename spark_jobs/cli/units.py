@@ -9,7 +9,8 @@ Registered through the ``ftops.commands`` entry point ``units = "spark_jobs.cli.
 - ``units start --units u1,u2 --app NAME``: restart units from their own checkpoints in a new application;
 - ``units stop (--app A | --all)``; ``units kill (--domain D | --app A)``: a correlated failure, recorded;
 - ``units topology`` / ``units problem``: the topology document (units as tasks) and the recovery problem of
-  the last failure, for ``ftops plan stages``;
+  the last failure, for ``ftops plan stages``; ``units rates --arrival-times S,S``: the catch-up model of the
+  last failure (measured rates per failed unit), for ``ftops plan stages --policy catch-up --catch-up FILE``;
 - ``units verify``: committed tables against the failure-free reference (lost / duplicated rows);
 - ``units recover --schedule STAGES.json``: execute a staged schedule, waiting on the Spark master for capacity
   (``ftops recover``, its old name, still works for one release).
@@ -27,6 +28,7 @@ from ft_core.cli.registry import add_old_name, add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
+from spark_jobs.cli.job_lease import add_lease_arguments, held_lease
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
 
 DEFAULT_PIPELINE = "smartcity"
@@ -104,6 +106,14 @@ def register(sub, groups) -> None:
     _json_always(prob)
     prob.set_defaults(func=_problem)
 
+    rates = usub.add_parser("rates", help="the catch-up model of the last failure (input of `ftops plan stages --policy "
+                            "catch-up --catch-up FILE`): each failed unit's measured rates")
+    _dir(rates)
+    rates.add_argument("--arrival-times", required=True, metavar="S,S,...",
+                       help="seconds after the failure at which each replacement node is expected, comma-separated")
+    _json_always(rates)
+    rates.set_defaults(func=_rates)
+
     ver = usub.add_parser("verify", help="committed tables against the failure-free reference")
     _dir(ver)
     ver.add_argument("--json", action="store_true")
@@ -127,6 +137,7 @@ def _recover_arguments(rec) -> None:
     rec.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each capacity wait (default 600)")
     rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")
+    add_lease_arguments(rec)
     rec.add_argument("--json", action="store_true")
 
 
@@ -276,6 +287,19 @@ def _problem(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rates(args: argparse.Namespace) -> int:
+    from ft_core.input.quantities import check_list
+    from spark_jobs.recovery_units.rates import catch_up_model
+    from spark_jobs.recovery_units.recovery import last_failure
+
+    times = check_list(Seconds, args.arrival_times, "--arrival-times", max_items="max_nodes", allow_empty=False)
+    if times != sorted(times):
+        raise InputError(f"--arrival-times: expected times in arrival order, got {args.arrival_times!r}")
+    failure = last_failure(args.deployment_dir)
+    print_json(catch_up_model(args.deployment_dir, failure.time, [0.0, *times], units=failure.units))
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     from spark_jobs.recovery_units.verification import verify
 
@@ -294,8 +318,9 @@ def _recover(args: argparse.Namespace) -> int:
 
     _check_pipeline(args, args.deployment_dir)
     schedule = load_schedule(args.schedule, args.deployment_dir)
-    report = execute_schedule(args.deployment_dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
-                              wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))
+    with held_lease(args, "recovery"):
+        report = execute_schedule(args.deployment_dir, schedule, prefix=args.prefix, timeout_s=args.timeout_s,
+                                  wait_recovered_s=args.wait_recovered_s, progress=Progress("recover"))
     if args.json:
         print_json(report)
     else:

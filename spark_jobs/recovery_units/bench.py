@@ -1,4 +1,5 @@
-"""``ftops bench recovery-runtime``: incremental vs blocking vs operator-centric recovery on real Spark (paper 003, §7.2).
+"""``ftops bench recovery-runtime``: incremental vs blocking vs operator-centric vs catch-up recovery on real Spark
+(paper 003, §7.2; the catch-up policy and its predictions: issue 15).
 
 Problem: paper 003 shows that restarting failed partitions query by query, in priority order as nodes come
 back, brings important queries back sooner than waiting for every node (blocking, Storm's behaviour) or
@@ -19,11 +20,13 @@ The default scenario (one run per strategy, each on a fresh cluster and deployme
   failure and then every ``arrival_interval_s``; every unit costs ``cost_per_unit`` of a node (declared, see
   below) and a node's cap is 80 %, so one node restarts three units;
 - the strategy's schedule (``ft_core.recovery.staged.plan_stages``: order-then-pack, blocking below the
-  activation threshold, or operator-centric) is executed by :func:`.recovery.execute_schedule`, which polls the
+  activation threshold, or operator-centric; or ``ft_core.recovery.catch_up_order.plan_catch_up``: the order
+  with the least predicted time back, from the rates measured before the failure, :mod:`.rates`, and the
+  arrival times the scenario schedules) is executed by :func:`.recovery.execute_schedule`, which polls the
   master for each stage's capacity;
 - per query: seconds from the failure until it is available again (relative latency below 1.2,
   :mod:`.latency`), the priority-weighted mean, and lost / duplicated rows of every table against the
-  failure-free reference.
+  failure-free reference; and, for every strategy, what the catch-up model predicted for its schedule.
 
 Costs are declared (0.25 of a node per unit) rather than measured: on this 2-core machine the measured CPU
 share of a unit is a few percent, so every failed unit would fit on the first node and the three strategies
@@ -54,7 +57,7 @@ from ft_core.input.validation import validate
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 from spark_jobs.runtime.waiting import wait_for
 
-STRATEGIES = ("incremental", "blocking", "operator-centric")
+STRATEGIES = ("incremental", "blocking", "operator-centric", "catch-up")
 
 
 class Scenario(BaseModel):
@@ -126,6 +129,9 @@ class StrategyRun(BaseModel):
     query_recovered_s: dict[str, float | None]
     weighted_mean_recovery_s: float | None
     planned_stage: dict[str, int | None]
+    predicted_s: dict[str, float | None] = Field(default_factory=dict, description="catch-up model, per query")
+    predicted_weighted_s: float | None = None
+    rates: dict[str, dict] = Field(default_factory=dict, description="the measured catch-up rates per failed unit")
     priority: dict[str, float] = Field(default_factory=dict)
     stages: list[dict]
     lost_rows: int
@@ -162,15 +168,24 @@ def _median(values: list[float | None]) -> float | None:
 
 # --- one run --------------------------------------------------------------------------------------
 
-def schedule_for(strategy: str, problem_doc: dict, arrivals: int):
+def schedule_for(strategy: str, problem_doc: dict, arrivals: int, model):
+    """The strategy's schedule, with each query's time back predicted by the catch-up ``model``."""
+    from ft_core.recovery.catch_up import predict_catch_up
+    from ft_core.recovery.catch_up_order import plan_catch_up
     from ft_core.recovery.problem import parse_problem
     from ft_core.recovery.staged import plan_stages
 
     problem = parse_problem(problem_doc)
     capacity, nodes = 0.0, [1.0] * arrivals
+    if strategy == "catch-up":
+        return plan_catch_up(problem, capacity, nodes, model)
     if strategy == "blocking":  # below the activation threshold: wait for every node, then restart all
-        return plan_stages(problem, capacity, nodes, failures=1)
-    return plan_stages(problem, capacity, nodes, policy="order-then-pack" if strategy == "incremental" else "operator-centric")
+        schedule = plan_stages(problem, capacity, nodes, failures=1)
+    else:
+        schedule = plan_stages(problem, capacity, nodes, policy="order-then-pack" if strategy == "incremental" else "operator-centric")
+    predicted = predict_catch_up(problem, schedule, model)
+    return schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
+                                       "predicted_weighted_mean_s": predicted.weighted_mean_s})
 
 
 def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, progress) -> StrategyRun:
@@ -277,6 +292,7 @@ def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float
 
 def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_dir: Path, root: Path, progress) -> StrategyRun:
     from spark_jobs.recovery_units.deployment import load
+    from spark_jobs.recovery_units.rates import catch_up_model
     from spark_jobs.recovery_units.recovery import execute_schedule
     from spark_jobs.recovery_units.runtime import kill_domain
 
@@ -288,7 +304,9 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     arrivals = _arrivals_thread(config, state_dir, failure.time, errors, progress)
     units = load(root).units
     problem = units.problem(failure.units, units.declared_cost(config.cost_per_unit))
-    schedule = schedule_for(strategy, problem, config.arrivals)
+    stage_times = [0.0] + [config.first_arrival_s + i * config.arrival_interval_s for i in range(config.arrivals)]
+    model = catch_up_model(root, failure.time, stage_times, units=failure.units)
+    schedule = schedule_for(strategy, problem, config.arrivals, model)
     report = execute_schedule(root, schedule, prefix=strategy, timeout_s=config.timeout_s,
                               wait_recovered_s=config.timeout_s, progress=lambda m: progress(f"  {m}"))
     arrivals.join(timeout=config.timeout_s)
@@ -297,6 +315,8 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     planned = {q: next((s.stage for s in schedule.stages if q in s.recovered_queries), None) for q in report.query_recovered_s}
     return StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s=report.query_recovered_s,
                        weighted_mean_recovery_s=_weighted(report.query_recovered_s, problem), planned_stage=planned,
+                       predicted_s=schedule.predicted_back_s or {}, predicted_weighted_s=schedule.predicted_weighted_mean_s,
+                       rates={u: r.model_dump() for u, r in model.rates.items()},
                        priority={q: v["priority"] for q, v in problem["queries"].items()},
                        stages=[s.model_dump() for s in report.stages], lost_rows=report.lost_rows,
                        duplicated_rows=report.duplicated_rows)
@@ -341,6 +361,7 @@ def targets(result: RecoveryBenchResult) -> list[str]:
         lines.append(f"- top-priority query {top}: incremental {t_inc} s, blocking {t_blk} s; the first capacity "
                      f"step {'suffices' if first_step else 'does not suffice'} for it, so the target is "
                      f"{'strictly earlier' if first_step else 'no later'}: {'met' if ok else 'NOT met'}")
+    lines += _catch_up_targets(result)
     lost = sum(r.lost_rows for r in result.runs)
     dup = sum(r.duplicated_rows for r in result.runs)
     failed = [r for r in result.runs if r.error]
@@ -348,6 +369,37 @@ def targets(result: RecoveryBenchResult) -> list[str]:
                  f"{'met' if lost == dup == 0 and not failed else 'NOT met'}"
                  + (f"; {len(failed)} runs failed: " + "; ".join(f"{r.strategy}: {r.error}" for r in failed) if failed else ""))
     return lines
+
+
+def prediction_errors(result: RecoveryBenchResult) -> dict[str, dict[str, float | None]]:
+    """Per strategy and query, |predicted - measured| / measured of every run that measured both (median
+    over the repetitions)."""
+    out: dict[str, dict[str, float | None]] = {}
+    for strategy in result.config.strategies:
+        runs = [r for r in result.runs if r.strategy == strategy and r.error is None and r.predicted_s]
+        queries = sorted({q for r in runs for q in r.query_recovered_s})
+        errors = {q: [abs(r.predicted_s[q] - r.query_recovered_s[q]) / r.query_recovered_s[q] for r in runs
+                      if r.predicted_s.get(q) is not None and r.query_recovered_s.get(q)] for q in queries}
+        out[strategy] = {q: round(statistics.median(e), 3) if e else None for q, e in errors.items()}
+    return out
+
+
+def _catch_up_targets(result: RecoveryBenchResult) -> list[str]:
+    """Issue 15's targets: the catch-up policy has the best priority-weighted mean, and its predicted per-query
+    times are within 25 % of the measured ones."""
+    summary = result.summary()["strategies"]
+    if "catch-up" not in summary or not summary["catch-up"]["runs"]:
+        return []
+    means = {name: s["weighted_mean_recovery_s"] for name, s in summary.items() if s["runs"]}
+    mine = means["catch-up"]
+    best = mine is not None and all(v is None or mine <= v for v in means.values())
+    errors = [e for e in prediction_errors(result)["catch-up"].values()]
+    within = bool(errors) and all(e is not None and e <= 0.25 for e in errors)
+    worst = max((e for e in errors if e is not None), default=None)
+    return [f"- catch-up's priority-weighted mean {mine} s against " + ", ".join(
+                f"{name} {v} s" for name, v in means.items() if name != "catch-up") + f": {'best, met' if best else 'NOT the best'}",
+            f"- catch-up's predicted time back within 25 % of the measured one for every query: worst error "
+            f"{'-' if worst is None else f'{worst:.0%}'}: {'met' if within else 'NOT met'}"]
 
 
 def _top_query(run: StrategyRun) -> str | None:
@@ -380,6 +432,7 @@ def render(result: RecoveryBenchResult, out: Path | None = None) -> str:
     for name, s in summary["strategies"].items():
         cells = [str(s["query_recovered_s"].get(q, "-")) for q in queries]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['weighted_mean_recovery_s']} |")
+    lines += _predicted_table(result, queries)
     if out is not None and queries:
         from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
 
@@ -389,6 +442,33 @@ def render(result: RecoveryBenchResult, out: Path | None = None) -> str:
         for r in result.runs if r.repetition == 1 and r.error is None), "", "## Targets", "", *targets(result), "",
         f"Pipeline parameters: `{' '.join(sc.params)}`; trigger {c.trigger_s} s.", ""]
     return "\n".join(lines)
+
+
+def _predicted_table(result: RecoveryBenchResult, queries: list[str]) -> list[str]:
+    """Predicted (catch-up model, from the rates measured before the failure) against measured seconds per
+    query, first repetition, and the median relative error over the repetitions."""
+    first = [r for r in result.runs if r.repetition == 1 and r.error is None and r.predicted_s]
+    if not first:
+        return []
+    errors = prediction_errors(result)
+    lines = ["", "Predicted by the catch-up model (`ft_core.recovery.catch_up`, rates measured before the failure: "
+             "`spark_jobs/recovery_units/rates.py`) against measured, seconds (repetition 1), and the median relative "
+             "error over the repetitions:", "",
+             "| strategy | " + " | ".join(queries) + " | weighted mean |", "|---|" + "---|" * (len(queries) + 1)]
+    for r in first:
+        cells = [f"{_num(r.predicted_s.get(q))} / {_num(r.query_recovered_s.get(q))} ({_pct(errors[r.strategy].get(q))})"
+                 for q in queries]
+        lines.append(f"| {r.strategy} | " + " | ".join(cells) + f" | {_num(r.predicted_weighted_s)} / "
+                     f"{_num(r.weighted_mean_recovery_s)} |")
+    return lines
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def recovery_plot(result: RecoveryBenchResult, out: Path) -> Path:
@@ -415,10 +495,10 @@ def recovery_plot(result: RecoveryBenchResult, out: Path) -> Path:
 
 
 def register_bench(bench_group) -> None:
-    b = bench_group.add_parser("recovery-runtime", help="incremental vs blocking vs operator-centric recovery on Spark (paper 003)")
-    b.add_argument("--quick", action="store_true", help="one run per strategy, nodes 20 s apart (about 15 minutes)")
+    b = bench_group.add_parser("recovery-runtime", help="incremental vs blocking vs operator-centric vs catch-up recovery on Spark (paper 003)")
+    b.add_argument("--quick", action="store_true", help="one run per strategy, nodes 20 s apart (about 10 minutes per strategy)")
     b.add_argument("--repetitions", type=flag(TaskCount), default=None, help="runs per strategy (default 3; --quick: 1)")
-    b.add_argument("--strategies", default=",".join(STRATEGIES))
+    b.add_argument("--strategies", default=",".join(STRATEGIES), help=f"comma-separated (default {','.join(STRATEGIES)})")
     add_pipeline_arguments(b)
     b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
     b.add_argument("--placement", type=Path, help='{"apps": {"A": ["O1[0]", ...]}, "domains": {"A": "rack-a"}, "fail": '

@@ -32,15 +32,17 @@ from pydantic import BaseModel
 
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.documents import read_document
-from ft_core.input.quantities import PositiveFraction, PositiveNodes, check, check_list
+from ft_core.input.quantities import PositiveFraction, PositiveNodes, Seconds, check, check_list
 from ft_core.input.validation import validate
-from ft_core.recovery.staged import StagedSchedule
+from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
+from ft_core.recovery.staged import POLICIES, StagedSchedule
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, start_app, wait_app_running
 from spark_jobs.recovery_units.verification import verify
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 Progress = Callable[[str], None]
+STAGE_POLICIES = (*POLICIES, "blocking", CATCH_UP)
 
 
 class StageRun(BaseModel):
@@ -140,26 +142,34 @@ def survivor_capacity(root: Path, node_cap: float, master_ui: str | None = None)
     return [node_cap] * sum(w["cores"] - w["coresused"] for w in alive)
 
 
-def check_stage_inputs(arrivals: str, policy: str, node_cap: float | str) -> tuple[list[float], float]:
-    """The replacement node sizes and the node cap, checked (InputError naming the field otherwise), with
-    the policy: what a staged plan takes from its caller, before anything is read or asked."""
-    from ft_core.recovery.staged import POLICIES
-
-    if policy not in (*POLICIES, "blocking"):
-        raise InputError(f"policy: expected one of {', '.join((*POLICIES, 'blocking'))}, got {policy!r}")
+def check_stage_inputs(arrivals: str, policy: str, node_cap: float | str,
+                       arrival_times: str | None = None) -> tuple[list[float], float, list[float] | None]:
+    """The replacement node sizes, the node cap and (policy catch-up) the seconds after the failure each node
+    is expected, checked (InputError naming the field otherwise), with the policy: what a staged plan takes
+    from its caller, before anything is read or asked."""
+    if policy not in STAGE_POLICIES:
+        raise InputError(f"policy: expected one of {', '.join(STAGE_POLICIES)}, got {policy!r}")
     node_cap = check(PositiveFraction, node_cap, "node_cap")
-    return check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes"), node_cap
+    sizes = check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes")
+    if policy != CATCH_UP:
+        return sizes, node_cap, None
+    times = check_list(Seconds, str(arrival_times or ""), "arrival_times", max_items="max_nodes", allow_empty=False)
+    if len(times) != len(sizes) or times != sorted(times):
+        raise InputError(f"arrival_times: one time per expected node ({len(sizes)}), in order, got {arrival_times!r}")
+    return sizes, node_cap, times
 
 
 def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", policy: str = "order-then-pack",
-                        node_cap: float = 0.8, master_ui: str | None = None) -> tuple[StagedSchedule, dict]:
+                        node_cap: float = 0.8, master_ui: str | None = None,
+                        arrival_times: str | None = None) -> tuple[StagedSchedule, dict]:
     """The staged schedule for the last failure's units that are still down: its recovery problem (unit
     costs per :func:`unit_costs`), the survivors' free capacity now and the expected replacement nodes
-    (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node."""
+    (``arrivals``: sizes, comma-separated); ``policy`` ``blocking`` waits for every node; ``catch-up`` needs
+    ``arrival_times`` (seconds after the failure, one per node) and measures the units' rates (:mod:`.rates`)."""
     from ft_core.recovery.problem import parse_problem
     from ft_core.recovery.staged import plan_stages
 
-    sizes, node_cap = check_stage_inputs(arrivals, policy, node_cap)
+    sizes, node_cap, times = check_stage_inputs(arrivals, policy, node_cap, arrival_times)
     dep = load(root)
     running = dep.unit_apps()
     down = [u for u in last_failure(root).units if u not in running]
@@ -169,6 +179,14 @@ def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", polic
     capacity = survivor_capacity(root, node_cap, master_ui) or 0.0
     if policy == "blocking":
         schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, failures=1)
+    elif policy == CATCH_UP:
+        from ft_core.recovery.catch_up_order import plan_catch_up
+        from spark_jobs.recovery_units.rates import catch_up_model
+
+        failure = last_failure(root)
+        now = max(0.0, time.time() - failure.time)  # the survivors' capacity is usable now
+        model = catch_up_model(root, failure.time, [now, *(max(now, t) for t in times)], units=down)
+        schedule = plan_catch_up(parse_problem(problem), capacity, sizes, model, node_cap=node_cap)
     else:
         schedule = plan_stages(parse_problem(problem), capacity, sizes, node_cap=node_cap, policy=policy)
     return schedule, problem

@@ -120,3 +120,24 @@ def test_whoever_takes_the_lease_closes_drills_their_dead_holders_left_running(s
         store.save_experiment(report.model_copy(update={"experiment_id": 999999}))
     with pytest.raises(InputError, match="experiment kind 'chaos'"):
         store.experiment("chaos", dead)
+
+
+def test_commands_acting_on_a_job_hold_its_lease(store, pg_server, cli, samples):
+    """``faults inject --job`` (and ``units recover --job``, the same helper) is refused while another experiment
+    holds the job, naming the holder; when free it holds the lease while it acts and releases it when it stops,
+    here on an error (the application has no executor on this host: no Spark application runs in this test)."""
+    env = {"FTOPS_DATABASE_URL": pg_server.url()}
+    args = ("faults", "inject", samples / "fault-profile.yaml", "--app-id", "app-20260101000000-0000", "--duration", "5",
+            "--seed", "1", "--job", "alerts")
+    store.acquire_lease("alerts", "recovery", "dag run ftops_incremental_recovery/manual__1", ttl_s=300)
+    store.conn.commit()
+    res = cli(*args, env=env)
+    assert res.code == 3 and "job 'alerts' is busy: a recovery by dag run ftops_incremental_recovery/manual__1" in res.err, res.err
+    assert store.release_lease("alerts", "dag run ftops_incremental_recovery/manual__1")
+    res = cli(*args, env=env)
+    assert res.code != 0 and "has no executor on this host" in res.err, res.err
+    assert store.lease("alerts") is None
+    held = [e["payload"]["holder"] for e in store.events("alerts") if e["kind"] == "lease_acquired"]
+    assert held[0].startswith("command ftops faults inject (pid "), held
+    res = cli("units", "recover", "--help")
+    assert res.code == 0 and "--job NAME" in res.out and "--lease-ttl-s" in res.out

@@ -5,7 +5,8 @@ Triggered from the Airflow UI with the form, for any pipeline deployed as units 
 ``pipeline`` parameter makes the run check that the deployment runs that one. ``detect_failure`` finds the
 units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
 computes the staged schedule (paper 003: BestDensity order packed into each capacity step, or blocking /
-operator-centric) for the expected replacement nodes and opens the recovery run in the history store.
+operator-centric; or ``catch-up``: the order with the least predicted time back to normal, from the units'
+measured rates and the expected ``arrival_times``) for the expected replacement nodes and opens the recovery run in the history store.
 Then, for each stage, its own task instances: ``wait_capacity_<k>`` (deferred until the Spark master has
 the stage's new workers and free cores), ``start_stage_<k>`` (SparkSubmitOperator through ftops's launcher:
 the stage's units restart from their checkpoints in new applications), ``record_stage_<k>``. Stages that
@@ -22,9 +23,10 @@ import pendulum
 from airflow.sdk import DAG, Param
 
 from ft_core.home import state_path
+from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
+from ft_core.recovery.staged import POLICIES
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, PIPELINE_REF_PATTERN, PositiveFraction, PositiveSeconds
 from ftops_provider.arguments import bounded_param
-from ft_core.recovery.staged import POLICIES
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
                                                QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
@@ -51,7 +53,10 @@ with DAG(
                           description="expected replacement nodes (sizes, 1 = a node), in order, comma-separated"),
         "cost": Param("measured", type="string", pattern=r"^(measured|declared:(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?))$",
                       description="'measured' unit costs, or 'declared:X' (X of a node each, 0 < X <= 1)"),
-        "policy": Param("order-then-pack", enum=[*POLICIES, "blocking"]),
+        "arrival_times": Param("", type="string", pattern=f"^$|{NUMBER_LIST_PATTERN}",
+                               description="policy catch-up: seconds after the failure each expected node arrives, "
+                                           "comma-separated (one per node in arrivals)"),
+        "policy": Param("order-then-pack", enum=[*POLICIES, "blocking", CATCH_UP]),
         "node_cap": bounded_param(0.8, PositiveFraction, "usable share of a node"),
         "timeout_s": bounded_param(900, PositiveSeconds, "deadline of each wait", minimum=30),
     },
@@ -59,7 +64,8 @@ with DAG(
     units_dir = "{{ params.units_dir }}"
     detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir, pipeline="{{ params.pipeline }}")
     plan = PlanStagesOperator(task_id="plan_stages", units_dir=units_dir, job_name="{{ params.job }}",
-                              arrivals="{{ params.arrivals }}", cost="{{ params.cost }}", policy="{{ params.policy }}",
+                              arrivals="{{ params.arrivals }}", arrival_times="{{ params.arrival_times }}",
+                              cost="{{ params.cost }}", policy="{{ params.policy }}",
                               node_cap="{{ params.node_cap }}", timeout_s="{{ params.timeout_s }}")
     detect >> plan
     previous = plan

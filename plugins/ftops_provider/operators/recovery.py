@@ -73,13 +73,14 @@ class DetectFailureOperator(BaseOperator):
 class PlanStagesOperator(BaseOperator):
     """Plan the stages of the current failure's recovery and open the recovery run in the history store."""
 
-    template_fields = ("units_dir", "job_name", "arrivals", "cost", "policy", "node_cap", "timeout_s")
+    template_fields = ("units_dir", "job_name", "arrivals", "arrival_times", "cost", "policy", "node_cap", "timeout_s")
 
     def __init__(self, *, units_dir: str, job_name: str, arrivals: str = "1,1", cost: str = "measured",
                  policy: str = "order-then-pack", node_cap: float | str = 0.8, timeout_s: float | str = 900,
-                 ftops_db_conn_id: str = "ftops_db", spark_master_conn_id: str = "ftops_spark_master", **kwargs: Any):
+                 arrival_times: str = "", ftops_db_conn_id: str = "ftops_db",
+                 spark_master_conn_id: str = "ftops_spark_master", **kwargs: Any):
         super().__init__(**kwargs)
-        self.units_dir, self.job_name, self.arrivals = units_dir, job_name, arrivals
+        self.units_dir, self.job_name, self.arrivals, self.arrival_times = units_dir, job_name, arrivals, arrival_times
         self.cost, self.policy, self.node_cap, self.timeout_s = cost, policy, node_cap, timeout_s
         self.ftops_db_conn_id, self.spark_master_conn_id = ftops_db_conn_id, spark_master_conn_id
 
@@ -89,9 +90,9 @@ class PlanStagesOperator(BaseOperator):
 
         root = Path(self.units_dir)
         with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is read
-            check_stage_inputs(self.arrivals, self.policy, self.node_cap)
+            check_stage_inputs(self.arrivals, self.policy, self.node_cap, self.arrival_times)
             schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap,
-                                                    _master_ui(root, self.spark_master_conn_id))
+                                                    _master_ui(root, self.spark_master_conn_id), self.arrival_times)
         # Every wait may take timeout_s; the run releases the lease when it ends, expiry only matters if
         # Airflow loses the run.
         ttl_s = checked(PositiveSeconds, self.timeout_s, "timeout_s") * (len(schedule.stages) + 2)
@@ -123,7 +124,8 @@ class PlanStagesOperator(BaseOperator):
             plan = store.save_plan(self.job_name, "recovery", algorithm=schedule.policy, objective=schedule.total_priority,
                                    optimal=False, payload={"schedule": schedule.model_dump(mode="json"), "problem": problem},
                                    input_hash=input_hash(problem, self.arrivals, self.policy, self.node_cap),
-                                   parameters={"arrivals": self.arrivals, "cost": self.cost, "node_cap": self.node_cap},
+                                   parameters={"arrivals": self.arrivals, "cost": self.cost, "node_cap": self.node_cap,
+                                               "arrival_times": self.arrival_times},
                                    dag_run_id=context["run_id"])
             failure = json.loads((root / "deployment.json").read_text())["failures"][-1]
             run_id = store.start_recovery_run(self.job_name, plan.plan_id, failure, context["run_id"])

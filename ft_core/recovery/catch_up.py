@@ -1,0 +1,172 @@
+"""Catch-up: when a restarted partition is back to normal, not only when it restarts (issue 15, beyond paper 003).
+
+Problem: paper 003 charges a failed partition only its restart: a query counts as recovered at the
+stage that restarts its last failed partition. On a cluster most of a query's time back to normal is
+*catch-up*: a partition down for ``d`` seconds restarts with ``d`` seconds of input waiting and drains
+it only as fast as its processing rate exceeds its input rate, sharing its node with whatever else
+restarted there. Given a staged schedule (which partition starts at which stage, on which node), when
+each stage's capacity arrives, and per partition its input rate ``λ`` and processing rate ``μ`` (rows
+per second on one whole node) and its restart delay, predict when each partition is caught up and
+each query is back.
+
+Model (times in seconds after the failure):
+
+- a partition of stage ``k`` runs from ``r = stage_times[k] + restart_s``; its backlog then is
+  ``λ (pending_s + r)`` rows (``pending_s``: input not yet committed when it failed, e.g. half a
+  trigger interval, or the time since the last checkpoint);
+- the partitions placed on one node share it (processor sharing; a node of size ``z`` has ``z``
+  whole-node units of processing): a caught-up partition uses ``λ / μ`` of it, the rest is split evenly
+  among the partitions still catching up, and one with share ``s`` drains ``s μ - λ`` rows per second.
+  One whose share never beats its input rate never catches up (its node is overloaded): ``None``;
+- a query is back when the last failed partition of its upstream closure is caught up (pipelined
+  catch-up approximated by the slowest, as in :mod:`ft_core.simulation.failure_timeline`).
+
+Algorithm: per node an event simulation. Between events (a partition starts, a backlog empties) every
+rate is constant, so the next event's time is exact. Complexity: O(P^2) per node for its P partitions
+(at most 2P events, O(P) work each).
+
+Example: a partition restarts 20 s after the failure plus 10 s of restart; 10 rows/s arrive and a whole
+node processes 40 rows/s. Alone it drains 30 rows/s of a 300-row backlog: caught up at 40 s. With a
+second one like it on the same node each gets half: 20 - 10 = 10 rows/s, caught up at 60 s::
+
+    >>> rates = {"a": UnitRates(input_rate=10, processing_rate=40, restart_s=10),
+    ...          "b": UnitRates(input_rate=10, processing_rate=40, restart_s=10)}
+    >>> node_catch_up([("a", 30.0, 300.0)], rates, size=1.0)
+    {'a': 40.0}
+    >>> node_catch_up([("a", 30.0, 300.0), ("b", 30.0, 300.0)], rates, size=1.0)
+    {'a': 60.0, 'b': 60.0}
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ft_core.errors import InputError
+from ft_core.input.quantities import NonNegative, Positive, Seconds
+from ft_core.recovery.problem import RecoveryProblem
+from ft_core.recovery.staged import StagedSchedule
+
+_EPS = 1e-9
+
+
+class UnitRates(BaseModel):
+    """One partition's measured rates: rows per second arriving, rows per second one whole node processes
+    while it has a backlog, and seconds from its stage's start until it processes (start, state restore)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    input_rate: NonNegative
+    processing_rate: Positive
+    restart_s: Seconds = 0.0
+
+    @model_validator(mode="after")
+    def _can_keep_up(self) -> UnitRates:
+        if self.input_rate >= self.processing_rate:
+            raise ValueError(f"input_rate {self.input_rate:g} rows/s is not below processing_rate "
+                             f"{self.processing_rate:g}: the partition can never catch up")
+        return self
+
+
+class CatchUpModel(BaseModel):
+    """Rates per failed partition, when each stage's capacity is usable (seconds after the failure, stage 0
+    first: the survivors, usually at detection), and the input pending at the failure (seconds of input)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    rates: dict[str, UnitRates]
+    stage_times: list[Seconds] = Field(min_length=1)
+    pending_s: Seconds = 0.0
+
+    @model_validator(mode="after")
+    def _times_ordered(self) -> CatchUpModel:
+        if any(b < a for a, b in zip(self.stage_times, self.stage_times[1:])):
+            raise ValueError(f"stage_times must not decrease, got {self.stage_times}")
+        return self
+
+
+class CatchUpPrediction(BaseModel):
+    """Per failed partition when it runs and when it is caught up, per failed query when it is back, and
+    the priority-weighted mean over the queries (``None``: never, under this schedule)."""
+
+    restarted_s: dict[str, float | None]
+    caught_up_s: dict[str, float | None]
+    query_back_s: dict[str, float | None]
+    weighted_mean_s: float | None
+
+
+def node_catch_up(starts: list[tuple[str, float, float]], rates: dict[str, UnitRates], size: float) -> dict[str, float | None]:
+    """When each partition on one node is caught up: ``starts`` holds (partition, time it runs, backlog rows
+    then); ``size`` is the node's processing in whole nodes (see the module docstring)."""
+    pending = sorted(starts, key=lambda s: s[1])
+    backlog: dict[str, float] = {}
+    done: dict[str, float | None] = {}
+    t = pending[0][1] if pending else 0.0
+    while pending or backlog:
+        while pending and pending[0][1] <= t + _EPS:
+            pid, _, rows = pending.pop(0)
+            backlog[pid] = rows
+        for pid in [p for p, rows in backlog.items() if rows <= _EPS]:
+            done[pid] = t
+            del backlog[pid]
+        next_start = pending[0][1] if pending else math.inf
+        if not backlog:
+            t = next_start
+            continue
+        steady = math.fsum(rates[p].input_rate / rates[p].processing_rate for p, at in done.items() if at is not None)
+        share = max(0.0, size - steady) / len(backlog)
+        drain = {p: share * rates[p].processing_rate - rates[p].input_rate for p in backlog}
+        finish = min((rows / drain[p] for p, rows in backlog.items() if drain[p] > 0), default=math.inf)
+        step = min(finish, next_start - t)
+        if math.isinf(step):
+            done.update(dict.fromkeys(backlog))  # overloaded and nothing else to come: never caught up
+            break
+        for p in backlog:
+            backlog[p] = 0.0 if drain[p] > 0 and backlog[p] / drain[p] <= step + _EPS else backlog[p] - drain[p] * step
+        t += step
+    return done
+
+
+def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> CatchUpPrediction:
+    """Each failed partition's and query's time back under ``schedule`` (see the module docstring)."""
+    _check(problem, schedule, model)
+    node_size = {n: usable / schedule.node_cap for n, usable in schedule.nodes.items()}
+    per_node: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
+    restarted: dict[str, float | None] = dict.fromkeys(problem.partitions)
+    for stage in schedule.stages:
+        for pid in stage.partitions:
+            rate = model.rates[pid]
+            runs = model.stage_times[stage.stage] + rate.restart_s
+            restarted[pid] = runs
+            per_node[stage.placement[pid]].append((pid, runs, rate.input_rate * (model.pending_s + runs)))
+    caught: dict[str, float | None] = dict.fromkeys(problem.partitions)
+    for node, starts in per_node.items():
+        caught.update(node_catch_up(starts, model.rates, node_size[node]))
+    back = {q: _latest([caught[p] for p in problem.queries[q].partitions]) for q in problem.query_ids()}
+    return CatchUpPrediction(restarted_s=_rounded(restarted), caught_up_s=_rounded(caught), query_back_s=_rounded(back),
+                             weighted_mean_s=weighted_mean(back, {q: problem.queries[q].priority for q in back}))
+
+
+def weighted_mean(back: dict[str, float | None], priority: dict[str, float]) -> float | None:
+    """Priority-weighted mean time back (the plain mean when every priority is 0); None if a query never is."""
+    if not back or any(v is None for v in back.values()):
+        return None
+    weights = priority if math.fsum(priority.values()) > 0 else dict.fromkeys(back, 1.0)
+    return round(math.fsum(weights[q] * t for q, t in back.items()) / math.fsum(weights.values()), 3)
+
+
+def _latest(times: list[float | None]) -> float | None:
+    return None if any(t is None for t in times) else max(times, default=0.0)
+
+
+def _rounded(values: dict[str, float | None]) -> dict[str, float | None]:
+    return {k: None if v is None else round(v, 3) for k, v in values.items()}
+
+
+def _check(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> None:
+    missing = [p for p in problem.partitions if p not in model.rates]
+    if missing:
+        raise InputError(f"rates: no rates for failed partition {missing[0]!r}")
+    if len(model.stage_times) < len(schedule.stages):
+        raise InputError(f"stage_times: {len(model.stage_times)} time(s) for {len(schedule.stages)} stages "
+                         "(one per stage: the survivors' first, then one per arriving node)")

@@ -1,0 +1,136 @@
+"""Catch-up-aware recovery (issue 15 item 3): the catch-up model's predictions and the policy built on them."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from ft_core.errors import InputError
+from ft_core.recovery.catch_up import CatchUpModel, UnitRates, node_catch_up, predict_catch_up
+from ft_core.recovery.catch_up_order import plan_catch_up
+from ft_core.recovery.instances import InstanceSpec, random_instance
+from ft_core.recovery.problem import make_problem
+from ft_core.recovery.staged import POLICIES, plan_stages
+
+
+def _rates(**units: tuple[float, float, float]) -> dict[str, UnitRates]:
+    return {u: UnitRates(input_rate=lam, processing_rate=mu, restart_s=restart) for u, (lam, mu, restart) in units.items()}
+
+
+def test_alone_a_partition_drains_its_backlog_at_processing_minus_input_rate():
+    rates = _rates(a=(10, 40, 0))
+    assert node_catch_up([("a", 30.0, 300.0)], rates, size=1.0) == {"a": pytest.approx(40.0)}
+    assert node_catch_up([("a", 30.0, 300.0)], rates, size=2.0) == {"a": pytest.approx(30.0 + 300 / 70)}  # a bigger node
+
+
+def test_partitions_on_one_node_share_it_and_a_caught_up_one_keeps_its_input_share():
+    rates = _rates(a=(10, 40, 0), b=(10, 40, 0))
+    # b has half a's backlog: both drain 10 rows/s for 15 s (b done at 45 s, a has 150 left); then a gets
+    # 1 - 10/40 = 0.75 of the node: 30 - 10 = 20 rows/s, 7.5 s more
+    got = node_catch_up([("a", 30.0, 300.0), ("b", 30.0, 150.0)], rates, size=1.0)
+    assert got == {"b": pytest.approx(45.0), "a": pytest.approx(52.5)}
+
+
+def test_a_late_start_slows_the_one_already_catching_up():
+    rates = _rates(a=(10, 40, 0), b=(10, 40, 0))
+    # a alone drains 30 rows/s from 0 s; at 5 s (150 rows left) b starts with 100 rows: both 10 rows/s;
+    # b done at 15 s (a has 50 left), then a drains 20 rows/s: 2.5 s
+    got = node_catch_up([("a", 0.0, 300.0), ("b", 5.0, 100.0)], rates, size=1.0)
+    assert got == {"b": pytest.approx(15.0), "a": pytest.approx(17.5)}
+
+
+def test_an_overloaded_node_never_catches_up():
+    rates = _rates(a=(10, 15, 0), b=(10, 15, 0))  # two need 2 x 10/15 > 1 node
+    assert node_catch_up([("a", 0.0, 100.0), ("b", 0.0, 100.0)], rates, size=1.0) == {"a": None, "b": None}
+
+
+def test_rates_that_cannot_keep_up_are_refused_by_name():
+    with pytest.raises(ValidationError, match="never catch up"):
+        UnitRates(input_rate=20, processing_rate=20)
+    with pytest.raises(ValidationError, match="must not decrease"):
+        CatchUpModel(rates={}, stage_times=[0, 30, 10])
+
+
+PROBLEM = make_problem({"Q1": (1, ["a"]), "Q2": (4, ["a", "b"])}, {"a": 0.4, "b": 0.4})
+
+
+def test_prediction_follows_the_schedule_backlog_grows_with_time_down():
+    schedule = plan_stages(PROBLEM, 0.0, [0.5, 0.5])  # each node takes one partition (0.4 of 0.8 x 0.5)
+    model = CatchUpModel(rates=_rates(a=(1, 11, 2), b=(1, 11, 2)), stage_times=[0, 20, 40], pending_s=3)
+    got = predict_catch_up(PROBLEM, schedule, model)
+    first = schedule.stages[1].partitions[0]
+    # started at 20 + 2 s with (3 + 22) rows on half a node: 5.5 - 1 = 4.5 rows/s
+    assert got.restarted_s[first] == 22 and got.caught_up_s[first] == pytest.approx(22 + 25 / 4.5, abs=1e-3)
+    second = schedule.stages[2].partitions[0]
+    assert got.caught_up_s[second] == pytest.approx(42 + 45 / 4.5, abs=1e-3)
+    assert got.query_back_s["Q2"] == max(got.caught_up_s.values())
+    assert got.weighted_mean_s == pytest.approx((got.query_back_s["Q1"] + 4 * got.query_back_s["Q2"]) / 5, abs=1e-3)
+
+
+def test_unscheduled_partitions_and_missing_inputs():
+    schedule = plan_stages(PROBLEM, 0.0, [0.5])  # room for one partition only
+    model = CatchUpModel(rates=_rates(a=(1, 11, 0), b=(1, 11, 0)), stage_times=[0, 20])
+    got = predict_catch_up(PROBLEM, schedule, model)
+    assert got.query_back_s["Q2"] is None and got.weighted_mean_s is None
+    with pytest.raises(InputError, match="no rates for failed partition 'b'"):
+        predict_catch_up(PROBLEM, schedule, CatchUpModel(rates=_rates(a=(1, 11, 0)), stage_times=[0, 20]))
+    with pytest.raises(InputError, match="stage_times: 1 time"):
+        predict_catch_up(PROBLEM, schedule, CatchUpModel(rates=model.rates, stage_times=[0]))
+
+
+def test_the_policy_restarts_a_slow_catcher_first_where_best_density_would_not():
+    problem = make_problem({"fast": (2, ["a"]), "slow": (1, ["b"])}, {"a": 0.8, "b": 0.8})
+    model = CatchUpModel(rates=_rates(a=(10, 1000, 0), b=(10, 11, 0)), stage_times=[0, 10, 20])
+    paper = plan_stages(problem, 0.0, [1.0, 1.0])
+    chosen = plan_catch_up(problem, 0.0, [1.0, 1.0], model)
+    assert paper.query_order == ["fast", "slow"] and chosen.query_order == ["slow", "fast"]
+    assert chosen.policy == "catch-up" and chosen.predicted_weighted_mean_s < predict_catch_up(problem, paper, model).weighted_mean_s
+
+
+def test_below_the_activation_threshold_the_policy_is_blocking():
+    model = CatchUpModel(rates=_rates(a=(1, 11, 0), b=(1, 11, 0)), stage_times=[0, 20, 40])
+    schedule = plan_catch_up(PROBLEM, 0.0, [0.5, 0.5], model, failures=1)
+    assert schedule.mode == "blocking" and schedule.predicted_back_s is not None
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_the_policy_is_never_predicted_worse_than_any_paper_policy(seed):
+    problem = random_instance(InstanceSpec(queries=6, query_size=(1, 3), cost=(1, 5)), seed=seed)
+    rng = random.Random(seed)
+    rates = {p: UnitRates(input_rate=rng.uniform(1, 10), processing_rate=rng.uniform(12, 60), restart_s=rng.uniform(0, 5))
+             for p in problem.partitions}
+    arrivals = [8.0] * 4  # costs 1-5 in the generator's unit: a node fits one to six partitions
+    model = CatchUpModel(rates=rates, stage_times=[0, 15, 30, 45, 60])
+    chosen = plan_catch_up(problem, 2.0, arrivals, model).predicted_weighted_mean_s
+    for policy in POLICIES:
+        other = predict_catch_up(problem, plan_stages(problem, 2.0, arrivals, policy=policy), model).weighted_mean_s
+        assert other is None or (chosen is not None and chosen <= other + 1e-6)
+
+
+def test_plan_stages_cli_plans_and_predicts_with_a_catch_up_model(cli, tmp_path):
+    problem = tmp_path / "problem.json"
+    problem.write_text(json.dumps({"queries": {"fast": {"priority": 2, "partitions": ["a"]},
+                                               "slow": {"priority": 1, "partitions": ["b"]}},
+                                   "cost": {"a": 0.8, "b": 0.8}}))
+    model = tmp_path / "model.json"
+    rates = {"a": {"input_rate": 10, "processing_rate": 1000}, "b": {"input_rate": 10, "processing_rate": 11}}
+    model.write_text(json.dumps({"rates": rates, "stage_times": [0, 10, 20]}))
+    args = ("plan", "stages", problem, "--capacity", "0", "--arrivals", "1,1")
+    res = cli(*args, "--policy", "catch-up", "--catch-up", model, "--json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["policy"] == "catch-up" and doc["query_order"] == ["slow", "fast"] and doc["predicted_weighted_mean_s"] == 50.135
+    res = cli(*args, "--catch-up", model)  # the paper's policy, with its predicted times printed
+    assert res.code == 0 and "priority-weighted mean 80.067" in res.out, res.out
+
+    res = cli(*args, "--policy", "catch-up")
+    assert res.code == 2 and "--catch-up: --policy catch-up needs the catch-up model" in res.err
+    model.write_text(json.dumps({"rates": {**rates, "b": {"input_rate": 12, "processing_rate": 11}}, "stage_times": [0, 10, 20]}))
+    res = cli(*args, "--policy", "catch-up", "--catch-up", model)
+    assert res.code == 2 and "--catch-up" in res.err and "can never catch up" in res.err, res.err
