@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import re
 import sys
 import time
@@ -123,6 +124,8 @@ def wants_json(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None:  # run as the program (not called in-process): SIGTERM cleans up like Ctrl-C
+        _interrupt_on_sigterm()
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = wants_json(argv)
     started = time.perf_counter()  # commands with a time limit count from here (their own imports included)
@@ -142,6 +145,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("FTOPS_DEBUG"):
             raise
         return _report(exc, as_json)
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM raises KeyboardInterrupt, so every command's cleanup (``finally``: clusters, applications,
+    leases) runs and it exits 130, as on Ctrl-C; a command that handles SIGTERM itself replaces this."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def _report(exc: BaseException, as_json: bool) -> int:

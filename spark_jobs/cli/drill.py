@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import sys
 import tempfile
@@ -94,13 +93,6 @@ def _common(parser) -> None:
 
 
 
-def _interrupt_on_sigterm() -> None:
-    """SIGTERM behaves like Ctrl-C, so the drill's teardown runs."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
 
 def _work_dir(args: argparse.Namespace, prefix: str) -> Path:
     """``--work-dir``, or a new (not yet created) folder in the temp dir: nothing is written before
@@ -119,7 +111,6 @@ def _run(args: argparse.Namespace) -> int:
                          trigger_s=args.trigger_s, speedup=args.speedup, port_base=args.port_base, timeout_s=args.timeout_s,
                          work_dir=_work_dir(args, "ftops-drill-"), serve=args.serve, objective=args.objective,
                          accuracy_sample_s=args.accuracy_sample_s, predict_accuracy=not args.no_predict_accuracy)
-    _interrupt_on_sigterm()
     report = run_drill(config, progress=Progress("drill"))
     if args.json:
         print_json(report)
@@ -166,7 +157,6 @@ def _bench(args: argparse.Namespace) -> int:
     config = _validated(BenchDrillsConfig, workloads=workloads, params=_bench_params(args.param), ratios=ratios, new_capacity_after_s=args.new_capacity_after,
                                kill_driver=args.kill_driver, work_dir=_work_dir(args, "ftops-bench-drills-"),
                                port_base=args.port_base, timeout_s=args.timeout_s, objective=args.objective)
-    _interrupt_on_sigterm()
     progress = Progress("bench drills")
     rows = run_bench(config, progress)
     result = BenchResult(command=command_line(sys.argv[1:] or ["bench", "drills"]), config=config, rows=rows)
@@ -245,7 +235,6 @@ def _drill_job(args: argparse.Namespace) -> int:
                           steady_lag_s=args.steady_lag_s, max_duration_s=args.max_duration_s, max_lag_s=args.max_lag_s,
                           lease_ttl_s=args.lease_ttl_s)
     holder = f"command ftops drill job {args.name} (pid {os.getpid()} on {socket.gethostname()})"
-    _interrupt_on_sigterm()
     with Progress("drill job") as progress:
         report = run_job_drill(lambda: open_history_store(args.db_dir), settings, holder, progress=progress)
     if args.json:
@@ -286,7 +275,6 @@ def _bench_partitions(args: argparse.Namespace) -> int:
     config = _validated(PartitionsConfig, pipeline=ref, params=params, drills=args.drills, ratio=args.ratio,
                         new_capacity_after_s=args.new_capacity_after, work_dir=_work_dir(args, "ftops-bench-partitions-"),
                         port_base=args.port_base, timeout_s=args.timeout_s)
-    _interrupt_on_sigterm()
     progress = Progress("bench partitions")
     started, load = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]
     rows = run_partitions(config, progress)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import signal
 import sys
 import tempfile
 import time
@@ -121,13 +120,6 @@ def _plan_options(parser, bound_required: bool) -> None:
 
 
 
-def _interrupt_on_sigterm() -> None:
-    """SIGTERM behaves like Ctrl-C, so everything started is stopped."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
 
 def _intervals(text: str) -> list[float]:
     return check_list(PositiveSeconds, text, "--intervals", max_items="max_tasks")
@@ -174,7 +166,6 @@ def _profile(args: argparse.Namespace) -> int:
 
     intervals = _intervals(args.intervals)  # the flags first, then the pipeline they apply to
     config = _validated(ProfileConfig, **_run_values(args, "ftops-profile-"), intervals_s=intervals, out=args.out)
-    _interrupt_on_sigterm()
     report = run_profiling(config, Progress("profile checkpoint"))
     if args.json:
         print_json(report)
@@ -195,7 +186,6 @@ def _validate(args: argparse.Namespace) -> int:
     config = _validated(ValidateConfig, **_run_values(args, "ftops-validate-"), **_plan_values(args),
                         profiles=args.profiles, max_recovery_s=args.max_recovery_s,
                         against_checkpoint=args.against_checkpoint)
-    _interrupt_on_sigterm()
     report = validate_profiles(config, Progress("profile validate"))
     if args.json:
         print_json(report)
@@ -225,7 +215,6 @@ def _bench(args: argparse.Namespace) -> int:
     values["params"] = args.param or list(DEFAULT_BENCH_PARAMS)
     config = _validated(BenchConfig, **values, **_plan_values(args), intervals_s=_intervals(args.intervals),
                         max_recovery_s=args.max_recovery_s, validations=args.validations)
-    _interrupt_on_sigterm()
     command = "ftops " + " ".join(shlex.quote(a) for a in (sys.argv[1:] or ["bench", "checkpoint"]))
     progress = Progress("bench checkpoint")
     result = run_bench(config, command, progress)

@@ -123,14 +123,16 @@ def test_the_real_entry_point_keeps_the_contract(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["export.json"]
 
 
-def test_interrupted_exits_130_with_one_line(tmp_path):
-    """Ctrl-C in a long command: the command stops, says so in one line and exits 130."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_exits_130_with_one_line(tmp_path, sig):
+    """Ctrl-C or SIGTERM (a service manager, `kill`) in a long command: the command stops, cleans up (here: no
+    half-written report), says so in one line and exits 130."""
     proc = subprocess.Popen([FTOPS, "bench", "simulate", "--out", tmp_path / "report.md"], stderr=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         first = proc.stderr.readline()  # the first progress line: the benchmark runs
         assert first.startswith("[bench]"), first
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
