@@ -12,13 +12,15 @@ from fastapi.testclient import TestClient
 
 from ft_core.replication.planners import plan_replication
 from ft_core.samples import load_sample
+from ft_core.store.experiments import Check, Event, ExperimentReport
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
-          "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2")
+          "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
+          "/api/jobs/topk/recovery-runs/1/experiment")
 
 
 def _windows(start_ms: int, accuracies: list[float]) -> dict:
@@ -56,6 +58,11 @@ def record_recovery_runs(store: HistoryStore) -> list[int]:
     for q, s in (("Q1", 16.0), ("Q2", 33.5), ("Q3", 42.0)):
         store.record_query_recovery(done, q, 1.0, s)
     store.finish_recovery_run(done, "succeeded")
+    store.save_experiment(ExperimentReport(
+        kind="recovery", job="topk", experiment_id=done, dag_run_id="manual__r1", verdict="passed",
+        hypothesis_after=[Check(name="Q2 available again", expected="recovered", observed="after 33.5 s", held=True)],
+        timeline=[Event(at=t_fail + 6.0, event="stage 1 started")],
+        measurements={"query_recovered_s": {"Q1": 16.0, "Q2": 33.5, "Q3": 42.0}, "predicted_back_s": {"Q2": 30.0}}))
     running = store.start_recovery_run("topk", None, {"domain": "rack-b", "time": time.time() - 60}, "manual__r2")
     store.record_stage(running, 1, 1.0, ["u4"], {}, "done", finished_at=time.time() - 30)  # done without a start time
     store.record_stage(running, 2, 2.0, ["u5"], {}, "waiting")
@@ -168,6 +175,18 @@ def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
     assert [r["run_id"] for r in runs] == ids["runs"] and [r["status"] for r in runs] == ["succeeded", "running"]
     assert [s["status"] for s in runs[1]["stages"]] == ["done", "waiting", "pending"]
     assert [q["recovered_s"] for q in runs[0]["queries"]] == [16.0, 33.5, 42.0]
+
+    # A finished run links its experiment report (a page and JSON); a running one has none yet.
+    done, running = ids["runs"]
+    assert f"<a href='topk/recovery-runs/{done}'>#{done}</a>" in page and f"<td>#{running}</td>" in page
+    report = client.get(f"/jobs/topk/recovery-runs/{done}")
+    assert report.status_code == 200 and f"recovery #{done} of topk: passed" in report.text
+    assert "Q2 available again" in report.text and "predicted_back_s" in report.text
+    doc = client.get(f"/api/jobs/topk/recovery-runs/{done}/experiment").json()
+    assert doc["verdict"] == "passed" and doc["measurements"]["predicted_back_s"] == {"Q2": 30.0}
+    missing = client.get(f"/jobs/topk/recovery-runs/{running}")
+    assert missing.status_code == 404 and "has no experiment report" in missing.text
+    assert client.get(f"/api/jobs/other/recovery-runs/{done}/experiment").status_code == 404
 
 
 def test_any_two_plans_can_be_compared(ui):

@@ -244,8 +244,17 @@ def recovery_experiment(store, planned: dict, recovered: dict[str, float | None]
     return ExperimentReport(kind="recovery", job=planned["job"], experiment_id=planned["run_id"], dag_run_id=dag_run_id,
                             verdict="failed" if problems else "passed", reasons=problems, hypothesis_after=after,
                             timeline=timeline(moments),
-                            measurements={"query_recovered_s": recovered, "lost_rows": check.lost_rows,
-                                          "duplicated_rows": check.duplicated_rows, "stages": len(stages)})
+                            measurements={"query_recovered_s": recovered, **_predicted(planned),
+                                          "lost_rows": check.lost_rows, "duplicated_rows": check.duplicated_rows,
+                                          "stages": len(stages)})
+
+
+def _predicted(planned: dict) -> dict:
+    """The plan's predicted time back per query (policy catch-up), to read beside the measured ones."""
+    schedule = json.loads(Path(planned["schedule_path"]).read_text())
+    if schedule.get("predicted_back_s") is None:
+        return {}
+    return {"predicted_back_s": schedule["predicted_back_s"], "policy": schedule["policy"]}
 
 
 def _planned(context: Any, plan_task_id: str) -> dict:

@@ -102,7 +102,7 @@ def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
     body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
-    body.append(recovery_section([RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
+    body.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
     return _page(f"Fault tolerance: {job}", "".join(body))
 
 
@@ -113,6 +113,16 @@ def drill_page(job: str, drill_id: int, store: HistoryStore = Depends(get_store)
     back = escape(quote(job, safe=""))
     return _page(f"Fault tolerance: {report.title}", f"<nav><a href='../../{back}'>Back to {escape(job)}</a>"
                  f"<a href='../../../api/jobs/{back}/drills/{drill_id}/experiment'>JSON</a></nav>{experiment_section(report)}")
+
+
+@app.get("/jobs/{job}/recovery-runs/{run_id}", response_class=HTMLResponse)
+def recovery_page(job: str, run_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """A recovery run's experiment report: hypothesis after, timeline of its stages, per-query times, verdict."""
+    report = _experiment(store, job, "recovery", run_id)
+    back = escape(quote(job, safe=""))
+    return _page(f"Fault tolerance: {report.title}", f"<nav><a href='../../{back}#recovery'>Back to {escape(job)}</a>"
+                 f"<a href='../../../api/jobs/{back}/recovery-runs/{run_id}/experiment'>JSON</a></nav>"
+                 f"{experiment_section(report)}")
 
 
 def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) -> ExperimentReport:
@@ -173,6 +183,12 @@ def drills_api(job: str, limit: int = Query(100, ge=1, le=1000), store: HistoryS
 def drill_experiment_api(job: str, drill_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
     """A drill's experiment report as JSON."""
     return _experiment(store, job, "drill", drill_id)
+
+
+@app.get("/api/jobs/{job}/recovery-runs/{run_id}/experiment")
+def recovery_experiment_api(job: str, run_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
+    """A recovery run's experiment report as JSON."""
+    return _experiment(store, job, "recovery", run_id)
 
 
 @app.get("/api/jobs/{job}/recovery-runs")

@@ -116,15 +116,15 @@ def _drill_table(job: str, drills: list[DrillOut]) -> str:
 
 # -- recovery runs --------------------------------------------------------------------------------------
 
-def recovery_section(runs: list[RecoveryRunOut], now: datetime | None = None) -> str:
+def recovery_section(job: str, runs: list[RecoveryRunOut], now: datetime | None = None) -> str:
     """The newest runs as timelines of their stages (wait for capacity, restart) with the moments each
-    query was available again; every run in a summary table."""
+    query was available again; every run in a summary table, linked to its experiment report once it ended."""
     head = "<h2 id='recovery'>Recovery runs</h2>"
     if not runs:
         return head + "<p>No recovery run recorded for this job yet (run the <code>ftops_incremental_recovery</code> DAG).</p>"
     now = now or datetime.now(timezone.utc)
     charts = "".join(_run_block(r, now) for r in reversed(runs[-RUN_CHARTS:]))
-    return head + charts + _runs_table(runs)
+    return head + charts + _runs_table(job, runs)
 
 
 def run_timeline(run: RecoveryRunOut, now: datetime) -> tuple[list[GanttRow], float, str]:
@@ -184,13 +184,20 @@ def _run_block(run: RecoveryRunOut, now: datetime) -> str:
             f"{_when(run.started_at)}, DAG run {escape(run.dag_run_id or '-')}</p>{table}</section>")
 
 
-def _runs_table(runs: list[RecoveryRunOut]) -> str:
+def _runs_table(job: str, runs: list[RecoveryRunOut]) -> str:
     header = "<tr><th>run</th><th>started</th><th>finished</th><th>status</th><th>stages done</th><th>queries back</th></tr>"
     rows = "".join(
-        f"<tr><td>#{r.run_id}</td><td>{_when(r.started_at)}</td><td>{_when(r.finished_at)}</td><td>{_status(r.status)}</td>"
+        f"<tr><td>{_run_link(job, r)}</td><td>{_when(r.started_at)}</td><td>{_when(r.finished_at)}</td><td>{_status(r.status)}</td>"
         f"<td>{sum(st.status == 'done' for st in r.stages)} / {len(r.stages)}</td>"
         f"<td>{sum(q.recovered_s is not None for q in r.queries)} / {len(r.queries)}</td></tr>" for r in reversed(runs))
     return f"<table id='run-rows'>{header}{rows}</table>"
+
+
+def _run_link(job: str, run: RecoveryRunOut) -> str:
+    """``#id``, a link to the run's experiment report when it has one (written when the run finishes)."""
+    if run.status == "running":
+        return f"#{run.run_id}"
+    return f"<a href='{escape(quote(job, safe=''))}/recovery-runs/{run.run_id}'>#{run.run_id}</a>"
 
 
 # -- cells ----------------------------------------------------------------------------------------------
