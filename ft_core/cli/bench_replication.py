@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
-from ft_core.cli.output import emit_report
+from ft_core.cli.output import command_line, emit_report
 from ft_core.input.quantities import TaskCount, flag
 
 
@@ -30,7 +29,7 @@ def _bench(args: argparse.Namespace) -> int:
         config = BenchConfig(**{**config.__dict__, "topologies_per_setting": args.topologies})
     if args.spark_topologies is not None:
         config = BenchConfig(**{**config.__dict__, "spark_topologies": args.spark_topologies})
-    command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench replication"
+    command = command_line(["bench", "replication"])
     out = args.out or (None if args.quick else "docs/benchmarks/replication.md")
     report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
                            table=Path(out) if out else None)

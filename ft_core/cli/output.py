@@ -15,6 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 
+def command_line(default: Sequence[str] = ()) -> str:
+    """The command as the user typed it (``default``: the arguments to show when run without any, e.g. in
+    process), shell-quoted: what a benchmark report names as the command that produced it."""
+    import shlex
+
+    return "ftops " + " ".join(shlex.quote(a) for a in (sys.argv[1:] or list(default)))
+
+
 # Documents print_json wrote for the running command (main resets it). With --json a command prints one
 # document; a server prints it when it starts, so an error after that goes to stderr (one line) instead of
 # becoming a second document on stdout.

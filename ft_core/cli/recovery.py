@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
-from ft_core.cli.output import emit_report, print_json, print_table
+from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFraction, PositiveNodes, PositiveSeconds,
                                       TaskCount, check_list, comma_list, flag)
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
@@ -135,7 +134,7 @@ def _bench(args: argparse.Namespace) -> int:
     config = QUICK if args.quick else BenchConfig()
     if args.instances is not None:
         config = BenchConfig(**{**config.__dict__, "instances_per_setting": args.instances})
-    command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:] else "ftops bench recovery"
+    command = command_line(["bench", "recovery"])
     out = args.out or (None if args.quick else "docs/benchmarks/recovery.md")
     report = run_benchmark(config, command, progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True),
                            table=Path(out) if out else None)  # plots only beside a written report

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ft_core.cli.output import emit_report, print_json, print_table
+from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.input.quantities import Port, Seconds, flag
 from ftops_provider.soak import DrillCount
@@ -114,8 +114,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _soak(args: argparse.Namespace) -> int:
-    import shlex
-    import sys
     from pathlib import Path
 
     from ftops_provider.local_stack import RUNNING_JOB
@@ -123,7 +121,7 @@ def _soak(args: argparse.Namespace) -> int:
 
     stack = _stack(args)
     stack.up()
-    command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = command_line(["stack", "soak"])
     progress = Progress("soak", total=args.drills)
     result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
                       replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step)

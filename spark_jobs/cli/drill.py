@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ft_core.cli.output import emit_report, print_json, print_table
+from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
@@ -145,7 +144,7 @@ def summary(report) -> str:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, command_line, render, run_bench
+    from spark_jobs.drills.bench import BenchDrillsConfig, BenchResult, render, run_bench
     from spark_jobs.pipeline.loading import load_pipeline
 
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
@@ -159,7 +158,7 @@ def _bench(args: argparse.Namespace) -> int:
                                port_base=args.port_base, timeout_s=args.timeout_s, objective=args.objective)
     progress = Progress("bench drills")
     rows = run_bench(config, progress)
-    result = BenchResult(command=command_line(sys.argv[1:] or ["bench", "drills"]), config=config, rows=rows)
+    result = BenchResult(command=command_line(["bench", "drills"]), config=config, rows=rows)
     (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))
     appending = args.append and args.out.exists()
     # an appended run's plot gets its own file: run 1 is the report's first table
@@ -264,7 +263,7 @@ def _add_partitions_bench(bench_group) -> None:
 
 def _bench_partitions(args: argparse.Namespace) -> int:
     from spark_jobs.cluster.netns import check_can_create
-    from spark_jobs.drills.bench import DEFAULT_PARAMS, command_line
+    from spark_jobs.drills.bench import DEFAULT_PARAMS
     from spark_jobs.drills.partitions_bench import PartitionsConfig, PartitionsResult, render, run_partitions
     from spark_jobs.pipeline.loading import load_workload
 
@@ -278,7 +277,7 @@ def _bench_partitions(args: argparse.Namespace) -> int:
     progress = Progress("bench partitions")
     started, load = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), os.getloadavg()[0]
     rows = run_partitions(config, progress)
-    result = PartitionsResult(command=command_line(sys.argv[1:] or ["bench", "partitions"]), config=config, rows=rows,
+    result = PartitionsResult(command=command_line(["bench", "partitions"]), config=config, rows=rows,
                               started=started, load_at_start=load)
     config.work_dir.mkdir(parents=True, exist_ok=True)
     (config.work_dir / "reports.json").write_text(result.model_dump_json(indent=2))

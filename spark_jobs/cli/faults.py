@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from ft_core.cli.output import emit_report, print_json, print_table
+from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
@@ -226,7 +226,7 @@ def _bench(args: argparse.Namespace) -> int:
     load_workload(config.pipeline, config.params)  # a bad --param is refused before anything starts
     work.mkdir(parents=True, exist_ok=True)
     progress = Progress("bench redundancy")
-    result = rb.run_bench(config, progress, rb.command_line(sys.argv[1:] or ["bench", "redundancy"]))
+    result = rb.run_bench(config, progress, command_line(["bench", "redundancy"]))
     rb.save(result, work / "result.json")
     emit_report(render(result, args.out), str(args.out), args.json)  # the plots go beside the report
     progress.close(f"raw result: {work / 'result.json'}")

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +28,7 @@ from pathlib import Path
 from ft_core.input.quantities import Fraction, Positive, PositiveNodeCount, PositiveSeconds, PortBase, Seconds, TaskCount, check_list, flag
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS
 from ft_core.checkpoint.variant_choice import AUTO
-from ft_core.cli.output import print_json, print_table
+from ft_core.cli.output import command_line, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from spark_jobs.cli.discovery import register_topology_command
@@ -215,7 +213,7 @@ def _bench(args: argparse.Namespace) -> int:
     values["params"] = args.param or list(DEFAULT_BENCH_PARAMS)
     config = _validated(BenchConfig, **values, **_plan_values(args), intervals_s=_intervals(args.intervals),
                         max_recovery_s=args.max_recovery_s, validations=args.validations)
-    command = "ftops " + " ".join(shlex.quote(a) for a in (sys.argv[1:] or ["bench", "checkpoint"]))
+    command = command_line(["bench", "checkpoint"])
     progress = Progress("bench checkpoint")
     result = run_bench(config, command, progress)
     (config.work_dir / "bench.json").write_text(result.model_dump_json(indent=2))

@@ -19,7 +19,6 @@ tentative accuracy against the predicted OF and the predicted accuracy of every 
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -267,5 +266,3 @@ def _targets(rows: list[BenchRow]) -> list[str]:
     return out
 
 
-def command_line(argv: list[str]) -> str:
-    return "ftops " + " ".join(shlex.quote(a) for a in argv)

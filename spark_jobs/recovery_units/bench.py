@@ -39,16 +39,14 @@ from the failure until each query is back, per strategy, with the priority-weigh
 from __future__ import annotations
 
 import json
-import shlex
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ft_core.cli.output import print_json
+from ft_core.cli.output import command_line, print_json
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError, InputError
 from ft_core.input.documents import read_document
@@ -548,7 +546,7 @@ def _bench(args) -> int:
 
     progress = Progress("bench recovery-runtime")
     result = run_bench(config, progress)
-    result.command = "ftops " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    result.command = command_line(["bench", "recovery-runtime"])
     (config.work_dir / "result.json").write_text(result.model_dump_json(indent=2))
     out = args.out or (None if args.quick else Path("docs/benchmarks/recovery-runtime.md"))
     report = render(result, out)  # with out: the plot beside it; --quick without --out: stdout only, no plot

@@ -36,7 +36,6 @@ A drill with the serving view (:func:`spark_jobs.drills.local.run_drill` with ``
 from __future__ import annotations
 
 import json
-import shlex
 import statistics
 import subprocess
 import time
@@ -466,10 +465,6 @@ def _serving_drill(config: BenchRedundancyConfig, progress: Progress) -> dict:
         return run_drill(drill, progress=lambda m: progress(f"  {m}")).model_dump(mode="json")
     except FtopsError as exc:
         return {"error": str(exc)}
-
-
-def command_line(argv: list[str]) -> str:
-    return "ftops " + " ".join(shlex.quote(a) for a in argv)
 
 
 def save(result: BenchResult, path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -134,3 +135,17 @@ def test_plan_stages_cli_plans_and_predicts_with_a_catch_up_model(cli, tmp_path)
     model.write_text(json.dumps({"rates": {**rates, "b": {"input_rate": 12, "processing_rate": 11}}, "stage_times": [0, 10, 20]}))
     res = cli(*args, "--policy", "catch-up", "--catch-up", model)
     assert res.code == 2 and "--catch-up" in res.err and "can never catch up" in res.err, res.err
+
+
+def test_the_search_stops_at_its_time_limit_with_the_best_so_far():
+    problem = random_instance(InstanceSpec(queries=30, query_size=(2, 4), cost=(1, 5)), seed=3)
+    rates = {p: UnitRates(input_rate=5, processing_rate=20 + i % 7, restart_s=1) for i, p in enumerate(problem.partitions)}
+    model = CatchUpModel(rates=rates, stage_times=[0, 20, 40, 60])
+    started = time.perf_counter()
+    quick = plan_catch_up(problem, 4.0, [100.0] * 3, model, time_limit_s=0.05)
+    assert time.perf_counter() - started < 5  # the three policies, then at most one more schedule
+    best_paper = min(predict_catch_up(problem, plan_stages(problem, 4.0, [100.0] * 3, policy=p), model).weighted_mean_s
+                     for p in POLICIES)
+    assert quick.predicted_weighted_mean_s <= best_paper
+    with pytest.raises(InputError, match="time_limit_s: must be a positive"):
+        plan_catch_up(problem, 4.0, [100.0] * 3, model, time_limit_s=0)
