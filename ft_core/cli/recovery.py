@@ -54,6 +54,8 @@ def register(sub, groups) -> None:
                     help='catch-up model (.json, .yaml): {"rates": {PARTITION: {"input_rate": rows/s, "processing_rate": '
                          'rows/s on a whole node, "restart_s": s}}, "stage_times": [s after the failure, one per stage], '
                          '"pending_s": s}; with it every policy predicts each query\'s time back')
+    st.add_argument("--time-limit", type=flag(PositiveSeconds), default=10.0,
+                    help="--policy catch-up: seconds for the search over orders; it returns the best so far (default 10)")
     st.add_argument("--failures", type=flag(NodeCount), default=None,
                     help="node failures since the last global checkpoint; below 2 recovery is blocking (default: incremental)")
     st.add_argument("--json", action="store_true", help="print the schedule as JSON")
@@ -91,7 +93,8 @@ def _stages(args: argparse.Namespace) -> int:
     model = _catch_up_model(args)
     pooled = capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity
     if args.policy == CATCH_UP:
-        schedule = plan_catch_up(problem, pooled, args.arrivals, model, node_cap=args.node_cap, failures=args.failures)
+        schedule = plan_catch_up(problem, pooled, args.arrivals, model, node_cap=args.node_cap, failures=args.failures,
+                                 time_limit_s=args.time_limit)
     else:
         schedule = plan_stages(problem, pooled, args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures)
         if model is not None:
