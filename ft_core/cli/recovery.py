@@ -12,7 +12,7 @@ from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFra
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
 from ft_core.recovery.problem import load_problem
 from ft_core.errors import InputError
-from ft_core.recovery.catch_up import CatchUpModel, predict_catch_up
+from ft_core.recovery.catch_up import CatchUpModel, check_catch_up_model, predict_catch_up
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP, plan_catch_up
 from ft_core.recovery.staged import DEFAULT_NODE_CAP, POLICIES, plan_stages
 
@@ -91,10 +91,12 @@ def _stages(args: argparse.Namespace) -> int:
     capacity = check_list(Nodes, args.capacity, "--capacity", max_items="max_nodes", allow_empty=False)
     problem = load_problem(args.problem)
     model = _catch_up_model(args)
+    if model is not None:
+        check_catch_up_model(problem, model, len(args.arrivals) + 1, "--catch-up")
     pooled = capacity[0] if len(capacity) == 1 and "," not in args.capacity else capacity
     if args.policy == CATCH_UP:
         schedule = plan_catch_up(problem, pooled, args.arrivals, model, node_cap=args.node_cap, failures=args.failures,
-                                 time_limit_s=args.time_limit)
+                                 time_limit_s=args.time_limit, started=getattr(args, "started", None))
     else:
         schedule = plan_stages(problem, pooled, args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures)
         if model is not None:

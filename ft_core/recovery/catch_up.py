@@ -15,9 +15,12 @@ Model (times in seconds after the failure):
   ``λ (pending_s + r)`` rows (``pending_s``: input not yet committed when it failed, e.g. half a
   trigger interval, or the time since the last checkpoint);
 - the partitions placed on one node share it (processor sharing; a node of size ``z`` has ``z``
-  whole-node units of processing): a caught-up partition uses ``λ / μ`` of it, the rest is split evenly
-  among the partitions still catching up, and one with share ``s`` drains ``s μ - λ`` rows per second.
-  One whose share never beats its input rate never catches up (its node is overloaded): ``None``;
+  whole-node units of processing; the survivors' pooled free capacity ``c`` under the cap is a node of
+  size ``c / node_cap``): a caught-up partition uses ``λ / μ`` of it, the rest is split evenly among the
+  partitions still catching up, at most one whole node each (``μ`` is measured on one), and one with
+  share ``s`` drains ``s μ - λ`` rows per second. A partition is caught up when its backlog is empty and
+  its share keeps up with its input; one whose share never does never catches up (its node is
+  overloaded): ``None``;
 - a query is back when the last failed partition of its upstream closure is caught up (pipelined
   catch-up approximated by the slowest, as in :mod:`ft_core.simulation.failure_timeline`).
 
@@ -106,30 +109,39 @@ def node_catch_up(starts: list[tuple[str, float, float]], rates: dict[str, UnitR
         while pending and pending[0][1] <= t + _EPS:
             pid, _, rows = pending.pop(0)
             backlog[pid] = rows
-        for pid in [p for p, rows in backlog.items() if rows <= _EPS]:
-            done[pid] = t
-            del backlog[pid]
         next_start = pending[0][1] if pending else math.inf
         if not backlog:
             t = next_start
             continue
-        steady = math.fsum(rates[p].input_rate / rates[p].processing_rate for p, at in done.items() if at is not None)
-        share = max(0.0, size - steady) / len(backlog)
-        drain = {p: share * rates[p].processing_rate - rates[p].input_rate for p in backlog}
-        finish = min((rows / drain[p] for p, rows in backlog.items() if drain[p] > 0), default=math.inf)
+        drain = _drains(backlog, done, rates, size)
+        caught = [p for p, rows in backlog.items() if rows <= _EPS and drain[p] >= -_EPS]  # empty and keeping up
+        if caught:
+            for p in caught:
+                done[p] = t
+                del backlog[p]
+            continue
+        finish = min((rows / drain[p] for p, rows in backlog.items() if drain[p] > 0 and rows > _EPS), default=math.inf)
         step = min(finish, next_start - t)
         if math.isinf(step):
             done.update(dict.fromkeys(backlog))  # overloaded and nothing else to come: never caught up
             break
-        for p in backlog:
-            backlog[p] = 0.0 if drain[p] > 0 and backlog[p] / drain[p] <= step + _EPS else backlog[p] - drain[p] * step
+        for p, rows in backlog.items():
+            backlog[p] = 0.0 if drain[p] > 0 and rows / drain[p] <= step + _EPS else rows - drain[p] * step
         t += step
     return done
 
 
+def _drains(backlog: dict[str, float], done: dict[str, float | None], rates: dict[str, UnitRates], size: float) -> dict[str, float]:
+    """Rows per second each catching-up partition drains: the node less what the caught-up ones use, split
+    evenly, at most one whole node each (a partition's processing rate is measured on one node)."""
+    steady = math.fsum(rates[p].input_rate / rates[p].processing_rate for p, at in done.items() if at is not None)
+    share = min(1.0, max(0.0, size - steady) / len(backlog))
+    return {p: share * rates[p].processing_rate - rates[p].input_rate for p in backlog}
+
+
 def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> CatchUpPrediction:
     """Each failed partition's and query's time back under ``schedule`` (see the module docstring)."""
-    _check(problem, schedule, model)
+    check_catch_up_model(problem, model, len(schedule.stages))
     node_size = {n: usable / schedule.node_cap for n, usable in schedule.nodes.items()}
     per_node: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
     restarted: dict[str, float | None] = dict.fromkeys(problem.partitions)
@@ -163,10 +175,13 @@ def _rounded(values: dict[str, float | None]) -> dict[str, float | None]:
     return {k: None if v is None else round(v, 3) for k, v in values.items()}
 
 
-def _check(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> None:
+def check_catch_up_model(problem: RecoveryProblem, model: CatchUpModel, stages: int, what: str = "") -> None:
+    """InputError (its field prefixed with ``what``) unless ``model`` has rates for every failed partition and
+    a time for each of ``stages`` stages."""
+    prefix = f"{what}: " if what else ""
     missing = [p for p in problem.partitions if p not in model.rates]
     if missing:
-        raise InputError(f"rates: no rates for failed partition {missing[0]!r}")
-    if len(model.stage_times) < len(schedule.stages):
-        raise InputError(f"stage_times: {len(model.stage_times)} time(s) for {len(schedule.stages)} stages "
+        raise InputError(f"{prefix}rates: no rates for failed partition {missing[0]!r}")
+    if len(model.stage_times) < stages:
+        raise InputError(f"{prefix}stage_times: {len(model.stage_times)} time(s) for {stages} stages "
                          "(one per stage: the survivors' first, then one per arriving node)")

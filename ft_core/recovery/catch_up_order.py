@@ -7,7 +7,8 @@ while they replay it; the order that maximises recovered priority per stage need
 priority-weighted mean time until each query is back to normal. Choose the schedule that does, by the
 catch-up model's prediction.
 
-Algorithm: score every schedule by its predicted priority-weighted mean time back (never back: worst).
+Algorithm: score every schedule by the priority of the queries it never brings back (an unscheduled
+partition, an overloaded node), then by the predicted priority-weighted mean time back of the others.
 Candidates: the three policies of :mod:`.staged` (order-then-pack with BestDensity's order, per-stage,
 operator-centric), then a local search over query orders packed by order-then-pack: from the best
 order-based candidate (the order in which it brings queries back), move one query earlier to any
@@ -46,7 +47,8 @@ import time
 from collections.abc import Sequence
 
 from ft_core.deadline import Deadline, check_time_limit
-from ft_core.recovery.catch_up import CatchUpModel, UnitRates, predict_catch_up
+from ft_core.errors import InputError
+from ft_core.recovery.catch_up import CatchUpModel, UnitRates, predict_catch_up, weighted_mean
 from ft_core.recovery.problem import RecoveryProblem
 from ft_core.recovery.staged import ACTIVATION_THRESHOLD, DEFAULT_NODE_CAP, POLICIES, StagedSchedule, plan_stages
 
@@ -57,21 +59,26 @@ __all__ = ["POLICY", "plan_catch_up", "CatchUpModel", "UnitRates"]
 
 def plan_catch_up(problem: RecoveryProblem, capacity: float | Sequence[float], arrivals: Sequence[float],
                   model: CatchUpModel, *, node_cap: float = DEFAULT_NODE_CAP, failures: int | None = None,
-                  max_evaluations: int = 400, time_limit_s: float | None = 10.0) -> StagedSchedule:
-    """The schedule with the least predicted priority-weighted time back (see the module docstring)."""
+                  max_evaluations: int = 400, time_limit_s: float | None = 10.0,
+                  started: float | None = None) -> StagedSchedule:
+    """The schedule with the least predicted priority-weighted time back (see the module docstring);
+    ``started``: when the caller's time limit began (default now)."""
     start = time.perf_counter()
-    deadline = Deadline(check_time_limit(time_limit_s, "time_limit_s"), start=start)
-    stages = dict(capacity=capacity, arrivals=arrivals, node_cap=node_cap)
-    if failures is not None and failures < ACTIVATION_THRESHOLD:
-        return _with_prediction(problem, plan_stages(problem, **stages, failures=failures), model, start)
-    search = _Search(problem, model, stages, max_evaluations)
+    deadline = Deadline(check_time_limit(time_limit_s, "time_limit_s"), start=start if started is None else started)
+    if isinstance(max_evaluations, bool) or not isinstance(max_evaluations, int) or max_evaluations < 1:
+        raise InputError(f"max_evaluations: must be a whole number >= 1, got {max_evaluations!r}")
+    stages = dict(capacity=capacity, arrivals=arrivals, node_cap=node_cap, failures=failures)
+    if failures is not None and failures < ACTIVATION_THRESHOLD:  # blocking, whatever the order
+        return _with_prediction(problem, plan_stages(problem, **stages), model, start)
+    search = _Search(problem, model)
     for policy in POLICIES:
         search.score(plan_stages(problem, **stages, policy=policy))
     order = _back_order(problem, search.best, model)
-    improved = True
+
     def spent() -> bool:
         return search.evaluations >= max_evaluations or deadline.expired()
 
+    improved = True
     while improved and not spent():
         improved = False
         for i in range(1, len(order)):
@@ -84,25 +91,31 @@ def plan_catch_up(problem: RecoveryProblem, capacity: float | Sequence[float], a
                     break
             if improved or spent():
                 break
-    best = search.best.model_copy(update={"policy": POLICY})
-    return _with_prediction(problem, best, model, start)
+    return _with_prediction(problem, search.best, model, start)
 
 
 class _Search:
-    """The best schedule so far by predicted weighted mean (never back counts as infinitely late)."""
+    """The best schedule so far. Score: first the priority of the queries never back (an unscheduled
+    partition, an overloaded node), then the priority-weighted mean time back of the others; lower is
+    better, so the search still compares schedules when some query can never come back."""
 
-    def __init__(self, problem: RecoveryProblem, model: CatchUpModel, stages: dict, max_evaluations: int) -> None:
+    def __init__(self, problem: RecoveryProblem, model: CatchUpModel) -> None:
         self.problem, self.model = problem, model
         self.best: StagedSchedule | None = None
-        self.best_score = math.inf
+        self.best_score = (math.inf, math.inf)
         self.evaluations = 0
 
     def score(self, schedule: StagedSchedule) -> bool:
         """Score ``schedule``; True when it is strictly better than the best so far (and becomes it)."""
         self.evaluations += 1
-        mean = predict_catch_up(self.problem, schedule, self.model).weighted_mean_s
-        value = math.inf if mean is None else mean
-        if self.best is None or value < self.best_score - 1e-9:
+        back = predict_catch_up(self.problem, schedule, self.model).query_back_s
+        priority = {q: self.problem.queries[q].priority for q in back}
+        never = math.fsum(priority[q] for q, t in back.items() if t is None)
+        came = {q: t for q, t in back.items() if t is not None}
+        mean = weighted_mean(came, {q: priority[q] for q in came})
+        value = (never, math.inf if mean is None else mean)
+        if self.best is None or value[0] < self.best_score[0] - 1e-9 or (
+                abs(value[0] - self.best_score[0]) <= 1e-9 and value[1] < self.best_score[1] - 1e-9):
             self.best, self.best_score = schedule, value
             return True
         return False
@@ -117,6 +130,6 @@ def _back_order(problem: RecoveryProblem, schedule: StagedSchedule, model: Catch
 
 def _with_prediction(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel, start: float) -> StagedSchedule:
     predicted = predict_catch_up(problem, schedule, model)
-    return schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
+    return schedule.model_copy(update={"policy": POLICY, "predicted_back_s": predicted.query_back_s,
                                        "predicted_weighted_mean_s": predicted.weighted_mean_s,
                                        "elapsed_s": time.perf_counter() - start})

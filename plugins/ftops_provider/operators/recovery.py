@@ -123,7 +123,8 @@ class PlanStagesOperator(BaseOperator):
         try:
             plan = store.save_plan(self.job_name, "recovery", algorithm=schedule.policy, objective=schedule.total_priority,
                                    optimal=False, payload={"schedule": schedule.model_dump(mode="json"), "problem": problem},
-                                   input_hash=input_hash(problem, self.arrivals, self.policy, self.node_cap),
+                                   input_hash=input_hash(problem, self.arrivals, self.policy, self.node_cap, self.arrival_times,
+                                                      schedule.model_dump(mode="json", exclude={"elapsed_s"})),
                                    parameters={"arrivals": self.arrivals, "cost": self.cost, "node_cap": self.node_cap,
                                                "arrival_times": self.arrival_times},
                                    dag_run_id=context["run_id"])
