@@ -1,6 +1,7 @@
-"""ftops_checkpoint_tuning with ``dag.test()``: profiling copies of the job's workload on real Spark, mapped
-over three candidate intervals (each killed once and restarted from its checkpoint), Chiron's models and the
-recommended interval stored in the real PostgreSQL history store."""
+"""ftops_checkpoint_tuning with ``dag.test()``: profiling copies of a user's job (examples/sensor_alerts.py, loaded
+from its file: a stream-static join and a shuffle by another key) on real Spark, mapped over three candidate
+intervals (each killed once and restarted from its checkpoint), Chiron's models and the recommended interval
+stored in the real PostgreSQL history store. The samples run through the same pipeline API."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from spark_jobs.runtime.job_streams import JobDeployment
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
-PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
+EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
+PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
+JOB = "alerts"
 
 
 def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendation(tmp_path, pg_server, pg_conn, monkeypatch):
@@ -27,26 +30,26 @@ def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendatio
     assert pool.returncode == 0, pool.stderr
     upgrade(pg_conn)
     store = HistoryStore(pg_conn)
-    dep = JobDeployment(pipeline="topk", root=str(tmp_path / "topk"), params=PARAMS, **local_masters())
-    store.register_job(JobSpec(name="topk", workload="topk", max_recovery_s=600, deployment=dep.model_dump()))
+    dep = JobDeployment(pipeline=str(EXAMPLE), root=str(tmp_path / JOB), params=PARAMS, **local_masters())
+    store.register_job(JobSpec(name=JOB, workload=str(EXAMPLE), max_recovery_s=600, deployment=dep.model_dump()))
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
-    run = dag.test(run_conf={"job": "topk", "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
+    run = dag.test(run_conf={"job": JOB, "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
     assert run.state == "success"
 
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert [states[("profile_interval", i)] for i in range(3)] == ["success"] * 3
     assert states[("validate_interval", -1)] == "success"
     assert states[("apply_interval", -1)] == "skipped"  # resubmit is off by default (and no lease was taken)
-    assert store.lease("topk") is None
-    profile = store.latest_profile("topk", "checkpoint")["doc"]
+    assert store.lease(JOB) is None
+    profile = store.latest_profile(JOB, "checkpoint")["doc"]
     assert [p["checkpoint_interval_ms"] for p in profile["profiles"]] == [1000, 2000, 3000]
     for entry in profile["profiles"]:
         [rep] = entry["repetitions"]
         assert rep["avg_latency_ms"] > 0 and rep["recovery_time_s"] > 0 and rep["max_ingress_rate"] > 0
-    plan = store.current_plan("topk", "checkpoint")
+    plan = store.current_plan(JOB, "checkpoint")
     assert 1000 <= plan["objective"] <= 3000 and store.plan(plan["plan_id"])["dag_run_id"] == run.run_id
     assert set(plan["payload"]["r2"]) >= {"latency", "recovery"}
-    [validation] = store.checkpoint_validations("topk")
+    [validation] = store.checkpoint_validations(JOB)
     assert validation["plan_id"] == plan["plan_id"] and validation["measured_recovery_s"] > 0
     assert validation["reason"]  # validated or not, it says why

@@ -81,7 +81,20 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     schedule = load_schedule(schedule_file, root)
     assert [s.partitions for s in schedule.stages] == [[], ["O2[0]"], ["O1[0]"]]
 
-    # The catch-up model of this failure, measured from the units' own batches (issue 15): every failed unit
+    thread = arrivals(cluster, failure.time, (5, 30), BASE)
+    report = execute_schedule(root, schedule, prefix="rec", timeout_s=600, wait_recovered_s=600)
+    thread.join(timeout=120)
+
+    # Each stage waited for its worker: stage 2 only once the second node had registered.
+    assert [s.apps for s in report.stages[1:]] == [{"rec-s1-n1": ["O2[0]"]}, {"rec-s2-n2": ["O1[0]"]}]
+    assert report.stages[2].capacity_ready_s >= 30 > report.stages[1].capacity_ready_s >= 5
+    t = report.query_recovered_s
+    assert set(t) == {"O1[0]", "O2[0]", "O3[0]"} and None not in t.values(), t
+    assert t["O2[0]"] < t["O1[0]"] and t["O2[0]"] < t["O3[0]"]
+    assert report.lost_rows == 0 and report.duplicated_rows == 0
+
+    # The catch-up model of this failure, measured from the units' own batches before it (issue 15; asked after the
+    # recovery, so the commands' time does not delay the arrivals above): every failed unit
     # had input and processes faster than it arrives; the catch-up policy plans with it and predicts each
     # failed query's time back, not before its node is due.
     rates = cli("units", "rates", "--deployment-dir", root, "--arrival-times", "5,30")
@@ -97,18 +110,6 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     assert planned.code == 0, planned.err
     predicted = json.loads(planned.out)["predicted_back_s"]
     assert set(predicted) == {"O1[0]", "O2[0]", "O3[0]"} and all(t is not None and t > 5 for t in predicted.values()), predicted
-
-    thread = arrivals(cluster, failure.time, (5, 30), BASE)
-    report = execute_schedule(root, schedule, prefix="rec", timeout_s=600, wait_recovered_s=600)
-    thread.join(timeout=120)
-
-    # Each stage waited for its worker: stage 2 only once the second node had registered.
-    assert [s.apps for s in report.stages[1:]] == [{"rec-s1-n1": ["O2[0]"]}, {"rec-s2-n2": ["O1[0]"]}]
-    assert report.stages[2].capacity_ready_s >= 30 > report.stages[1].capacity_ready_s >= 5
-    t = report.query_recovered_s
-    assert set(t) == {"O1[0]", "O2[0]", "O3[0]"} and None not in t.values(), t
-    assert t["O2[0]"] < t["O1[0]"] and t["O2[0]"] < t["O3[0]"]
-    assert report.lost_rows == 0 and report.duplicated_rows == 0
 
     # The restarted units resumed from their checkpoints (not from scratch); after the input stops and
     # every unit drains, each table equals the failure-free reference exactly.
