@@ -12,7 +12,7 @@ from ft_core.input.quantities import (NodeCount, Nodes, NonNegative, PositiveFra
 from ft_core.recovery.planners import ALGORITHMS, plan_recovery
 from ft_core.recovery.problem import load_problem
 from ft_core.errors import InputError
-from ft_core.recovery.catch_up import CatchUpModel, check_catch_up_model, predict_catch_up
+from ft_core.recovery.catch_up import CatchUpModel, check_catch_up_model, with_prediction
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP, plan_catch_up
 from ft_core.recovery.staged import DEFAULT_NODE_CAP, POLICIES, plan_stages
 
@@ -100,9 +100,7 @@ def _stages(args: argparse.Namespace) -> int:
     else:
         schedule = plan_stages(problem, pooled, args.arrivals, node_cap=args.node_cap, policy=args.policy, failures=args.failures)
         if model is not None:
-            predicted = predict_catch_up(problem, schedule, model)
-            schedule = schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
-                                                   "predicted_weighted_mean_s": predicted.weighted_mean_s})
+            schedule = with_prediction(problem, schedule, model)
     if args.json:
         print_json(schedule)
         return 0

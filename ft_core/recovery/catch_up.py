@@ -159,11 +159,21 @@ def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: 
                              weighted_mean_s=weighted_mean(back, {q: problem.queries[q].priority for q in back}))
 
 
+def with_prediction(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> StagedSchedule:
+    """``schedule`` with each query's predicted time back and their priority-weighted mean filled in."""
+    predicted = predict_catch_up(problem, schedule, model)
+    return schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
+                                       "predicted_weighted_mean_s": predicted.weighted_mean_s})
+
+
 def weighted_mean(back: dict[str, float | None], priority: dict[str, float]) -> float | None:
-    """Priority-weighted mean time back (the plain mean when every priority is 0); None if a query never is."""
+    """Priority-weighted mean of the times in ``back`` (the plain mean when their priorities are all 0); None
+    if a query never is back. ``priority`` may name more queries than ``back``."""
     if not back or any(v is None for v in back.values()):
         return None
-    weights = priority if math.fsum(priority.values()) > 0 else dict.fromkeys(back, 1.0)
+    weights = {q: priority[q] for q in back}
+    if math.fsum(weights.values()) <= 0:
+        weights = dict.fromkeys(back, 1.0)
     return round(math.fsum(weights[q] * t for q, t in back.items()) / math.fsum(weights.values()), 3)
 
 

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 
 from ft_core.deadline import Deadline, check_time_limit
 from ft_core.errors import InputError
-from ft_core.recovery.catch_up import CatchUpModel, UnitRates, predict_catch_up, weighted_mean
+from ft_core.recovery.catch_up import CatchUpModel, UnitRates, predict_catch_up, weighted_mean, with_prediction
 from ft_core.recovery.problem import RecoveryProblem
 from ft_core.recovery.staged import ACTIVATION_THRESHOLD, DEFAULT_NODE_CAP, POLICIES, StagedSchedule, plan_stages
 
@@ -69,7 +69,7 @@ def plan_catch_up(problem: RecoveryProblem, capacity: float | Sequence[float], a
         raise InputError(f"max_evaluations: must be a whole number >= 1, got {max_evaluations!r}")
     stages = dict(capacity=capacity, arrivals=arrivals, node_cap=node_cap, failures=failures)
     if failures is not None and failures < ACTIVATION_THRESHOLD:  # blocking, whatever the order
-        return _with_prediction(problem, plan_stages(problem, **stages), model, start)
+        return _labelled(problem, plan_stages(problem, **stages), model, start)
     search = _Search(problem, model)
     for policy in POLICIES:
         search.score(plan_stages(problem, **stages, policy=policy))
@@ -91,7 +91,7 @@ def plan_catch_up(problem: RecoveryProblem, capacity: float | Sequence[float], a
                     break
             if improved or spent():
                 break
-    return _with_prediction(problem, search.best, model, start)
+    return _labelled(problem, search.best, model, start)
 
 
 class _Search:
@@ -111,8 +111,7 @@ class _Search:
         back = predict_catch_up(self.problem, schedule, self.model).query_back_s
         priority = {q: self.problem.queries[q].priority for q in back}
         never = math.fsum(priority[q] for q, t in back.items() if t is None)
-        came = {q: t for q, t in back.items() if t is not None}
-        mean = weighted_mean(came, {q: priority[q] for q in came})
+        mean = weighted_mean({q: t for q, t in back.items() if t is not None}, priority)
         value = (never, math.inf if mean is None else mean)
         if self.best is None or value[0] < self.best_score[0] - 1e-9 or (
                 abs(value[0] - self.best_score[0]) <= 1e-9 and value[1] < self.best_score[1] - 1e-9):
@@ -128,8 +127,6 @@ def _back_order(problem: RecoveryProblem, schedule: StagedSchedule, model: Catch
     return sorted(ids, key=lambda q: (back[q] is None, back[q] or 0.0, ids.index(q)))
 
 
-def _with_prediction(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel, start: float) -> StagedSchedule:
-    predicted = predict_catch_up(problem, schedule, model)
-    return schedule.model_copy(update={"policy": POLICY, "predicted_back_s": predicted.query_back_s,
-                                       "predicted_weighted_mean_s": predicted.weighted_mean_s,
-                                       "elapsed_s": time.perf_counter() - start})
+def _labelled(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel, start: float) -> StagedSchedule:
+    return with_prediction(problem, schedule, model).model_copy(update={"policy": POLICY,
+                                                                        "elapsed_s": time.perf_counter() - start})

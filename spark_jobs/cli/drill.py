@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCo
                                       Subnet, TaskBudget, comma_list, flag)
 from ft_core.home import path_flag
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR
+from spark_jobs.cli.job_lease import command_holder
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 
@@ -233,7 +233,7 @@ def _drill_job(args: argparse.Namespace) -> int:
                           replacement_delay_s=args.replacement_delay_s, timeout_s=args.timeout_s,
                           steady_lag_s=args.steady_lag_s, max_duration_s=args.max_duration_s, max_lag_s=args.max_lag_s,
                           lease_ttl_s=args.lease_ttl_s)
-    holder = f"command ftops drill job {args.name} (pid {os.getpid()} on {socket.gethostname()})"
+    holder = command_holder(f"ftops drill job {args.name}")
     with Progress("drill job") as progress:
         report = run_job_drill(lambda: open_history_store(args.db_dir), settings, holder, progress=progress)
     if args.json:

@@ -39,5 +39,9 @@ def held_lease(args: argparse.Namespace, kind: str):
     from ft_core.store.leases import LeaseKeeper
 
     command = " ".join(["ftops", *sys.argv[1:3]]) if len(sys.argv) > 1 else "ftops"
-    holder = f"command {command} (pid {os.getpid()} on {socket.gethostname()})"
-    return LeaseKeeper(lambda: open_history_store(args.db_dir), args.job, kind, holder, ttl_s=args.lease_ttl_s)
+    return LeaseKeeper(lambda: open_history_store(args.db_dir), args.job, kind, command_holder(command), ttl_s=args.lease_ttl_s)
+
+
+def command_holder(command: str) -> str:
+    """How a lease names a command holding it: the command, its pid and host (whoever is refused can find it)."""
+    return f"command {command} (pid {os.getpid()} on {socket.gethostname()})"

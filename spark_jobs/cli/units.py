@@ -288,13 +288,10 @@ def _problem(args: argparse.Namespace) -> int:
 
 
 def _rates(args: argparse.Namespace) -> int:
-    from ft_core.input.quantities import check_list
     from spark_jobs.recovery_units.rates import catch_up_model
-    from spark_jobs.recovery_units.recovery import last_failure
+    from spark_jobs.recovery_units.recovery import check_arrival_times, last_failure
 
-    times = check_list(Seconds, args.arrival_times, "--arrival-times", max_items="max_nodes", allow_empty=False)
-    if times != sorted(times):
-        raise InputError(f"--arrival-times: expected times in arrival order, got {args.arrival_times!r}")
+    times = check_arrival_times(args.arrival_times, "--arrival-times")
     failure = last_failure(args.deployment_dir)
     print_json(catch_up_model(args.deployment_dir, failure.time, [0.0, *times], units=failure.units))
     return 0

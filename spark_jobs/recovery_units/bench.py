@@ -168,7 +168,7 @@ def _median(values: list[float | None]) -> float | None:
 
 def schedule_for(strategy: str, problem_doc: dict, arrivals: int, model):
     """The strategy's schedule, with each query's time back predicted by the catch-up ``model``."""
-    from ft_core.recovery.catch_up import predict_catch_up
+    from ft_core.recovery.catch_up import with_prediction
     from ft_core.recovery.catch_up_order import plan_catch_up
     from ft_core.recovery.problem import parse_problem
     from ft_core.recovery.staged import plan_stages
@@ -181,9 +181,7 @@ def schedule_for(strategy: str, problem_doc: dict, arrivals: int, model):
         schedule = plan_stages(problem, capacity, nodes, failures=1)
     else:
         schedule = plan_stages(problem, capacity, nodes, policy="order-then-pack" if strategy == "incremental" else "operator-centric")
-    predicted = predict_catch_up(problem, schedule, model)
-    return schedule.model_copy(update={"predicted_back_s": predicted.query_back_s,
-                                       "predicted_weighted_mean_s": predicted.weighted_mean_s})
+    return with_prediction(problem, schedule, model)
 
 
 def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, progress) -> StrategyRun:
@@ -289,6 +287,7 @@ def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float
 
 
 def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_dir: Path, root: Path, progress) -> StrategyRun:
+    from ft_core.recovery.catch_up import weighted_mean
     from spark_jobs.recovery_units.deployment import load
     from spark_jobs.recovery_units.rates import catch_up_model
     from spark_jobs.recovery_units.recovery import execute_schedule
@@ -311,20 +310,14 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     if errors:
         raise FtopsError(f"replacement capacity failed: {errors[0]}")
     planned = {q: next((s.stage for s in schedule.stages if q in s.recovered_queries), None) for q in report.query_recovered_s}
+    priority = {q: v["priority"] for q, v in problem["queries"].items()}
     return StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s=report.query_recovered_s,
-                       weighted_mean_recovery_s=_weighted(report.query_recovered_s, problem), planned_stage=planned,
+                       weighted_mean_recovery_s=weighted_mean(report.query_recovered_s, priority), planned_stage=planned,
                        predicted_s=schedule.predicted_back_s or {}, predicted_weighted_s=schedule.predicted_weighted_mean_s,
                        rates={u: r.model_dump() for u, r in model.rates.items()},
-                       priority={q: v["priority"] for q, v in problem["queries"].items()},
+                       priority=priority,
                        stages=[s.model_dump() for s in report.stages], lost_rows=report.lost_rows,
                        duplicated_rows=report.duplicated_rows)
-
-
-def _weighted(recovered: dict[str, float | None], problem: dict) -> float | None:
-    if not recovered or any(v is None for v in recovered.values()):
-        return None
-    prio = {q: problem["queries"][q]["priority"] for q in recovered}
-    return round(sum(prio[q] * t for q, t in recovered.items()) / sum(prio.values()), 2)
 
 
 def run_bench(config: RecoveryBenchConfig, progress: Progress) -> RecoveryBenchResult:

@@ -60,17 +60,6 @@ class Batch(NamedTuple):
     app: str
 
 
-def measured_rates(root: Path, failure_time: float, units: list[str] | None = None,
-                   normal_s: float = 30.0) -> dict[str, UnitRates]:
-    """Rates of ``units`` (default: every unit) of the deployment at ``root``, measured before
-    ``failure_time`` (see the module docstring)."""
-    dep = load(root)
-    everyone = dep.units.unit_ids()
-    batches = {u: [b for b in _batches(root, u) if b.end <= failure_time] for u in everyone}
-    apps = {a.name: (a.started_at, a.units) for a in dep.apps.values()}
-    return rates_from_batches(batches, apps, units if units is not None else everyone, failure_time, normal_s)
-
-
 def rates_from_batches(batches: dict[str, list[Batch]], apps: dict[str, tuple[float, list[str]]], units: list[str],
                        failure_time: float, normal_s: float = 30.0) -> dict[str, UnitRates]:
     """The rates of ``units`` from every unit's batches before the failure (time order) and each application's
@@ -89,12 +78,16 @@ def rates_from_batches(batches: dict[str, list[Batch]], apps: dict[str, tuple[fl
 
 
 def catch_up_model(root: Path, failure_time: float, stage_times: list[float], pending_s: float | None = None,
-                   units: list[str] | None = None) -> CatchUpModel:
-    """The catch-up model of the units in ``units`` (default: all): measured rates, the stages' times, and the
-    input pending at the failure (default: half a trigger interval, what a unit had not committed on average)."""
+                   units: list[str] | None = None, normal_s: float = 30.0) -> CatchUpModel:
+    """The catch-up model of the units in ``units`` (default: all) of the deployment at ``root``: their rates
+    measured before ``failure_time`` (see the module docstring), the stages' times, and the input pending at
+    the failure (default: half a trigger interval, what a unit had not committed on average)."""
     dep = load(root)
-    return CatchUpModel(rates=measured_rates(root, failure_time, units), stage_times=stage_times,
-                        pending_s=dep.trigger_s / 2 if pending_s is None else pending_s)
+    everyone = dep.units.unit_ids()
+    batches = {u: [b for b in _batches(root, u) if b.end <= failure_time] for u in everyone}
+    apps = {a.name: (a.started_at, a.units) for a in dep.apps.values()}
+    rates = rates_from_batches(batches, apps, units if units is not None else everyone, failure_time, normal_s)
+    return CatchUpModel(rates=rates, stage_times=stage_times, pending_s=dep.trigger_s / 2 if pending_s is None else pending_s)
 
 
 def _batches(root: Path, unit: str) -> list[Batch]:

@@ -153,10 +153,17 @@ def check_stage_inputs(arrivals: str, policy: str, node_cap: float | str,
     sizes = check_list(PositiveNodes, str(arrivals), "arrivals", max_items="max_nodes")
     if policy != CATCH_UP:
         return sizes, node_cap, None
-    times = check_list(Seconds, str(arrival_times or ""), "arrival_times", max_items="max_nodes", allow_empty=False)
-    if len(times) != len(sizes) or times != sorted(times):
-        raise InputError(f"arrival_times: one time per expected node ({len(sizes)}), in order, got {arrival_times!r}")
-    return sizes, node_cap, times
+    return sizes, node_cap, check_arrival_times(arrival_times, "arrival_times", nodes=len(sizes))
+
+
+def check_arrival_times(text: str | None, field: str, nodes: int | None = None) -> list[float]:
+    """Seconds after the failure at which each replacement node is expected: comma-separated, in arrival order
+    (``nodes`` of them when given); InputError naming ``field`` otherwise."""
+    times = check_list(Seconds, str(text or ""), field, max_items="max_nodes", allow_empty=False)
+    if times != sorted(times) or (nodes is not None and len(times) != nodes):
+        count = f"one time per expected node ({nodes}), " if nodes is not None else ""
+        raise InputError(f"{field}: {count}in order of arrival, got {text!r}")
+    return times
 
 
 def plan_failure_stages(root: Path, arrivals: str, cost: str = "measured", policy: str = "order-then-pack",
