@@ -89,12 +89,15 @@ def soak_domains(domains: Sequence[str], drills: int) -> list[str]:
 
 def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacement_delay_s: float, command: str,
              steady_timeout_s: float = 600, progress: Callable[[str], None] = lambda _m: None,
-             step: Callable[[str], None] | None = None) -> SoakResult:
+             step: Callable[[str], None] | None = None,
+             on_drill: Callable[[SoakResult], None] = lambda _r: None) -> SoakResult:
     """Run ``drills`` chaos drills of ``job`` in a row on ``stack`` (a started
     :class:`~ftops_provider.local_stack.LocalStack`), taking ``domains`` in turn. ``auto`` fails the domain
     where the primary's executors run: each drill moves them (the running executors are lost, new ones
     start on the surviving domain's workers), so ``auto`` alternates the domain by itself, and the report
-    shows which domain each drill failed. ``step`` says a drill starts (default ``progress``)."""
+    shows which domain each drill failed. ``step`` says a drill starts (default ``progress``); ``on_drill``
+    gets the soak so far after every drill (the CLI rewrites its report, so an interrupted soak keeps its
+    table)."""
     started, load, done = time.time(), os.getloadavg()[0], []
     _ensure_plan(stack, job, progress)
     for index, domain in enumerate(soak_domains(domains, drills), start=1):
@@ -107,6 +110,8 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
             progress(f"drill {index}: {exc}; the soak stops here")
             break
         last = done[-1]
+        on_drill(SoakResult(command=command, job=job, drills=list(done), elapsed_s=time.time() - started,
+                            started_at=started, load_at_start=load))
         progress(f"drill {index}: DAG run {last.dag_state}, drill {last.status or '-'}, lost/duplicated windows "
                  f"{last.lost_windows}/{last.duplicated_windows}, steady again after "
                  f"{'-' if last.steady_after_s is None else f'{last.steady_after_s:.0f} s'}")
@@ -167,9 +172,10 @@ def _time_to_steady(stack, job: str, timeout_s: float) -> float | None:
 
 
 
-def soak_report(result: SoakResult, table: Path | None = None) -> str:
+def soak_report(result: SoakResult, table: Path | None = None, planned: int | None = None) -> str:
     """The soak as markdown: the command, a row per drill and the verdict against the target; with
-    ``table`` (the report's path) its plot is written beside it and linked."""
+    ``table`` (the report's path) its plot is written beside it and linked. ``planned``: the drills asked
+    for, when the soak is still running (or was stopped) before all of them ran."""
     from ft_core.cli.output import format_table
 
     def num(value: float | None, digits: int = 1) -> str:
@@ -198,7 +204,9 @@ def soak_report(result: SoakResult, table: Path | None = None) -> str:
         *([_times_plot(result, table), ""] if table is not None and result.drills else []),
         f"**{passed} of {len(result.drills)} passed**; {result.count('aborted')} aborted, {result.count('failed')} failed; "
         f"{result.lost} lost and {result.duplicated} duplicated windows in all. "
-        f"Target (every drill passes, 0 lost, 0 duplicated): {'met' if result.target_met else 'not met'}.",
+        + (f"Target (every drill passes, 0 lost, 0 duplicated): {'met' if result.target_met else 'not met'}."
+         if planned is None or len(result.drills) >= planned else
+         f"**Unfinished: {len(result.drills)} of the {planned} drills asked for ran** (the soak is still running or was stopped)."),
         *([""] + errors if errors else []), ""])
 
 

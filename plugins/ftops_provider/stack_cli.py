@@ -122,10 +122,17 @@ def _soak(args: argparse.Namespace) -> int:
     stack = _stack(args)
     stack.up()
     command = command_line(["stack", "soak"])
-    progress = Progress("soak", total=args.drills)
+    progress, out = Progress("soak", total=args.drills), Path(args.out) if args.out else None
+
+    def partial(so_far) -> None:  # rewritten after every drill: a stopped soak keeps the drills it ran
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(soak_report(so_far, out, planned=args.drills))
+
     result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
-                      replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step)
-    emit_report(soak_report(result, Path(args.out) if args.out else None), args.out, args.json)
+                      replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step,
+                      on_drill=partial)
+    emit_report(soak_report(result, out), args.out, args.json)
     return 0 if result.target_met else 1
 
 

@@ -51,3 +51,11 @@ def test_written_to_a_file_the_report_links_its_plot_of_times_per_drill(tmp_path
     report = soak_report(result, table)
     assert_plot(table.with_name("soak-times.svg"), report, "first tentative output", "primary caught up", "1 (rack-b)")
     assert "soak-times.svg" not in soak_report(result)  # printed only: no plot
+
+
+def test_a_report_written_before_every_drill_ran_says_it_is_unfinished_not_met_or_passed():
+    so_far = SoakResult(command="c", job="topk", elapsed_s=1, drills=[_drill(1), _drill(2)])
+    partial = soak_report(so_far, planned=20)
+    assert "**2 of 2 passed**" in partial and "Unfinished: 2 of the 20 drills asked for ran" in partial
+    assert "Target (every drill passes" not in partial
+    assert "Target (every drill passes, 0 lost, 0 duplicated): met" in soak_report(so_far, planned=2)
