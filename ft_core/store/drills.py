@@ -115,17 +115,19 @@ class DrillRecords(StoreBase):
 
     def drills(self, job: str, limit: int = 100) -> list[dict[str, Any]]:
         """The job's newest ``limit`` drills, oldest first, each with its failure ``windows``
-        (``window_start``, ``accuracy``) and the ``error`` its report gives, if any."""
+        (``window_start``, ``accuracy``), the ``error`` its report gives, if any, and ``has_report``
+        (whether its experiment report was written)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 f"""SELECT * FROM (
-                        SELECT {', '.join('d.' + k for k in DRILL_KEYS if k != 'error')}, d.report->>'error' AS error
+                        SELECT {', '.join('d.' + k for k in DRILL_KEYS if k != 'error')}, d.report->>'error' AS error,
+                               d.experiment IS NOT NULL AS has_report
                         FROM ftops_drill d JOIN ftops_job j USING (job_id) WHERE j.name = %s
                         ORDER BY d.started_at DESC, d.drill_id DESC LIMIT %s) newest
                     ORDER BY started_at, drill_id""",
                 (job, limit),
             )
-            keys = tuple(k for k in DRILL_KEYS if k != "error") + ("error",)
+            keys = tuple(k for k in DRILL_KEYS if k != "error") + ("error", "has_report")
             drills = rows(cur, keys)
             windows = self._drill_windows(cur, [d["drill_id"] for d in drills])
         for d in drills:

@@ -132,17 +132,18 @@ class RecoveryRecords(StoreBase):
 
     def recovery_runs(self, job: str, limit: int = 50) -> list[dict[str, Any]]:
         """The job's newest ``limit`` recovery runs, oldest first, each with its ``stages`` (as in
-        :meth:`recovery_stages`) and ``queries`` (``query``, ``priority``, ``recovered_s``)."""
+        :meth:`recovery_stages`), ``queries`` (``query``, ``priority``, ``recovered_s``) and ``has_report``
+        (whether its experiment report was written)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 f"""SELECT * FROM (
-                        SELECT {', '.join('r.' + k for k in RUN_KEYS)}
+                        SELECT {', '.join('r.' + k for k in RUN_KEYS)}, r.experiment IS NOT NULL AS has_report
                         FROM ftops_recovery_run r JOIN ftops_job j USING (job_id) WHERE j.name = %s
                         ORDER BY r.started_at DESC, r.run_id DESC LIMIT %s) newest
                     ORDER BY started_at, run_id""",
                 (job, limit),
             )
-            runs = rows(cur, RUN_KEYS)
+            runs = rows(cur, (*RUN_KEYS, "has_report"))
             ids = [r["run_id"] for r in runs]
             cur.execute(f"SELECT run_id, {', '.join(STAGE_KEYS)} FROM ftops_recovery_stage WHERE run_id = ANY(%s) "
                         "ORDER BY run_id, stage_no", (ids,))

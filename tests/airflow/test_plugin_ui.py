@@ -36,6 +36,8 @@ def record_drills(store: HistoryStore, plan_id: int) -> list[int]:
     store.finish_drill(passed, {"predicted_output_fidelity": 0.5595, **_windows(t0, [0.5, 0.6, 0.7]),
                                 "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 35.0, "lost_windows": 0,
                                 "duplicated_windows": 0, "output_equals_reference": True}, "passed")
+    store.save_experiment(ExperimentReport(kind="drill", job="topk", experiment_id=passed, dag_run_id="manual__d1",
+                                           verdict="passed", timeline=[Event(at=t0 / 1000, event="failure injected")]))
     failed = store.start_drill("topk", plan_id, {"failure_domain": "rack-b", "kill_driver": True}, "manual__d2")
     store.finish_drill(failed, {"predicted_output_fidelity": 0.5595, **_windows(t0 + 60_000, [0.2, 0.3]),
                                 "time_to_first_tentative_s": 4.0, "time_to_caught_up_s": None, "lost_windows": 2,
@@ -157,6 +159,13 @@ def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
     assert drills[0]["prediction_error"] == pytest.approx(abs(0.6 - 0.5595), abs=1e-4)
     assert drills[1]["lost_windows"] == 2 and drills[1]["output_equals_reference"] is False
     assert drills[2]["tentative_accuracy"] is None and drills[2]["predicted_output_fidelity"] == pytest.approx(0.5595, abs=1e-4)
+    # Only a drill whose experiment report was written links to its page: no link that answers 404.
+    passed, failed, running = ids["drills"]
+    assert [d["has_report"] for d in drills] == [True, False, False]
+    assert f"<a href='topk/drills/{passed}'>#{passed}</a>" in page and client.get(f"/jobs/topk/drills/{passed}").status_code == 200
+    for other in (failed, running):
+        assert f"<a href='topk/drills/{other}'>" not in page and f">#{other}</span>" in page
+        assert client.get(f"/jobs/topk/drills/{other}").status_code == 404
 
 
 def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
@@ -178,7 +187,9 @@ def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
 
     # A finished run links its experiment report (a page and JSON); a running one has none yet.
     done, running = ids["runs"]
-    assert f"<a href='topk/recovery-runs/{done}'>#{done}</a>" in page and f"<td>#{running}</td>" in page
+    assert f"<a href='topk/recovery-runs/{done}'>#{done}</a>" in page
+    assert f"<a href='topk/recovery-runs/{running}'>" not in page and f">#{running}</span>" in page
+    assert [r["has_report"] for r in runs] == [True, False]
     report = client.get(f"/jobs/topk/recovery-runs/{done}")
     assert report.status_code == 200 and f"recovery #{done} of topk: passed" in report.text
     assert "Q2 available again" in report.text and "predicted_back_s" in report.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class JobKind(BaseModel):
@@ -59,6 +59,7 @@ class DrillOut(BaseModel):
     started_at: datetime
     finished_at: datetime | None
     windows: list[DrillWindowOut]
+    has_report: bool = Field(default=False, description="its experiment report was written (the drill ended)")
 
     @classmethod
     def from_store(cls, drill: dict[str, Any]) -> DrillOut:
@@ -100,6 +101,7 @@ class RecoveryRunOut(BaseModel):
     finished_at: datetime | None
     stages: list[StageOut]
     queries: list[QueryOut]
+    has_report: bool = Field(default=False, description="its experiment report was written (the run ended)")
 
 
 class PlanDiff(BaseModel):

@@ -104,7 +104,7 @@ def _drill_table(job: str, drills: list[DrillOut]) -> str:
               "<th>predicted accuracy</th><th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up</th><th>lost windows</th>"
               "<th>duplicated windows</th><th>equals reference</th></tr>")
     rows = "".join(
-        f"<tr class='drill {escape(d.status)}'><td><a href='{escape(quote(job, safe=''))}/drills/{d.drill_id}'>#{d.drill_id}</a></td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
+        f"<tr class='drill {escape(d.status)}'><td>{_report_link(job, 'drills', d.drill_id, d.has_report)}</td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
         f"<td>{_status(d.status, d.error)}</td><td>{escape(str(d.params.get('failure_domain', '-')))}</td>"
         f"<td>{_num(d.predicted_output_fidelity)}</td><td>{_num(d.predicted_accuracy)}</td><td>{_num(d.tentative_accuracy)}</td>"
         f"<td>{len(d.windows)}</td>"
@@ -187,17 +187,18 @@ def _run_block(run: RecoveryRunOut, now: datetime) -> str:
 def _runs_table(job: str, runs: list[RecoveryRunOut]) -> str:
     header = "<tr><th>run</th><th>started</th><th>finished</th><th>status</th><th>stages done</th><th>queries back</th></tr>"
     rows = "".join(
-        f"<tr><td>{_run_link(job, r)}</td><td>{_when(r.started_at)}</td><td>{_when(r.finished_at)}</td><td>{_status(r.status)}</td>"
+        f"<tr><td>{_report_link(job, 'recovery-runs', r.run_id, r.has_report)}</td><td>{_when(r.started_at)}</td><td>{_when(r.finished_at)}</td><td>{_status(r.status)}</td>"
         f"<td>{sum(st.status == 'done' for st in r.stages)} / {len(r.stages)}</td>"
         f"<td>{sum(q.recovered_s is not None for q in r.queries)} / {len(r.queries)}</td></tr>" for r in reversed(runs))
     return f"<table id='run-rows'>{header}{rows}</table>"
 
 
-def _run_link(job: str, run: RecoveryRunOut) -> str:
-    """``#id``, a link to the run's experiment report when it has one (written when the run finishes)."""
-    if run.status == "running":
-        return f"#{run.run_id}"
-    return f"<a href='{escape(quote(job, safe=''))}/recovery-runs/{run.run_id}'>#{run.run_id}</a>"
+def _report_link(job: str, kind: str, experiment_id: int, has_report: bool) -> str:
+    """``#id``, a link to the experiment's report page when it has one (written when the experiment ends;
+    a run still going, or one stopped before it could write it, has none)."""
+    if not has_report:
+        return f"<span title='no experiment report (still running, or ended before writing one)'>#{experiment_id}</span>"
+    return f"<a href='{escape(quote(job, safe=''))}/{kind}/{experiment_id}'>#{experiment_id}</a>"
 
 
 # -- cells ----------------------------------------------------------------------------------------------
