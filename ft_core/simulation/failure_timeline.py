@@ -61,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from ft_core.input.limits import current_limits, exceeds
 from ft_core.input.quantities import NonNegative, Nodes, PositiveFraction, PositiveNodes, PositiveSeconds, Seconds
 from ft_core.recovery.best_density import best_density_order
+from ft_core.recovery.catch_up import UnitRates, node_catch_up
 from ft_core.errors import InputError
 from ft_core.replication.fidelity import information_loss, output_fidelity
 from ft_core.recovery.problem import RecoveryProblem, make_problem
@@ -172,7 +173,8 @@ def simulate(graph: TaskGraph, replicated: set[int], failed: set[int], params: T
     problem, groups = _grouped_problem(graph, failed, sinks_below, params)
     sequence = _task_sequence(graph, problem, groups, params)
     stages, started_at = _pack_stages(graph, sequence, params)
-    caught = {t: _caught_up(s, _restore(graph, t, params), params) for t, s in started_at.items()}
+    alone = {"task": UnitRates(input_rate=params.utilisation, processing_rate=1.0)}  # rates relative to processing
+    caught = {t: _caught_up(s, _restore(graph, t, params), params, alone) for t, s in started_at.items()}
     queries = _query_timelines(graph, failed, lost, sinks_below, problem, started_at, caught, params)
     _fill_stage_recoveries(stages, queries, caught, graph)
     recovered = {q: v.recovered_s for q, v in queries.items()}
@@ -298,10 +300,11 @@ def _pack_stages(graph: TaskGraph, sequence: list[int], params: TimelineParams) 
     return stages, started_at
 
 
-def _caught_up(start_s: float, restore_s: float, params: TimelineParams) -> float:
-    backlog = _backlog(start_s, restore_s, params)
-    u = params.utilisation
-    return start_s + restore_s + backlog * u / (1.0 - u)
+def _caught_up(start_s: float, restore_s: float, params: TimelineParams, alone: dict[str, UnitRates]) -> float:
+    """A task with a slot of its own catches up as one partition alone on its node in
+    :mod:`ft_core.recovery.catch_up` (input ``u``, processing 1): at ``s + restore_s + backlog * u / (1 - u)``."""
+    backlog_rows = params.utilisation * _backlog(start_s, restore_s, params)
+    return node_catch_up([("task", start_s + restore_s, backlog_rows)], alone, size=1.0)["task"]
 
 
 def _backlog(start_s: float, restore_s: float, params: TimelineParams) -> float:

@@ -135,7 +135,8 @@ def test_plan_stages_cli_plans_and_predicts_with_a_catch_up_model(cli, tmp_path)
     rates = {"a": {"input_rate": 10, "processing_rate": 1000}, "b": {"input_rate": 10, "processing_rate": 11}}
     model.write_text(json.dumps({"rates": rates, "stage_times": [0, 10, 20]}))
     args = ("plan", "stages", problem, "--capacity", "0", "--arrivals", "1,1")
-    res = cli(*args, "--policy", "catch-up", "--catch-up", model, "--json")
+    # a time limit no loaded machine reaches: the search's answer must not depend on the machine's speed
+    res = cli(*args, "--policy", "catch-up", "--catch-up", model, "--time-limit", "600", "--json")
     assert res.code == 0, res.err
     doc = json.loads(res.out)
     assert doc["policy"] == "catch-up" and doc["query_order"] == ["slow", "fast"] and doc["predicted_weighted_mean_s"] == 50.135
