@@ -11,6 +11,13 @@ from ft_core.store.connection import connect, redact
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 
 
+def add_db_dir_argument(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """``--db-dir``: the embedded PostgreSQL folder a command opens the history store in, when
+    ``FTOPS_DATABASE_URL`` is not set (``when``: a condition the help text starts with)."""
+    parser.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR,
+                        help=f"{when}embedded PostgreSQL folder (when FTOPS_DATABASE_URL is not set)")
+
+
 def register(sub, groups) -> None:
     db = sub.add_parser("db", help="the PostgreSQL history store")
     dsub = db.add_subparsers(dest="db_command", required=True, parser_class=type(db))

@@ -10,14 +10,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
                                       Subnet, TaskBudget, comma_list, flag)
-from ft_core.home import path_flag
-from ft_core.store.url import DEFAULT_EMBEDDED_DIR
-from spark_jobs.cli.job_lease import command_holder
+from spark_jobs.cli.job_lease import add_lease_ttl_argument, command_holder
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 
@@ -217,10 +216,8 @@ def _add_job_drill(dsub) -> None:
     job.add_argument("--max-duration-s", type=flag(PositiveSeconds), default=1800.0, help="abort probe: the drill runs at most this long")
     job.add_argument("--max-lag-s", type=flag(PositiveSeconds), default=600.0, help="abort probe: once capacity is back, the primary at "
                      "most this far behind its input (default 600)")
-    job.add_argument("--lease-ttl-s", type=flag(PositiveSeconds), default=120.0, help="the lease expires this long after this command "
-                     "dies without releasing it (default 120)")
-    job.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
-                     "FTOPS_DATABASE_URL is not set)")
+    add_lease_ttl_argument(job)
+    add_db_dir_argument(job)
     job.add_argument("--json", action="store_true", help="print the experiment report as JSON")
     job.set_defaults(func=_drill_job)
 

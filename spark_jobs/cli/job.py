@@ -21,12 +21,11 @@ import argparse
 import json
 from pathlib import Path
 
+from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
-from ft_core.home import path_flag
-from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.pipeline.loading import add_pipeline_arguments
 
@@ -60,7 +59,7 @@ def register(sub, groups) -> None:
     reg.add_argument("--test-job", action="store_true", help="a job for trying ftops out: plans and drills apply at once")
     reg.add_argument("--replica-cooldown-s", type=flag(Seconds), default=3600.0,
                      help="least time between two replica changes of the job (default 3600)")
-    _store_option(reg)
+    add_db_dir_argument(reg)
     reg.add_argument("--json", action="store_true")
     reg.set_defaults(func=_register)
 
@@ -71,19 +70,14 @@ def register(sub, groups) -> None:
                                    "(predicted against measured recovery; applied only when validated)", _checkpoint)):
         cmd = jsub.add_parser(name, help=help_text)
         cmd.add_argument("name", help="a registered job")
-        _store_option(cmd)
+        add_db_dir_argument(cmd)
         cmd.add_argument("--json", action="store_true")
         cmd.set_defaults(func=func)
 
     lst = jsub.add_parser("list", help="the registered jobs (runnable or plan-only)")
-    _store_option(lst)
+    add_db_dir_argument(lst)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=_list)
-
-
-def _store_option(parser) -> None:
-    parser.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR, help="embedded PostgreSQL folder (when "
-                        "FTOPS_DATABASE_URL is not set)")
 
 
 def _store(args):

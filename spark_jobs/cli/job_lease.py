@@ -17,18 +17,21 @@ import os
 import socket
 import sys
 
-from ft_core.home import path_flag
+from ft_core.cli.db import add_db_dir_argument
 from ft_core.input.quantities import PositiveSeconds, flag
-from ft_core.store.url import DEFAULT_EMBEDDED_DIR
 
 
 def add_lease_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--job", metavar="NAME", help="the registered job this acts on: its lease is held meanwhile, "
                         "and the command is refused while another experiment holds it")
+    add_lease_ttl_argument(parser, "with --job: ")
+    add_db_dir_argument(parser, "with --job: ")
+
+
+def add_lease_ttl_argument(parser: argparse.ArgumentParser, when: str = "") -> None:
+    """``--lease-ttl-s``: how long a lease outlives a command that died holding it."""
     parser.add_argument("--lease-ttl-s", type=flag(PositiveSeconds), default=120.0,
-                        help="with --job: the lease expires this long after this command dies without releasing it (default 120)")
-    parser.add_argument("--db-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR,
-                        help="with --job: embedded PostgreSQL folder (when FTOPS_DATABASE_URL is not set)")
+                        help=f"{when}the lease expires this long after this command dies without releasing it (default 120)")
 
 
 def held_lease(args: argparse.Namespace, kind: str):
