@@ -16,7 +16,7 @@ tentative accuracy against the predicted OF, times, back to steady state) -> ``f
 verdict, the experiment report, the lease released). Every wait checks the abort probes (the drill past
 ``max_duration_s``, a second domain lost, the primary more than ``max_lag_s`` behind once capacity is
 back): one that fires aborts the drill, capacity is restored and the drill is recorded ``aborted``.
-No wait holds a worker slot; every wait has a timeout. ``finish`` notifies (connection ``ftops_notify``)
+No wait holds a worker slot for more than 30 s (a longer one defers); every wait has a timeout. ``finish`` notifies (connection ``ftops_notify``)
 when the drill failed or was aborted.
 """
 

@@ -1,7 +1,14 @@
 """Deferrable waits: each operator resolves what it needs (URLs from connections, the "since" time,
-the workers known now) in a quick ``execute``, checks once whether the wait is already over, and
-otherwise defers on a trigger in ``ftops_provider.triggers`` and frees its worker slot. The trigger's event is the task's return value (XCom); a timeout event
-fails the task with :class:`WaitTimeout` naming what was still missing.
+the workers known now) in a quick ``execute``, runs its trigger in place for a short while (``short_wait_s``,
+30 s by default: a wait that ends by then never defers), and otherwise defers on the trigger in
+``ftops_provider.triggers`` and frees its worker slot. The trigger's event is the task's return value
+(XCom); a timeout event fails the task with :class:`WaitTimeout` naming what was still missing.
+
+Why not defer at once: in Airflow 3.3 a trigger that fires within seconds of its deferral can lose its
+task. The trigger puts the task back in the queue before the scheduler has processed the exit of the
+process that deferred it; the scheduler then takes that exit for a task that "changed state externally"
+and marks it failed (apache/airflow#71580, #72716; seen here under load, with the deferring process
+taking 5 s to exit). Holding the slot for the first 30 s keeps short waits away from that window.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ class DrillAborted(Exception):
     """An abort probe fired during a drill's wait; the DAG's last step restores capacity and records why."""
 
 
-IMMEDIATE_CHECK_S = 5.0  # how long the first check may take before the task defers anyway
+SHORT_WAIT_S = 30.0  # how long a wait runs in its worker slot before it defers (see the module docstring)
 
 
 def first_event(trigger, within_s: float) -> dict[str, Any] | None:
@@ -65,10 +72,11 @@ class _DeferredWait(BaseOperator):
     template_fields: tuple[str, ...] = ("timeout_s", "probes")
 
     def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, probes: dict | str | None = None,
-                 **kwargs):
+                 short_wait_s: float = SHORT_WAIT_S, **kwargs):
         super().__init__(**kwargs)
         self.timeout_s = timeout_s
         self.poll_interval_s = poll_interval_s
+        self.short_wait_s = short_wait_s
         self.probes = probes  # a drill's abort probes (spark_jobs.drills.probes.Probes), checked by the trigger
 
     def make_trigger(self, context: Any):  # pragma: no cover - every subclass defines it
@@ -77,12 +85,11 @@ class _DeferredWait(BaseOperator):
     def execute(self, context: Any) -> dict[str, Any] | None:
         self.timeout_s = checked(PositiveSeconds, self.timeout_s, "timeout_s")
         trigger = self.make_trigger(context)
-        # Defer only when there is something to wait for. A trigger that fires at once after a deferral
-        # can lose its task to a stale executor event in Airflow 3.3 (apache/airflow#71580, #72716:
-        # the resumed task is marked failed); the first check, run here, spares the common case.
-        now = first_event(trigger, within_s=IMMEDIATE_CHECK_S)
+        # Defer only a wait that is still on after short_wait_s: one that fires soon after its deferral can
+        # be marked failed by Airflow 3.3 (the module docstring).
+        now = first_event(trigger, within_s=self.short_wait_s)
         if now is not None:
-            self.log.info("%s: no wait needed", self.task_id)
+            self.log.info("%s: over within %.0f s, no deferral", self.task_id, self.short_wait_s)
             return self.execute_complete(context, now)
         self.log.info("deferring on %s (timeout %.0f s)", trigger.serialize()[0].rsplit(".", 1)[-1], self.timeout_s)
         # The trigger fires its own timeout event; the defer timeout is only a backstop.
