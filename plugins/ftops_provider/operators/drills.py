@@ -296,8 +296,10 @@ class FinishDrillOperator(BaseOperator):
     - not approved: recorded ``aborted`` (nothing was injected), skipped;
     - an abort probe fired: capacity restored (the replacement worker, the primary resubmitted if its
       driver died), recorded ``aborted`` with the reason, and this step fails, visibly;
-    - another step failed: recorded ``failed`` (unless verification already recorded it) and this step
-      fails: the run's leaf, so the run fails too;
+    - another step failed: capacity restored as after an abort (a drill that failed between its fault and
+      the replacement capacity would otherwise leave the job short of a domain, and every later drill
+      refused), recorded ``failed`` (unless verification already recorded it) and this step fails: the
+      run's leaf, so the run fails too;
     - verified: the report written and the lease released."""
 
     WAITS = ("wait_tentative", "wait_replacement_due", "wait_executors", "wait_caught_up")
@@ -350,7 +352,7 @@ class FinishDrillOperator(BaseOperator):
         if injected is None and not failed:
             return "aborted", ["not approved: nothing was injected"], []
         if failed:
-            return "failed", [f"step {', '.join(failed)} failed; see the DAG run"], []
+            return "failed", [f"step {', '.join(failed)} failed; see the DAG run"], self._restore(injected, ti)
         return "passed", [], []
 
 
