@@ -1,6 +1,7 @@
-"""A small recovery-units deployment of the smart-city pipeline on a real local cluster, shared by the units and
-recovery-DAG tests: application A (O1[0], O2[0]) pinned to failure domain rack-a, B (O3[0]) to rack-b, a steady
-baseline; and a wait until units stop making progress (drained)."""
+"""A small recovery-units deployment on a real local cluster, shared by the units and recovery-DAG tests:
+application A pinned to failure domain rack-a, B to rack-b, a steady baseline; and a wait until units stop
+making progress (drained). The smart-city pipeline (A: O1[0], O2[0]; B: the join O3[0]) by default, or the
+example pipeline a user would bring (``EXAMPLE``: A: enrich[0], peaks[0]; B: the two alerts queries)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ from spark_jobs.runtime.waiting import wait_for
 PARAMS = ["p1=1", "p2=1", "rate=30", "window_s=4", "slide_s=2", "watermark_s=1", "n_users=60", "n_segments=8",
           "incident_interval_s=0.5", "report_spread_s=1", "jam_duration_s=6"]
 PLACEMENT = {"A": ["O1[0]", "O2[0]"], "B": ["O3[0]"]}
+QUERIES = ("O1[0]", "O2[0]", "O3[0]")
+
+
+class Example:
+    """examples/sensor_alerts.py as units: a stream-static join and a windowed aggregation in rack-a, the
+    two output tasks (one query per site group, each fed by every ``peaks`` task) in rack-b."""
+
+    pipeline = str(Path(__file__).resolve().parent.parent / "examples" / "sensor_alerts.py")
+    params = ["sensors_p=1", "sites_p=2", "rate=40", "window_s=4", "watermark_s=1", "spike_prob=0.05"]
+    placement = {"A": ["enrich[0]", "peaks[0]"], "B": ["alerts[0]", "alerts[1]"]}
+    queries = ("alerts[0]", "alerts[1]")
 
 
 def wait(cond, what: str, timeout_s: float = 300.0) -> None:
@@ -46,19 +58,20 @@ def stop_everything(root: Path, state: Path) -> None:
     cluster_down(state)
 
 
-def deploy_pinned(tmp: Path, state: Path, base: int) -> Path:
+def deploy_pinned(tmp: Path, state: Path, base: int, pipeline: str = "smartcity", params: list[str] = PARAMS,
+                  placement: dict[str, list[str]] = PLACEMENT) -> Path:
     """A pinned to rack-a (the only worker when it starts), then a rack-b worker and B."""
     root = tmp / "units"
-    placement = tmp / "placement.json"
-    placement.write_text(json.dumps({"apps": PLACEMENT}))
-    create_deployment(DeployConfig(root=root, pipeline="smartcity", params=PARAMS, placement=placement,
+    placement_file = tmp / "placement.json"
+    placement_file.write_text(json.dumps({"apps": placement}))
+    create_deployment(DeployConfig(root=root, pipeline=pipeline, params=params, placement=placement_file,
                                    cluster_state=state, trigger_s=2.0, backlog_s=6, ui_port_base=base + 300))
-    start_app(root, "A", PLACEMENT["A"])
+    start_app(root, "A", placement["A"])
     assert wait_app_placed(root, "A", 300) == "rack-a"
     add_worker(state, "rack-b", port_base=base + 110, ui_base=base + 210)
-    start_app(root, "B", PLACEMENT["B"])
+    start_app(root, "B", placement["B"])
     assert wait_app_placed(root, "B", 300) == "rack-b"
-    for app in PLACEMENT:
+    for app in placement:
         wait_app_running(root, app, 300)
     return root
 
@@ -71,9 +84,9 @@ def recent_lag_samples(root: Path, query: str, seconds: float = 30.0) -> int:
     return sum(1 for t, _ in marks if t >= time.time() - seconds)
 
 
-def wait_steady(root: Path) -> None:
+def wait_steady(root: Path, queries: tuple[str, ...] = QUERIES) -> None:
     """Every query has a normal-latency baseline: several micro-batches with a watermark in the last 30 s."""
-    wait(lambda: all(recent_lag_samples(root, q) >= 5 for q in ("O1[0]", "O2[0]", "O3[0]")), "a steady baseline")
+    wait(lambda: all(recent_lag_samples(root, q) >= 5 for q in queries), "a steady baseline")
 
 
 def arrivals(state: Path, failure_time: float, delays: tuple[float, ...], base: int) -> threading.Thread:

@@ -1,11 +1,14 @@
 """ftops_incremental_recovery on a real local Airflow (scheduler, triggerer, dag-processor, api-server as
-separate processes): a real recovery-units deployment of the smart-city pipeline on a local Spark cluster
-loses failure domain rack-a;
-the DAG plans two stages; stage 1 restarts its units through SparkSubmitOperator when the first replacement
-worker registers; while stage 2 waits, deferred, for the second one, the scheduler and the triggerer are
-SIGKILLed and started again. The run must resume (nothing that already ran runs again, no application is
-submitted twice), finish when the second worker arrives, and be recorded in the real PostgreSQL history
-store stage by stage with per-query recovery times and tables equal to the failure-free reference."""
+separate processes), on the job a user brings (issue 13): a real recovery-units deployment of the example
+pipeline (examples/sensor_alerts.py, written without ftops internals) on a local Spark cluster loses failure
+domain rack-a, which runs its stream-static join and its windowed aggregation; both output queries (in
+rack-b) depend on them. The DAG plans two stages (one unit per replacement node); stage 1 restarts the join
+through SparkSubmitOperator when the first replacement worker registers; while stage 2 waits, deferred, for
+the second one, the scheduler and the triggerer are SIGKILLed and started again. The run must resume
+(nothing that already ran runs again, no application is submitted twice), finish when the second worker
+arrives, and be recorded in the real PostgreSQL history store stage by stage, with both queries back only
+after stage 2 (a query needs every failed unit upstream of it). Query ordering by priority on the cluster is
+the units tests' (tests/spark/test_units.py, the smart-city pipeline)."""
 
 from __future__ import annotations
 
@@ -25,11 +28,12 @@ from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.recovery_units.runtime import kill_domain
 from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
-from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_steady
+from tests.units_fixtures import Example, arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_steady
 
 BASE = test_port(14800)  # Spark ports of this test only
 AIRFLOW_PORT = test_port(16810)  # test_local_airflow uses 16820
 DAG_ID = "ftops_incremental_recovery"
+JOB = "alerts"
 
 
 @pytest.fixture
@@ -37,8 +41,8 @@ def deployment(tmp_path):
     state = tmp_path / "spark"
     start_cluster(state, BASE)
     try:
-        root = deploy_pinned(tmp_path, state, BASE)
-        wait_steady(root)
+        root = deploy_pinned(tmp_path, state, BASE, Example.pipeline, Example.params, Example.placement)
+        wait_steady(root, Example.queries)
         yield root, state
     finally:
         stop_everything(tmp_path / "units", state)
@@ -47,7 +51,7 @@ def deployment(tmp_path):
 @pytest.fixture
 def airflow(pg_server, pg_conn):
     upgrade(pg_conn)
-    HistoryStore(pg_conn).register_job(JobSpec(name="smartcity", workload="smartcity"))
+    HistoryStore(pg_conn).register_job(JobSpec(name=JOB, workload=Example.pipeline))
     env = stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91))
     home = ROOT / ".state" / "airflow-recovery-test"
     shutil.rmtree(home, ignore_errors=True)
@@ -69,16 +73,16 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     local, env = airflow
     failure = kill_domain(root, "rack-a")
     store = HistoryStore(pg_conn)
-    conf = {"units_dir": str(root), "pipeline": "smartcity", "job": "smartcity", "arrivals": "1,1",
+    conf = {"units_dir": str(root), "pipeline": Example.pipeline, "job": JOB, "arrivals": "1,1",
             "cost": "declared:0.8", "timeout_s": 900}
-    drill = "ftops drill job smartcity (pid 4242)"
-    store.acquire_lease("smartcity", "drill", drill, ttl_s=600)
+    drill = f"ftops drill job {JOB} (pid 4242)"
+    store.acquire_lease(JOB, "drill", drill, ttl_s=600)
     refused = local.trigger(DAG_ID, conf)
     wait(lambda: local.dag_run(DAG_ID, refused)["state"] in ("success", "failed"), "the refused run to end", timeout_s=300)
     assert local.dag_run(DAG_ID, refused)["state"] == "failed"
     assert local.task_instances(DAG_ID, refused)["plan_stages"]["state"] == "failed"
-    assert store.recovery_runs("smartcity") == [] and store.lease("smartcity")["holder"] == drill
-    assert store.release_lease("smartcity", drill)
+    assert store.recovery_runs(JOB) == [] and store.lease(JOB)["holder"] == drill
+    assert store.release_lease(JOB, drill)
 
     first = arrivals(state, failure.time, (5,), BASE)  # the second replacement node comes after the crash
     run_id = local.trigger(DAG_ID, conf)
@@ -95,7 +99,7 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     wait(stage_2_waiting, "stage 1 done and stage 2 deferred on its capacity", timeout_s=600)
     first.join(timeout=60)
     with pytest.raises(BusyError, match=re.escape(f"recovery by dag run {DAG_ID}/{run_id}")):
-        store.acquire_lease("smartcity", "drill", drill, ttl_s=600)
+        store.acquire_lease(JOB, "drill", drill, ttl_s=600)
     before = tis()
     local.crash(("scheduler", "triggerer"))
     time.sleep(5)
@@ -114,14 +118,14 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     stage_apps = [n for n in names if "-rec-" in n]
     assert len(stage_apps) == 2 and len(set(stage_apps)) == 2, names  # one application per stage, each once
 
-    assert store.lease("smartcity") is None  # released by the finish step
-    [rec] = store.recovery_runs("smartcity")
+    assert store.lease(JOB) is None  # released by the finish step
+    [rec] = store.recovery_runs(JOB)
     report = store.experiment("recovery", rec["run_id"])
     assert report.verdict == "passed" and all(c.held for c in report.hypothesis_after)
     assert [e.event for e in report.timeline][-1] == "stage 3 finished"
     assert rec["status"] == "succeeded" and rec["dag_run_id"] == run_id
     stages = {s["stage_no"]: s for s in rec["stages"]}
-    assert [(stages[n]["partitions"], stages[n]["status"]) for n in (2, 3)] == [(["O2[0]"], "done"), (["O1[0]"], "done")]
+    assert [(stages[n]["partitions"], stages[n]["status"]) for n in (2, 3)] == [(["enrich[0]"], "done"), (["peaks[0]"], "done")]
     times = {q["query"]: q["recovered_s"] for q in rec["queries"]}
-    assert set(times) == {"O1[0]", "O2[0]", "O3[0]"} and None not in times.values()
-    assert times["O2[0]"] < times["O1[0]"]
+    assert set(times) == set(Example.queries) and None not in times.values()
+    assert all(t > stages[3]["started_at"].timestamp() - failure.time for t in times.values()), (times, stages[3])
