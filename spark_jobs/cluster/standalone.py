@@ -31,7 +31,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
 from spark_jobs.cluster.web_ui import master_state
-from spark_jobs.runtime.processes import pid_alive, signal_group
+from spark_jobs.runtime.processes import same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 HOST = "127.0.0.1"
@@ -74,6 +74,15 @@ class Process:
     work_dir: str | None = None
     host: str = HOST  # the address it binds and advertises
     netns: str | None = None  # its network namespace (network="namespaces")
+    started: float | None = None  # its start time: a pid reused by another process is not this one
+
+    def alive(self) -> bool:
+        return same_process(self.pid, self.started)
+
+    def signal(self, sig: int) -> None:
+        """``sig`` to its process group, only while the pid is still this process."""
+        if self.alive():
+            signal_group(self.pid, sig)
 
 
 @dataclass
@@ -165,7 +174,7 @@ def cluster_up(config: ClusterConfig) -> ClusterState:
     state_dir = config.state_dir.resolve()
     existing = ClusterState.load(state_dir)
     if existing is not None:
-        if any(pid_alive(p.pid) for p in existing.processes):
+        if any(p.alive() for p in existing.processes):
             raise InputError(f"a cluster from {state_dir} is already running; run `ftops cluster down` first")
         (state_dir / "cluster.json").unlink()  # stale state from a crash: every recorded pid is gone
     _check_config(config)
@@ -261,7 +270,7 @@ def _start_master(state: ClusterState, pool: str, port: int, ui: int, host: netn
     args = [str(spark_home() / "bin" / "spark-class"), cls, "--host", address, "--port", str(port), "--webui-port", str(ui)]
     pid, log = _spawn(state, f"master-{pool}", args, env, host)
     state.processes.append(Process(f"master-{pool}", "master", pool, pid, port, ui, log, host=address,
-                                   netns=host.netns if host else None))
+                                   netns=host.netns if host else None, started=start_time(pid)))
     state.save()
 
 
@@ -289,7 +298,8 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
     if host != HOST:  # the executors it launches inherit SPARK_LOCAL_IP: they bind to (and report) ``host`` too
         env["SPARK_LOCAL_IP"] = host
     pid, log = _spawn(state, name, args, env, own)
-    proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir), host, own.netns if own else None)
+    proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir), host, own.netns if own else None,
+                   start_time(pid))
     state.processes.append(proc)
     state.save()
     return proc
@@ -322,7 +332,7 @@ def kill_domain(state_dir: Path, domain: str) -> list[Process]:
         if net:
             netns.kill_host(_host_of(net, p))  # the worker, its executors and anything else on that host
         else:
-            signal_group(p.pid, signal.SIGKILL)
+            p.signal(signal.SIGKILL)
     return victims
 
 
@@ -355,7 +365,7 @@ def _namespace_network(state: ClusterState, what: str) -> netns.HostNetwork:
 
 
 def _domain_workers(state: ClusterState, domain: str) -> list[Process]:
-    victims = [p for p in state.workers(domain=domain) if pid_alive(p.pid)]
+    victims = [p for p in state.workers(domain=domain) if p.alive()]
     if not victims:
         known = sorted({p.domain for p in state.workers() if p.domain})
         raise InputError(f"failure domain {domain!r} has no running worker (domains: {', '.join(known)})")
@@ -369,7 +379,7 @@ def _host_of(net: netns.HostNetwork, proc: Process) -> netns.Host:
 def register_driver(state_dir: Path, name: str, pid: int, pool: str, log: str) -> None:
     """Record a driver process so that ``down`` stops it even if its JVM parent is gone."""
     state = require_state(state_dir)
-    state.processes.append(Process(name, "driver", pool, pid, 0, 0, log))
+    state.processes.append(Process(name, "driver", pool, pid, 0, 0, log, started=start_time(pid)))
     state.save()
 
 
@@ -394,13 +404,12 @@ def cluster_down(state_dir: Path) -> list[str]:
 
 def stop_processes(processes: list[Process], grace_s: float = 10.0) -> list[str]:
     """SIGTERM each process group, SIGKILL what is left after ``grace_s``; returns the names stopped."""
-    alive = [p for p in processes if pid_alive(p.pid)]
+    alive = [p for p in processes if p.alive()]
     for p in alive:
-        signal_group(p.pid, signal.SIGTERM)
-    wait_while(lambda: any(pid_alive(p.pid) for p in alive), timeout_s=grace_s)
+        p.signal(signal.SIGTERM)
+    wait_while(lambda: any(p.alive() for p in alive), timeout_s=grace_s)
     for p in alive:
-        if pid_alive(p.pid):  # also reaps the ones that exited
-            signal_group(p.pid, signal.SIGKILL)
+        p.signal(signal.SIGKILL)  # the ones still there (checking also reaps the ones that exited)
     return [p.name for p in alive]
 
 
@@ -420,7 +429,7 @@ def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: flo
     def ready() -> bool:
         nonlocal pending
         for p in watched:
-            if not pid_alive(p.pid):
+            if not p.alive():
                 raise ClusterError(f"{p.name} (pid {p.pid}) exited during start-up; see {p.log}")
         try:
             pending = _pending_workers(state, workers)

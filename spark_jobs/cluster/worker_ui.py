@@ -35,12 +35,10 @@ def worker_ui_url(worker, reported: dict[tuple[str, int], str]) -> str:
 def executors_by_worker(master_ui: str, workers: list) -> list[tuple[Any, list[dict[str, Any]]]]:
     """Each of ``workers`` whose process is alive, with the executors its own ``/json/`` lists (found at
     the address ``master_ui``'s master reports for it); a worker that died meanwhile is left out."""
-    from spark_jobs.runtime.processes import pid_alive
-
     reported = reported_worker_uis(try_json(master_ui.rstrip("/") + "/json/"))
     out = []
     for worker in workers:
-        if not pid_alive(worker.pid):
+        if not worker.alive():
             continue
         doc = try_json(worker_ui_url(worker, reported) + "/json/")
         if doc is not None:

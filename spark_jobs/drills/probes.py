@@ -81,12 +81,10 @@ class Probes(BaseModel):
 def other_workers(cluster_state: str | None, domain: str) -> dict[str, int]:
     """The live workers outside ``domain`` (name -> pid): what the second-domain probe watches."""
     from spark_jobs.cluster.standalone import ClusterState
-    from spark_jobs.runtime.processes import pid_alive
-
     state = ClusterState.load(Path(cluster_state)) if cluster_state else None
     if state is None:
         return {}
-    return {w.name: w.pid for w in state.workers() if w.domain != domain and pid_alive(w.pid)}
+    return {w.name: w.pid for w in state.workers() if w.domain != domain and w.alive()}
 
 
 def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output: Path) -> float | None:

@@ -28,7 +28,7 @@ from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.units import UnitTopology
 from spark_jobs.recovery_units.tables import TableLayout, folder_name
-from spark_jobs.runtime.processes import pid_alive
+from spark_jobs.runtime.processes import same_process
 
 
 class AppRecord(BaseModel):
@@ -43,6 +43,11 @@ class AppRecord(BaseModel):
     stopped_at: float | None = None
     killed: bool = False
     stage: int | None = None
+    process_started: float | None = None  # the driver's start time: a pid reused by another process is not it
+
+    def alive(self) -> bool:
+        """Whether its driver still runs (not a later process that was given its pid)."""
+        return same_process(self.pid, self.process_started)
 
 
 class Failure(BaseModel):
@@ -96,7 +101,7 @@ class Deployment(BaseModel):
 
     def running_apps(self) -> list[AppRecord]:
         """Applications started and neither stopped nor killed, whose driver is alive."""
-        return [a for a in self.apps.values() if a.stopped_at is None and pid_alive(a.pid)]
+        return [a for a in self.apps.values() if a.stopped_at is None and a.alive()]
 
     def unit_apps(self) -> dict[str, str]:
         """Which running application holds each unit."""

@@ -45,7 +45,7 @@ from spark_jobs.recovery_units.deployment import (
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.units import UnitTopology
-from spark_jobs.runtime.processes import pid_alive, signal_group, stop_group
+from spark_jobs.runtime.processes import owns_group, pid_alive, signal_group, start_time, stop_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -256,7 +256,8 @@ def _spawn_app(dep: Deployment, name: str, units: list[str], stage: int | None) 
     with log.open("a") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True, cwd=dep.root)
-    return AppRecord(name=name, units=units, pid=proc.pid, log=str(log), started_at=now(), ui_port=ui_port, stage=stage)
+    return AppRecord(name=name, units=units, pid=proc.pid, log=str(log), started_at=now(), ui_port=ui_port, stage=stage,
+                     process_started=start_time(proc.pid))
 
 
 def _gateway(dep: Deployment) -> str | None:
@@ -284,7 +285,7 @@ def wait_app_running(root: Path, app: str, timeout_s: float) -> dict:
         status = read_status(root, app)
         if status and not status.get("stopped") and all(u.get("active") for u in status["units"].values()):
             return status
-        if not pid_alive(record.pid):
+        if not record.alive():
             raise UnitsError(f"application {app} exited while starting; last lines of {record.log}:\n{_tail(record.log)}")
         return None
 
@@ -311,9 +312,10 @@ def stop_apps(root: Path, apps: list[str] | None = None, all_apps: bool = False,
     for a in targets:
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the driver alone: it stops its queries
             os.kill(a.pid, signal.SIGTERM)
-    wait_while(lambda: any(pid_alive(a.pid) for a in targets), timeout_s=timeout_s, interval_s=0.3)
+    wait_while(lambda: any(a.alive() for a in targets), timeout_s=timeout_s, interval_s=0.3)
     for a in targets:
-        stop_group(a.pid)
+        if owns_group(a.pid, a.process_started):  # what is left of its group, never another's
+            stop_group(a.pid)
     if all_apps:
         signal_feed(root, signal.SIGCONT)
         signal_feed(root, signal.SIGTERM)
@@ -335,8 +337,9 @@ def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: l
         raise InputError(f"--app: unknown application {unknown[0]!r} (known: {', '.join(dep.apps) or 'none'})")
     t = now()
     for a in apps:
-        signal_group(dep.apps[a].pid, signal.SIGKILL)
-        pid_alive(dep.apps[a].pid)
+        if owns_group(dep.apps[a].pid, dep.apps[a].process_started):
+            signal_group(dep.apps[a].pid, signal.SIGKILL)
+        dep.apps[a].alive()  # reaps it
     units = [u for a in apps for u in dep.apps[a].units if dep.apps[a].stopped_at is None]
     failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.units.check(units, "failed units"),
                       workers=workers or [], survivor_workers=survivors if survivors is not None else _alive_worker_ids(dep),
@@ -357,7 +360,7 @@ def current_failure(root: Path) -> Failure | None:
     running = dep.unit_apps()
     if dep.failures and any(u not in running for u in dep.failures[-1].units):
         return dep.failures[-1]
-    dead = [a.name for a in dep.apps.values() if a.stopped_at is None and not pid_alive(a.pid)]
+    dead = [a.name for a in dep.apps.values() if a.stopped_at is None and not a.alive()]
     if not dead:
         return None
     return kill_apps(root, dead)
@@ -474,6 +477,6 @@ def units_status(root: Path) -> dict:
         })
     return {"root": dep.root, "pipeline": dep.pipeline, "master": dep.master, "feed_running": pid_alive(dep.feed_pid),
             "input_files": input_file_counts(root), "units": rows,
-            "apps": [{"name": a.name, "units": a.units, "running": a.stopped_at is None and pid_alive(a.pid),
+            "apps": [{"name": a.name, "units": a.units, "running": a.stopped_at is None and a.alive(),
                       "killed": a.killed, "stage": a.stage} for a in dep.apps.values()],
             "failures": [f.model_dump() for f in dep.failures]}

@@ -2,6 +2,12 @@
 
 A process we started and that exited stays a zombie until it is reaped; every check here reaps our
 own exited children first and counts zombies as dead, so a killed worker is never reported alive.
+
+A pid recorded long ago may name another process by now: the kernel reuses pids (32768 of them on
+these machines, where Spark and Airflow start many processes a minute). A record that keeps the
+process's start time (:func:`start_time`) is checked with :func:`same_process` before anything is
+signalled: stopping a test cluster once killed the standby master of another stack, which had been
+given the pid of a worker the test had killed 19 minutes earlier.
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ import contextlib
 import os
 import signal
 from pathlib import Path
+
+import psutil
 
 
 def _state(pid: int) -> str | None:
@@ -34,6 +42,36 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return _state(pid) != "Z"
+
+
+def start_time(pid: int) -> float | None:
+    """When process ``pid`` started (epoch seconds), None when no such process runs."""
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def same_process(pid: int, started: float | None) -> bool:
+    """Whether ``pid`` runs and is still the process recorded as started at ``started`` (None: a record
+    without a start time, as older versions wrote them: the pid alone decides).
+
+    >>> same_process(os.getpid(), start_time(os.getpid())), same_process(os.getpid(), 1.0)
+    (True, False)
+    """
+    if not pid_alive(pid):
+        return False
+    if started is None:
+        return True
+    now = start_time(pid)
+    return now is not None and abs(now - started) < 1.0
+
+
+def owns_group(pgid: int, started: float | None) -> bool:
+    """Whether process group ``pgid`` can still be the one recorded: its leader is the recorded process,
+    or has exited (the kernel reuses no pid while it names a group with members left, so those are ours).
+    False when the pid now belongs to another process."""
+    return not pid_alive(pgid) or same_process(pgid, started)
 
 
 def group_alive(pgid: int) -> bool:

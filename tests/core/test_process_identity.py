@@ -1,0 +1,63 @@
+"""A recorded pid is signalled only while it is still the recorded process (spark_jobs.runtime.processes):
+the kernel reuses pids, and stopping a test cluster once killed another stack's Spark master that had been
+given the pid of a worker the test killed long before. Real processes (``sleep``) stand in for the daemons."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from spark_jobs.cluster.standalone import ClusterState, Process, cluster_down
+from spark_jobs.runtime.processes import pid_alive, start_time
+
+
+def _sleeper() -> subprocess.Popen:
+    return subprocess.Popen(["sleep", "120"], start_new_session=True)
+
+
+def test_cluster_down_stops_its_own_processes_and_spares_a_process_that_reuses_a_recorded_pid(tmp_path):
+    own, stranger = _sleeper(), _sleeper()
+    try:
+        state = ClusterState(str(tmp_path), 10, [
+            Process("worker-primary-rack-a-7100", "worker", "primary", own.pid, 7100, 8100, "log", "rack-a",
+                    started=start_time(own.pid)),
+            # the record of a worker that died: its pid now belongs to a process started later (the stranger)
+            Process("worker-primary-rack-b-7101", "worker", "primary", stranger.pid, 7101, 8101, "log", "rack-b",
+                    started=start_time(stranger.pid) - 1200.0),
+        ])
+        state.save()
+        assert [p.alive() for p in state.processes] == [True, False]
+        assert cluster_down(tmp_path) == ["worker-primary-rack-a-7100"]
+        assert own.wait(timeout=15) is not None
+        assert pid_alive(stranger.pid)  # not ours any more: left running
+    finally:
+        for proc in (own, stranger):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_state_written_without_start_times_still_loads_and_trusts_its_pids(tmp_path):
+    proc = _sleeper()
+    try:
+        (tmp_path / "cluster.json").write_text(json.dumps({"state_dir": str(tmp_path), "worker_timeout_s": 10, "processes": [
+            {"name": "master-primary", "role": "master", "pool": "primary", "pid": proc.pid, "port": 7077,
+             "ui_port": 8090, "log": "log"}]}))
+        [master] = ClusterState.load(tmp_path).processes
+        assert master.started is None and master.alive()
+        assert cluster_down(tmp_path) == ["master-primary"] and proc.wait(timeout=15) is not None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_group_whose_leader_pid_went_to_another_process_is_not_ours_but_one_whose_leader_exited_is():
+    from spark_jobs.runtime.processes import owns_group
+
+    proc = _sleeper()
+    try:
+        assert owns_group(proc.pid, start_time(proc.pid))
+        assert not owns_group(proc.pid, start_time(proc.pid) - 600.0)  # the pid names a later process now
+    finally:
+        proc.kill()
+        proc.wait()
+    assert owns_group(proc.pid, 1.0)  # the leader is gone: members left, if any, are still the recorded group's
