@@ -26,7 +26,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 
 from ft_core.errors import ExternalError, InputError
 from ftops_provider.dag_files import install_dag_files
-from spark_jobs.runtime.processes import pid_alive, signal_group
+from spark_jobs.runtime.processes import owns_group, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -75,14 +75,20 @@ class LocalAirflow:
         }
 
     # -- facts -----------------------------------------------------------------------------
-    def pids(self) -> dict[str, int]:
+    def records(self) -> dict[str, tuple[int, float | None]]:
+        """Component -> (pid, start time) as started (a record of an older version has no start time)."""
         try:
-            return {k: int(v) for k, v in json.loads(self._state_file.read_text()).items()}
+            doc = json.loads(self._state_file.read_text())
         except (FileNotFoundError, ValueError):
             return {}
+        return {k: (int(v), None) if isinstance(v, int) else (int(v["pid"]), v.get("started")) for k, v in doc.items()}
+
+    def pids(self) -> dict[str, int]:
+        return {name: pid for name, (pid, _) in self.records().items()}
 
     def alive(self) -> dict[str, bool]:
-        return {name: pid_alive(pid) for name, pid in self.pids().items()}
+        """Component -> whether it runs (its pid given to another process since does not count)."""
+        return {name: same_process(pid, started) for name, (pid, started) in self.records().items()}
 
     def health(self) -> dict[str, str]:
         """Component statuses from ``/api/v2/monitor/health`` ({} when the api-server does not answer)."""
@@ -132,13 +138,14 @@ class LocalAirflow:
 
     def crash(self, names: tuple[str, ...]) -> None:
         """SIGKILL the named components' process groups, as a machine or OOM kill would (fault tests)."""
-        pids = self.pids()
-        unknown = set(names) - set(pids)
+        records = self.records()
+        unknown = set(names) - set(records)
         if unknown:
             raise InputError(f"no running {', '.join(sorted(unknown))} in {self.home}")
         for name in names:
-            signal_group(pids[name], signal.SIGKILL)
-        wait_while(lambda: any(pid_alive(pids[n]) for n in names), timeout_s=30)
+            if owns_group(*records[name]):
+                signal_group(records[name][0], signal.SIGKILL)
+        wait_while(lambda: any(same_process(*records[n]) for n in names), timeout_s=30)
 
     def restart(self, names: tuple[str, ...], extra_env: dict[str, str] | None = None, timeout_s: float = 240) -> None:
         """Start the named components again (after :meth:`crash` or a stop) and wait until all are healthy."""
@@ -150,7 +157,7 @@ class LocalAirflow:
 
     def _start(self, names: tuple[str, ...], env: dict[str, str]) -> None:
         """Each component in a session of its own (so a stop reaches its whole process group)."""
-        pids = self.pids()
+        records = self.records()
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
         if self.dags_folder is None:  # ours: refreshed, so an upgraded ftops brings its new DAGs along
@@ -159,9 +166,10 @@ class LocalAirflow:
         for name in names:
             args = [sys.executable, "-m", "airflow", name] + (["--port", str(self.port)] if name == "api-server" else [])
             with open(logs / f"{name}.log", "ab") as log:
-                pids[name] = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                              start_new_session=True, cwd=self.home).pid
-        self._state_file.write_text(json.dumps(pids))
+                pid = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True, cwd=self.home).pid
+            records[name] = (pid, start_time(pid))
+        self._state_file.write_text(json.dumps({n: {"pid": pid, "started": t} for n, (pid, t) in records.items()}))
 
     # -- REST ------------------------------------------------------------------------------
     # A loaded machine's api-server can miss a timeout now and then: reads and the token are asked again.
@@ -208,14 +216,14 @@ class LocalAirflow:
 
     def down(self, timeout_s: float = 60) -> list[str]:
         """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""
-        pids = self.pids()
-        for pid in pids.values():
+        ours = {name: rec for name, rec in self.records().items() if owns_group(*rec)}  # not a reused pid
+        for pid, _ in ours.values():
             signal_group(pid, signal.SIGTERM)
-        wait_while(lambda: any(pid_alive(p) for p in pids.values()), timeout_s=timeout_s, interval_s=0.5)
-        for pid in pids.values():
+        wait_while(lambda: any(same_process(*rec) for rec in ours.values()), timeout_s=timeout_s, interval_s=0.5)
+        for pid, _ in ours.values():
             signal_group(pid, signal.SIGKILL)
         self._state_file.unlink(missing_ok=True)
-        return sorted(pids)
+        return sorted(ours)
 
     def _wait_healthy(self, timeout_s: float) -> None:
         wanted = {"metadatabase", "scheduler", "triggerer", "dag_processor"}
