@@ -23,7 +23,6 @@ Times are seconds from the kill, taken from file modification times and the jobs
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -156,7 +155,6 @@ def delivered_until(output: Path) -> int:
 def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     """The correlated failure: SIGKILL the domain's workers (with their executors) and, if asked, the driver."""
     from spark_jobs.cluster.standalone import kill_domain
-    from spark_jobs.runtime.processes import signal_group
 
     ctx = ctx.model_copy()
     ctx.failure_end_ms = delivered_until(dep.primary_output)
@@ -166,10 +164,12 @@ def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     else:
         ctx.killed = [p.name for p in kill_domain(Path(dep.cluster_state), ctx.domain)]
     if ctx.kill_driver:
-        submit = dep.primary_output / "_submit.json"
-        pgid = json.loads(submit.read_text())["pgid"] if submit.exists() else None
-        if pgid:
-            signal_group(pgid, signal.SIGKILL)
+        from spark_jobs.runtime.launch import submitted_group
+        from spark_jobs.runtime.processes import owns_group, signal_group
+
+        group = submitted_group(dep.primary_output)
+        if group and owns_group(*group):
+            signal_group(group[0], signal.SIGKILL)
             ctx.killed.append("primary driver")
     return ctx
 
@@ -210,10 +210,9 @@ def _engine_native_fault(dep: JobDeployment, ctx: DrillContext, down: bool, time
 
 
 def primary_driver_alive(dep: JobDeployment) -> bool:
-    from spark_jobs.runtime.processes import pid_alive
+    from spark_jobs.runtime.launch import driver_running
 
-    submit = dep.primary_output / "_submit.json"
-    return submit.exists() and pid_alive(json.loads(submit.read_text())["pgid"])
+    return driver_running(dep.primary_output)
 
 
 def restore_capacity(dep: JobDeployment, ctx: DrillContext, capacity_added: bool) -> list[str]:

@@ -22,7 +22,7 @@ from ft_core.errors import InputError
 from ft_core.input.documents import read_document
 from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, TaskCount, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
-from spark_jobs.runtime.processes import group_alive, signal_group
+from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_while
 
 
@@ -151,7 +151,8 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     with log.open("w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-    (args.output / "_submit.json").write_text(json.dumps({"pgid": proc.pid, "log": str(log), "command": cmd}, indent=2))
+    (args.output / "_submit.json").write_text(json.dumps({"pgid": proc.pid, "started": start_time(proc.pid), "log": str(log),
+                                                          "command": cmd}, indent=2))
     if args.state_dir is not None:
         from spark_jobs.cluster.standalone import register_driver
 
@@ -179,15 +180,32 @@ def _recorded_pid(path: Path, key: str, required: bool = True) -> int | None:
     return pid
 
 
+def submitted_group(output: Path) -> tuple[int, float | None] | None:
+    """The process group a run recorded in ``<output>/_submit.json`` and its leader's start time (None: no
+    record). Check it with :func:`~spark_jobs.runtime.processes.owns_group` before signalling it."""
+    submit = Path(output) / "_submit.json"
+    if not submit.exists():
+        return None
+    doc = read_document(submit, "--output _submit.json")
+    started = doc.get("started") if isinstance(doc, dict) else None
+    return _recorded_pid(submit, "pgid"), started if isinstance(started, (int, float)) else None
+
+
+def driver_running(output: Path) -> bool:
+    """Whether the run recorded in ``output`` still has its driver (not a later process given its pid)."""
+    group = submitted_group(output)
+    return group is not None and same_process(*group)
+
+
 def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     """Stop a run started by ``workload run``: SIGTERM to its Python driver (it stops the query
     between micro-batches and exits), then SIGTERM and finally SIGKILL to the process group.
     Returns whether anything was running."""
-    submit = Path(output) / "_submit.json"
-    if not submit.exists():
+    group = submitted_group(output)
+    if group is None:
         raise InputError(f"--output: {str(output)!r} has no _submit.json (not started by `ftops workload run`)")
-    pgid = _recorded_pid(submit, "pgid")
-    if not group_alive(pgid):
+    pgid = group[0]
+    if not group_alive(pgid) or not owns_group(*group):  # gone, or its pid went to another process since
         return False
     run_doc = Path(output) / "_run.json"
     if run_doc.exists():

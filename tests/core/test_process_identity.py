@@ -61,3 +61,20 @@ def test_a_group_whose_leader_pid_went_to_another_process_is_not_ours_but_one_wh
         proc.kill()
         proc.wait()
     assert owns_group(proc.pid, 1.0)  # the leader is gone: members left, if any, are still the recorded group's
+
+
+def test_a_run_record_whose_group_leader_pid_went_to_another_process_is_not_stopped(tmp_path):
+    from spark_jobs.runtime.launch import driver_running, stop_run
+
+    run, stranger = _sleeper(), _sleeper()
+    try:
+        (tmp_path / "_submit.json").write_text(json.dumps({"pgid": stranger.pid, "started": start_time(stranger.pid) - 900.0}))
+        assert not driver_running(tmp_path) and stop_run(tmp_path, timeout_s=1) is False
+        assert pid_alive(stranger.pid)
+        (tmp_path / "_submit.json").write_text(json.dumps({"pgid": run.pid, "started": start_time(run.pid)}))
+        assert driver_running(tmp_path) and stop_run(tmp_path, timeout_s=1) is True
+        assert run.wait(timeout=15) is not None
+    finally:
+        for proc in (run, stranger):
+            proc.kill()
+            proc.wait()
