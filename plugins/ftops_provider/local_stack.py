@@ -26,6 +26,7 @@ from ft_core.store.embedded import EmbeddedPostgres
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
+from spark_jobs.runtime.processes import same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_for
 
 # The demo's jobs are test jobs: their plans and drills apply at once (no approval waits in a demo).
@@ -136,6 +137,18 @@ class LocalStack:
     def _feed_pid_file(self) -> Path:
         return self.state / "jobs" / RUNNING_JOB / "feed.pid"
 
+    def _feed_record(self) -> tuple[int, float | None] | None:
+        """The input generator's (pid, start time); a file of an older version holds the pid alone."""
+        try:
+            doc = json.loads(self._feed_pid_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return (doc, None) if isinstance(doc, int) else (int(doc["pid"]), doc.get("started"))
+
+    def _feed_running(self) -> bool:
+        record = self._feed_record()
+        return record is not None and same_process(*record)
+
     def start_running_job(self) -> None:
         """The sample job's input generator and its primary (idempotent: nothing runs twice)."""
         import subprocess
@@ -143,25 +156,21 @@ class LocalStack:
 
         from spark_jobs.runtime.detached_submit import submit_stream
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
-        from spark_jobs.runtime.processes import pid_alive
-
         dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
         dep.input.mkdir(parents=True, exist_ok=True)
-        pid = int(self._feed_pid_file.read_text()) if self._feed_pid_file.exists() else None
-        if not pid_alive(pid):
+        if not self._feed_running():
             self.progress(f"starting the {RUNNING_JOB} input generator ({dep.input})")
             cmd = [sys.executable, "-m", "spark_jobs.cli.workload", "generate", "--pipeline", dep.pipeline, "--input", str(dep.input),
                    "--realtime", *[a for p in dep.params for a in ("--param", p)]]
             with (self.state / "jobs" / RUNNING_JOB / "feed.log").open("a") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         start_new_session=True, cwd=self.state)
-            self._feed_pid_file.write_text(str(proc.pid))
+            self._feed_pid_file.write_text(json.dumps({"pid": proc.pid, "started": start_time(proc.pid)}))
         self.progress(f"starting the {RUNNING_JOB} primary on {dep.primary_master} (if it is not running)")
         submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
 
     def stop_running_job(self) -> list[str]:
         """Stop the sample job's streams (primary and every replica) and its generator."""
-        import os
         import signal
 
         from spark_jobs.runtime.launch import stop_run
@@ -172,13 +181,10 @@ class LocalStack:
         for out in outputs:
             if (out / "_submit.json").exists() and stop_run(out):
                 stopped.append(f"stream {out.relative_to(dep.path)}")
-        if self._feed_pid_file.exists():
-            try:
-                os.killpg(int(self._feed_pid_file.read_text()), signal.SIGTERM)
-                stopped.append(f"{RUNNING_JOB} input generator")
-            except ProcessLookupError:
-                pass
-            self._feed_pid_file.unlink()
+        if self._feed_running():
+            signal_group(self._feed_record()[0], signal.SIGTERM)
+            stopped.append(f"{RUNNING_JOB} input generator")
+        self._feed_pid_file.unlink(missing_ok=True)
         return stopped
 
     # -- Airflow REST ----------------------------------------------------------------------

@@ -82,6 +82,7 @@ class Deployment(BaseModel):
     driver_memory: str = "512m"
     executor_memory: str = "512m"
     feed_pid: int | None = None
+    feed_started: float | None = None  # the feed's start time (its pid may be reused once it exits)
     feed_speedup: float = 1.0
     apps: dict[str, AppRecord] = Field(default_factory=dict)
     failures: list[Failure] = Field(default_factory=list)

@@ -45,7 +45,7 @@ from spark_jobs.recovery_units.deployment import (
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.units import UnitTopology
-from spark_jobs.runtime.processes import owns_group, pid_alive, signal_group, start_time, stop_group
+from spark_jobs.runtime.processes import owns_group, same_process, signal_group, start_time, stop_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -190,18 +190,15 @@ def start_feed(root: Path) -> int:
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True, cwd=root)
     with locked(root) as dep:
-        dep.feed_pid = proc.pid
+        dep.feed_pid, dep.feed_started = proc.pid, start_time(proc.pid)
     return proc.pid
 
 
 def signal_feed(root: Path, sig: int) -> None:
     """Pause (SIGSTOP), resume (SIGCONT) or stop (SIGTERM) the feed, if it runs."""
-    pid = load(root).feed_pid
-    if pid_alive(pid):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            pass
+    dep = load(root)
+    if dep.feed_pid and same_process(dep.feed_pid, dep.feed_started):
+        signal_group(dep.feed_pid, sig)
 
 
 def input_file_counts(root: Path) -> dict[str, int]:
@@ -475,7 +472,7 @@ def units_status(root: Path) -> dict:
             "last_input_rows": last.get("num_input_rows"), "data_available": status.get("data_available"),
             "cost": cost.get(unit),
         })
-    return {"root": dep.root, "pipeline": dep.pipeline, "master": dep.master, "feed_running": pid_alive(dep.feed_pid),
+    return {"root": dep.root, "pipeline": dep.pipeline, "master": dep.master, "feed_running": bool(dep.feed_pid) and same_process(dep.feed_pid, dep.feed_started),
             "input_files": input_file_counts(root), "units": rows,
             "apps": [{"name": a.name, "units": a.units, "running": a.stopped_at is None and a.alive(),
                       "killed": a.killed, "stage": a.stage} for a in dep.apps.values()],
