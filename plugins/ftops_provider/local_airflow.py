@@ -26,7 +26,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 
 from ft_core.errors import ExternalError, InputError
 from ftops_provider.dag_files import install_dag_files
-from spark_jobs.runtime.processes import owns_group, same_process, signal_group, start_time
+from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -220,8 +220,9 @@ class LocalAirflow:
         for pid, _ in ours.values():
             signal_group(pid, signal.SIGTERM)
         wait_while(lambda: any(same_process(*rec) for rec in ours.values()), timeout_s=timeout_s, interval_s=0.5)
-        for pid, _ in ours.values():
-            signal_group(pid, signal.SIGKILL)
+        for pid, started in ours.values():  # checked again: a pid freed during the wait may have been reused
+            if owns_group(pid, started) and group_alive(pid):
+                signal_group(pid, signal.SIGKILL)
         self._state_file.unlink(missing_ok=True)
         return sorted(ours)
 

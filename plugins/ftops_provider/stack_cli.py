@@ -125,9 +125,11 @@ def _soak(args: argparse.Namespace) -> int:
     progress, out = Progress("soak", total=args.drills), Path(args.out) if args.out else None
 
     def partial(so_far) -> None:  # rewritten after every drill: a stopped soak keeps the drills it ran
-        if out is not None:
+        if out is not None:  # whole or not at all: an interrupt must not leave half a table
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(soak_report(so_far, out, planned=args.drills))
+            partial_file = out.with_name(out.name + ".partial")
+            partial_file.write_text(soak_report(so_far, out, planned=args.drills))
+            partial_file.replace(out)
 
     result = run_soak(stack, job=RUNNING_JOB, drills=args.drills, domains=args.domains,
                       replacement_delay_s=args.replacement_delay_s, command=command, progress=progress, step=progress.step,

@@ -31,7 +31,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
 from spark_jobs.cluster.web_ui import master_state
-from spark_jobs.runtime.processes import same_process, signal_group, start_time
+from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 HOST = "127.0.0.1"
@@ -79,9 +79,13 @@ class Process:
     def alive(self) -> bool:
         return same_process(self.pid, self.started)
 
+    def running(self) -> bool:
+        """It, or what is left of its process group (a driver's JVM whose launcher exited), runs."""
+        return self.alive() or (owns_group(self.pid, self.started) and group_alive(self.pid))
+
     def signal(self, sig: int) -> None:
-        """``sig`` to its process group, only while the pid is still this process."""
-        if self.alive():
+        """``sig`` to its process group, only while that group is still this process's."""
+        if owns_group(self.pid, self.started):
             signal_group(self.pid, sig)
 
 
@@ -404,12 +408,13 @@ def cluster_down(state_dir: Path) -> list[str]:
 
 def stop_processes(processes: list[Process], grace_s: float = 10.0) -> list[str]:
     """SIGTERM each process group, SIGKILL what is left after ``grace_s``; returns the names stopped."""
-    alive = [p for p in processes if p.alive()]
+    alive = [p for p in processes if p.running()]
     for p in alive:
         p.signal(signal.SIGTERM)
-    wait_while(lambda: any(p.alive() for p in alive), timeout_s=grace_s)
+    wait_while(lambda: any(p.running() for p in alive), timeout_s=grace_s)
     for p in alive:
-        p.signal(signal.SIGKILL)  # the ones still there (checking also reaps the ones that exited)
+        if p.running():  # the ones still there (checking also reaps the ones that exited)
+            p.signal(signal.SIGKILL)
     return [p.name for p in alive]
 
 

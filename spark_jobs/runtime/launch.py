@@ -210,8 +210,8 @@ def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     run_doc = Path(output) / "_run.json"
     if run_doc.exists():
         driver = _recorded_pid(run_doc, "pid", required=False)
-        if driver:
-            with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError):
+            if driver and os.getpgid(driver) == pgid:  # still the run's own driver, not a reused pid
                 os.kill(driver, signal.SIGTERM)
     for sig, wait in ((None, timeout_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         if sig is not None:

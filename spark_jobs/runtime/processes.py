@@ -7,7 +7,9 @@ A pid recorded long ago may name another process by now: the kernel reuses pids 
 these machines, where Spark and Airflow start many processes a minute). A record that keeps the
 process's start time (:func:`start_time`) is checked with :func:`same_process` before anything is
 signalled: stopping a test cluster once killed the standby master of another stack, which had been
-given the pid of a worker the test had killed 19 minutes earlier.
+given the pid of a worker the test had killed 19 minutes earlier. The start time is the kernel's own
+(clock ticks since boot, ``/proc/<pid>/stat``), not a wall-clock time: a clock step (NTP, a resumed VM)
+must not make our own processes look foreign.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ import os
 import signal
 from pathlib import Path
 
-import psutil
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), None when unreadable."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 def _state(pid: int) -> str | None:
     """The state letter in ``/proc/<pid>/stat`` (``R``, ``S``, ``Z``, ...), None when unreadable."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return fields[0] if fields else None
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -45,10 +51,12 @@ def pid_alive(pid: int | None) -> bool:
 
 
 def start_time(pid: int) -> float | None:
-    """When process ``pid`` started (epoch seconds), None when no such process runs."""
+    """When process ``pid`` started, in clock ticks since boot (``starttime`` of ``/proc/<pid>/stat``:
+    the kernel's, unmoved by wall-clock steps; a zombie still has it); None when no such process exists."""
+    fields = _stat(pid)
     try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return float(fields[19]) if fields else None  # field 22 of the stat line; 19 after the name
+    except (IndexError, ValueError):
         return None
 
 
@@ -59,19 +67,15 @@ def same_process(pid: int, started: float | None) -> bool:
     >>> same_process(os.getpid(), start_time(os.getpid())), same_process(os.getpid(), 1.0)
     (True, False)
     """
-    if not pid_alive(pid):
-        return False
-    if started is None:
-        return True
-    now = start_time(pid)
-    return now is not None and abs(now - started) < 1.0
+    return pid_alive(pid) and (started is None or start_time(pid) == started)
 
 
 def owns_group(pgid: int, started: float | None) -> bool:
-    """Whether process group ``pgid`` can still be the one recorded: its leader is the recorded process,
-    or has exited (the kernel reuses no pid while it names a group with members left, so those are ours).
-    False when the pid now belongs to another process."""
-    return not pid_alive(pgid) or same_process(pgid, started)
+    """Whether process group ``pgid`` can still be the one recorded: its leader is the recorded process
+    (alive or a zombie), or no process has that pid any more (the kernel reuses no pid while it names a
+    group with members left, so those are ours). False when the pid now belongs to another process."""
+    now = start_time(pgid)
+    return now is None or started is None or now == started
 
 
 def group_alive(pgid: int) -> bool:

@@ -163,8 +163,9 @@ def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
     passed, failed, running = ids["drills"]
     assert [d["has_report"] for d in drills] == [True, False, False]
     assert f"<a href='topk/drills/{passed}'>#{passed}</a>" in page and client.get(f"/jobs/topk/drills/{passed}").status_code == 200
+    rows = _section(page, "drill-rows", tag="table")
     for other in (failed, running):
-        assert f"<a href='topk/drills/{other}'>" not in page and f">#{other}</span>" in page
+        assert f"<a href='topk/drills/{other}'>" not in rows and f">#{other}</span>" in rows
         assert client.get(f"/jobs/topk/drills/{other}").status_code == 404
 
 
@@ -188,7 +189,8 @@ def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
     # A finished run links its experiment report (a page and JSON); a running one has none yet.
     done, running = ids["runs"]
     assert f"<a href='topk/recovery-runs/{done}'>#{done}</a>" in page
-    assert f"<a href='topk/recovery-runs/{running}'>" not in page and f">#{running}</span>" in page
+    run_rows = _section(page, "run-rows", tag="table")
+    assert f"<a href='topk/recovery-runs/{running}'>" not in run_rows and f">#{running}</span>" in run_rows
     assert [r["has_report"] for r in runs] == [True, False]
     report = client.get(f"/jobs/topk/recovery-runs/{done}")
     assert report.status_code == 200 and f"recovery #{done} of topk: passed" in report.text
@@ -255,6 +257,6 @@ def test_the_plugin_is_registered_through_its_entry_point():
 
 
 def _section(page: str, ident: str, tag: str = "section") -> str:
-    """The HTML of ``<{tag} id='{ident}'>...</section>``."""
+    """The HTML of ``<{tag} id='{ident}'>...</{tag}>`` (the tag's name closes it)."""
     start = page.index(f"<{tag} id='{ident}'>")
-    return page[start:page.index("</section>", start)]
+    return page[start:page.index(f"</{tag.split()[0]}>", start)]

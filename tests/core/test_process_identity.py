@@ -4,8 +4,11 @@ given the pid of a worker the test killed long before. Real processes (``sleep``
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
+import time
 
 from spark_jobs.cluster.standalone import ClusterState, Process, cluster_down
 from spark_jobs.runtime.processes import pid_alive, start_time
@@ -78,3 +81,25 @@ def test_a_run_record_whose_group_leader_pid_went_to_another_process_is_not_stop
         for proc in (run, stranger):
             proc.kill()
             proc.wait()
+
+
+def test_cluster_down_stops_what_is_left_of_a_group_whose_leader_exited(tmp_path):
+    # a launcher that starts a member in its own group and exits, as spark-submit's wrapper may
+    leader = subprocess.Popen(["sh", "-c", "sleep 120 & echo $!; exit 0"], start_new_session=True, stdout=subprocess.PIPE,
+                              text=True)
+    member = int(leader.stdout.readline())
+    started = start_time(leader.pid)
+    leader.wait(timeout=15)
+    try:
+        ClusterState(str(tmp_path), 10, [Process("driver-x", "driver", "primary", leader.pid, 0, 0, "log",
+                                                 started=started)]).save()
+        assert pid_alive(member)
+        assert cluster_down(tmp_path) == ["driver-x"]
+        for _ in range(50):
+            if not pid_alive(member):
+                break
+            time.sleep(0.2)
+        assert not pid_alive(member)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, 9)

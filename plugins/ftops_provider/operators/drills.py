@@ -322,7 +322,7 @@ class FinishDrillOperator(BaseOperator):
         fired = next(((ti.xcom_pull(task_ids=w, key="abort_probe"), r) for w in self.WAITS
                       if (r := ti.xcom_pull(task_ids=w, key="abort_reason"))), None)
         failed = sorted(t for t, state in states.items() if state in ("failed", "upstream_failed") and t != self.task_id)
-        verdict, reasons, restored = self._verdict(pre, injected, fired, failed, ti)
+        verdict, reasons, restored = self._verdict(pre, injected or self._partial_injection(pre, states), fired, failed, ti)
         report = ti.xcom_pull(task_ids="verify")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
@@ -363,15 +363,28 @@ class FinishDrillOperator(BaseOperator):
         write_json(path, experiment)
         self.log.info("%s; experiment report: %s (and the Fault tolerance view)", experiment.title, path)
 
+    @staticmethod
+    def _partial_injection(pre: dict, states: dict[str, str]) -> dict | None:
+        """The preflight's context when ``inject_failure`` failed part way (the domain may be down already,
+        with no context pushed): restoring then adds capacity that may turn out spare, never too little."""
+        return {**pre, "t_fail": None} if states.get("inject_failure") == "failed" else None
+
     def _restore(self, injected: dict | None, ti) -> list[str]:
+        """Put back what the drill took; a restore that fails is reported, and the verdict, the report and
+        the lease release still happen (a held lease would refuse every later experiment on the job)."""
         from spark_jobs.drills.live import DrillContext, restore_capacity
         from spark_jobs.runtime.job_streams import JobDeployment
 
         if injected is None:
             return []
-        return restore_capacity(JobDeployment.model_validate(injected["deployment"]),
-                                DrillContext.model_validate({k: injected[k] for k in DrillContext.model_fields}),
-                                capacity_added=ti.xcom_pull(task_ids="add_capacity") is not None)
+        try:
+            return restore_capacity(JobDeployment.model_validate(injected["deployment"]),
+                                    DrillContext.model_validate({k: injected[k] for k in DrillContext.model_fields
+                                                                 if k in injected}),
+                                    capacity_added=ti.xcom_pull(task_ids="add_capacity") is not None)
+        except Exception as exc:  # noqa: BLE001 - whatever broke, the drill must still be recorded and its lease freed
+            self.log.exception("restoring capacity failed")
+            return [f"restoring capacity failed: {exc}"]
 
 
 def task_states(context: Any) -> dict[str, str]:

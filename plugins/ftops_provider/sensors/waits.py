@@ -87,13 +87,18 @@ class _DeferredWait(BaseOperator):
         trigger = self.make_trigger(context)
         # Defer only a wait that is still on after short_wait_s: one that fires soon after its deferral can
         # be marked failed by Airflow 3.3 (the module docstring).
-        now = first_event(trigger, within_s=self.short_wait_s)
+        now = first_event(trigger, within_s=self.in_place_s(trigger))
         if now is not None:
             self.log.info("%s: over within %.0f s, no deferral", self.task_id, self.short_wait_s)
             return self.execute_complete(context, now)
         self.log.info("deferring on %s (timeout %.0f s)", trigger.serialize()[0].rsplit(".", 1)[-1], self.timeout_s)
         # The trigger fires its own timeout event; the defer timeout is only a backstop.
         self.defer(trigger=trigger, method_name="execute_complete", timeout=timedelta(seconds=self.timeout_s + 120))
+
+    def in_place_s(self, trigger) -> float:
+        """How long this wait runs in its slot before it defers (``short_wait_s``; a wait that knows when it
+        ends may choose better)."""
+        return self.short_wait_s
 
     def _probes(self) -> dict | None:
         return self.probes if isinstance(self.probes, dict) and self.probes else None
@@ -237,6 +242,12 @@ class WaitUntilSensor(_DeferredWait):
         moment = pendulum.parse(str(self.moment)).timestamp()
         self.timeout_s = max(self.timeout_s, moment - time.time())  # the backstop must not fire before the moment
         return MomentTrigger(moment, poll_interval_s=self.poll_interval_s, abort=self._probes())
+
+    def in_place_s(self, trigger) -> float:
+        """A moment due within ``short_wait_s`` + 30 s is waited for in place, so no deferral ends within
+        seconds of its start (the race in the module docstring); a later one defers with 30 s or more left."""
+        left = trigger.moment - time.time()
+        return left + 5.0 if left < self.short_wait_s + 30.0 else self.short_wait_s
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
         if event and event.get("status") == "ok":
