@@ -26,7 +26,7 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fi
 
 from ft_core.errors import ExternalError, InputError
 from ftops_provider.dag_files import install_dag_files
-from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
+from spark_jobs.runtime.processes import own_group_alive, owns_group, same_process, signal_group, signal_own_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -143,8 +143,7 @@ class LocalAirflow:
         if unknown:
             raise InputError(f"no running {', '.join(sorted(unknown))} in {self.home}")
         for name in names:
-            if owns_group(*records[name]):
-                signal_group(records[name][0], signal.SIGKILL)
+            signal_own_group(*records[name], signal.SIGKILL)
         wait_while(lambda: any(same_process(*records[n]) for n in names), timeout_s=30)
 
     def restart(self, names: tuple[str, ...], extra_env: dict[str, str] | None = None, timeout_s: float = 240) -> None:
@@ -221,7 +220,7 @@ class LocalAirflow:
             signal_group(pid, signal.SIGTERM)
         wait_while(lambda: any(same_process(*rec) for rec in ours.values()), timeout_s=timeout_s, interval_s=0.5)
         for pid, started in ours.values():  # checked again: a pid freed during the wait may have been reused
-            if owns_group(pid, started) and group_alive(pid):
+            if own_group_alive(pid, started):
                 signal_group(pid, signal.SIGKILL)
         self._state_file.unlink(missing_ok=True)
         return sorted(ours)

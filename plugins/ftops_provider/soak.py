@@ -99,6 +99,11 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
     gets the soak so far after every drill (the CLI rewrites its report, so an interrupted soak keeps its
     table)."""
     started, load, done = time.time(), os.getloadavg()[0], []
+
+    def so_far() -> SoakResult:
+        return SoakResult(command=command, job=job, drills=list(done), elapsed_s=time.time() - started,
+                          started_at=started, load_at_start=load)
+
     _ensure_plan(stack, job, progress)
     for index, domain in enumerate(soak_domains(domains, drills), start=1):
         (step or progress)(f"drill {index} of {drills}: failure domain {domain}")
@@ -110,13 +115,11 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
             progress(f"drill {index}: {exc}; the soak stops here")
             break
         last = done[-1]
-        on_drill(SoakResult(command=command, job=job, drills=list(done), elapsed_s=time.time() - started,
-                            started_at=started, load_at_start=load))
+        on_drill(so_far())
         progress(f"drill {index}: DAG run {last.dag_state}, drill {last.status or '-'}, lost/duplicated windows "
                  f"{last.lost_windows}/{last.duplicated_windows}, steady again after "
                  f"{'-' if last.steady_after_s is None else f'{last.steady_after_s:.0f} s'}")
-    return SoakResult(command=command, job=job, drills=done, elapsed_s=time.time() - started, started_at=started,
-                      load_at_start=load)
+    return so_far()
 
 
 def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:

@@ -31,7 +31,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
 from spark_jobs.cluster.web_ui import master_state
-from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
+from spark_jobs.runtime.processes import own_group_alive, same_process, signal_own_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 HOST = "127.0.0.1"
@@ -81,12 +81,11 @@ class Process:
 
     def running(self) -> bool:
         """It, or what is left of its process group (a driver's JVM whose launcher exited), runs."""
-        return self.alive() or (owns_group(self.pid, self.started) and group_alive(self.pid))
+        return self.alive() or own_group_alive(self.pid, self.started)
 
     def signal(self, sig: int) -> None:
         """``sig`` to its process group, only while that group is still this process's."""
-        if owns_group(self.pid, self.started):
-            signal_group(self.pid, sig)
+        signal_own_group(self.pid, self.started, sig)
 
 
 @dataclass

@@ -165,11 +165,11 @@ def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
         ctx.killed = [p.name for p in kill_domain(Path(dep.cluster_state), ctx.domain)]
     if ctx.kill_driver:
         from spark_jobs.runtime.launch import submitted_group
-        from spark_jobs.runtime.processes import owns_group, signal_group
+        from spark_jobs.runtime.processes import own_group_alive, signal_own_group
 
         group = submitted_group(dep.primary_output)
-        if group and owns_group(*group):
-            signal_group(group[0], signal.SIGKILL)
+        if group and own_group_alive(*group):
+            signal_own_group(*group, signal.SIGKILL)
             ctx.killed.append("primary driver")
     return ctx
 

@@ -45,7 +45,7 @@ from spark_jobs.recovery_units.deployment import (
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.units import UnitTopology
-from spark_jobs.runtime.processes import owns_group, same_process, signal_group, start_time, stop_group
+from spark_jobs.runtime.processes import owns_group, same_process, signal_group, signal_own_group, start_time, stop_group
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
 _APP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -334,8 +334,7 @@ def kill_apps(root: Path, apps: list[str], domain: str | None = None, workers: l
         raise InputError(f"--app: unknown application {unknown[0]!r} (known: {', '.join(dep.apps) or 'none'})")
     t = now()
     for a in apps:
-        if owns_group(dep.apps[a].pid, dep.apps[a].process_started):
-            signal_group(dep.apps[a].pid, signal.SIGKILL)
+        signal_own_group(dep.apps[a].pid, dep.apps[a].process_started, signal.SIGKILL)
         dep.apps[a].alive()  # reaps it
     units = [u for a in apps for u in dep.apps[a].units if dep.apps[a].stopped_at is None]
     failure = Failure(time=t, domain=domain, apps=list(apps), units=dep.units.check(units, "failed units"),

@@ -22,7 +22,7 @@ from ft_core.errors import InputError
 from ft_core.input.documents import read_document
 from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, TaskCount, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
-from spark_jobs.runtime.processes import group_alive, owns_group, same_process, signal_group, start_time
+from spark_jobs.runtime.processes import group_alive, own_group_alive, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_while
 
 
@@ -205,7 +205,7 @@ def stop_run(output: Path, timeout_s: float = 30.0) -> bool:
     if group is None:
         raise InputError(f"--output: {str(output)!r} has no _submit.json (not started by `ftops workload run`)")
     pgid = group[0]
-    if not group_alive(pgid) or not owns_group(*group):  # gone, or its pid went to another process since
+    if not own_group_alive(*group):  # gone, or its pid went to another process since
         return False
     run_doc = Path(output) / "_run.json"
     if run_doc.exists():

@@ -78,6 +78,17 @@ def owns_group(pgid: int, started: float | None) -> bool:
     return now is None or started is None or now == started
 
 
+def signal_own_group(pgid: int, started: float | None, sig: int) -> None:
+    """``sig`` to group ``pgid`` while it is still the recorded one (:func:`owns_group`), else nothing."""
+    if owns_group(pgid, started):
+        signal_group(pgid, sig)
+
+
+def own_group_alive(pgid: int, started: float | None) -> bool:
+    """Whether the recorded group ``pgid`` still has a live member (leader or not)."""
+    return owns_group(pgid, started) and group_alive(pgid)
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any process of group ``pgid`` other than a zombie runs (the leader may have exited)."""
     with contextlib.suppress(ChildProcessError):
