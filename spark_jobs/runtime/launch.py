@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ft_core.errors import InputError
 from ft_core.input.documents import read_document
-from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, TaskCount, flag
+from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, RestartCount, TaskCount, flag
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
 from spark_jobs.runtime.processes import group_alive, own_group_alive, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_while
@@ -57,6 +57,11 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--live-redundancy", action="store_true",
                      help="with --redundancy-level: the level can change while the run runs, without a restart "
                           "(ftops workload retune --live)")
+    run.add_argument("--max-restarts", type=flag(RestartCount), default=3,
+                     help="a failed query starts again from its checkpoint at most this often per window "
+                          "(default 3; 0: a failure ends the run)")
+    run.add_argument("--restart-window-s", type=flag(PositiveSeconds), default=600.0,
+                     help="the window of --max-restarts (default 600)")
 
 
 def submit_command(args: argparse.Namespace) -> list[str]:
@@ -80,7 +85,8 @@ def submit_command(args: argparse.Namespace) -> list[str]:
     cmd.append(run_pipeline.__file__)
     job = ["--pipeline", str(pipeline_file(ref) or ref), "--role", args.role, "--input", args.input.resolve(),
            "--output", args.output.resolve(), "--trigger-s", args.trigger_s,
-           "--shuffle-partitions", args.shuffle_partitions]
+           "--shuffle-partitions", args.shuffle_partitions, "--max-restarts", args.max_restarts,
+           "--restart-window-s", args.restart_window_s]
     for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics)):
         if value is not None:
             job += [flag, Path(value).resolve()]

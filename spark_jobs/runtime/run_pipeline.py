@@ -21,7 +21,9 @@ sample's name).
 Every run writes ``<output>/_run.json`` (pipeline, role, parameters, topology, plan tasks, pid,
 application id), so a drill can find what ran where. Invalid arguments (an unknown parameter, a plan
 task the topology does not have) print one line and exit 2 before Spark starts. SIGTERM or SIGINT stop
-the query between micro-batches and exit 0.
+the query between micro-batches and exit 0. A query that fails (an executor lost mid-batch can fail it
+on Spark 4.3) starts again from its checkpoint, at most ``--max-restarts`` times per
+``--restart-window-s`` (:mod:`spark_jobs.runtime.query_restarts`); each restart is listed in ``_run.json``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from ft_core.errors import FtopsError, InputError
 from ft_core.input.documents import read_document
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
+from spark_jobs.runtime.atomic_json import write_json
 
 ROLES = ("primary", "replica", "reference")
 
@@ -64,6 +67,8 @@ class JobConfig:
     max_files_per_trigger: int | None = None
     query_name: str | None = None
     live_redundancy: bool = False
+    max_restarts: int = 3
+    restart_window_s: float = 600.0
 
     @property
     def metrics_path(self) -> Path:
@@ -91,6 +96,8 @@ def prepare(config: JobConfig) -> tuple[Workload, frozenset[str] | None]:
         raise InputError(f"--plan: only the replica role takes a plan (role is {config.role!r})")
     if config.role != "reference" and config.checkpoint is None:
         raise InputError("--checkpoint: a streaming role needs a checkpoint folder")
+    if config.max_restarts < 0 or config.restart_window_s <= 0:
+        raise InputError("--max-restarts must be >= 0 and --restart-window-s positive")
     if config.trigger_s <= 0 and not config.available_now:
         raise InputError("--trigger-s: must be positive (or use --available-now)")
     return workload, tasks
@@ -140,9 +147,7 @@ def write_descriptor(config: JobConfig, workload: Workload, tasks: frozenset[str
         "pid": os.getpid(), "app_id": spark.sparkContext.applicationId, "ui": spark.sparkContext.uiWebUrl,
         "master": spark.sparkContext.master, "started_at": time.time(),
     }
-    tmp = config.output / "._run.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
-    tmp.replace(config.output / "_run.json")
+    write_json(config.output / "_run.json", doc)
 
 
 def run_reference(spark, workload: Workload, config: JobConfig) -> dict[str, Any]:
@@ -174,6 +179,7 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     from spark_jobs.pipeline.metrics import TaskMetricsListener
     from spark_jobs.pipeline.sink import batch_writer
     from spark_jobs.runtime.executor_faults import ExecutorFaultWatcher
+    from spark_jobs.runtime.query_restarts import RestartPolicy, error_summary, record_restart
 
     stop_event = stop_event or threading.Event()
     sources = read_sources(workload, spark, config.input, streaming=True,
@@ -188,20 +194,28 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
               .option("checkpointLocation", str(config.checkpoint)))
     writer = writer.trigger(availableNow=True) if config.available_now else \
         writer.trigger(processingTime=f"{int(round(config.trigger_s * 1000))} milliseconds")
-    query = writer.start()
     faults = ExecutorFaultWatcher(spark, config.output).start()  # drills on clusters ftops did not start
+    restarts = RestartPolicy(config.max_restarts, config.restart_window_s)
     deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
+    query = None
     try:
-        while query.isActive:
-            if stop_event.is_set() or (deadline is not None and time.monotonic() >= deadline):
-                _stop_between_batches(query)
+        while True:
+            query = writer.start()
+            _await(query, stop_event, deadline)
+            error = query.exception()
+            if error is None:
                 break
-            query.awaitTermination(0.25)
-        if query.exception() is not None:
-            raise RuntimeError(f"streaming query {config.name} failed: {query.exception()}")
+            if not restarts.allow():
+                raise RuntimeError(f"streaming query {config.name} failed{_times(config)}: "
+                                   f"{error_summary(error)}") from error
+            count = record_restart(config.output, error)
+            print(f"run_pipeline: streaming query {config.name} failed ({error_summary(error)}); restart {count} from "
+                  f"its checkpoint in {restarts.delay_s:g} s", file=sys.stderr, flush=True)
+            if stop_event.wait(restarts.delay_s):
+                break
         progress = query.lastProgress
     finally:
-        if query.isActive:
+        if query is not None and query.isActive:
             query.stop()
         # The listener's callback may still be delivering the last progress event.
         time.sleep(0.5)
@@ -211,6 +225,26 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
             spark.streams.removeListener(live)
     return {"query": config.name, "last_batch": progress.batchId if progress else None,
             "watermark": (progress.eventTime or {}).get("watermark") if progress else None}
+
+
+def _times(config: JobConfig) -> str:
+    if config.max_restarts == 0:
+        return ""
+    return f" {config.max_restarts + 1} times within {config.restart_window_s:g} s (--max-restarts {config.max_restarts})"
+
+
+def _await(query, stop_event: threading.Event, deadline: float | None) -> None:
+    """Until the query ends by itself (finished or failed), ``stop_event`` is set or ``deadline`` passes."""
+    from pyspark.errors import StreamingQueryException
+
+    while query.isActive:
+        if stop_event.is_set() or (deadline is not None and time.monotonic() >= deadline):
+            _stop_between_batches(query)
+            return
+        try:
+            query.awaitTermination(0.25)
+        except StreamingQueryException:  # the caller reads it from query.exception()
+            return
 
 
 def _live_redundancy(spark, config: JobConfig):
@@ -269,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--query-name")
     p.add_argument("--live-redundancy", action="store_true",
                    help="apply <output>/_redundancy/level.json after every micro-batch (spark_jobs.redundancy.live)")
+    p.add_argument("--max-restarts", type=int, default=3,
+                   help="start a failed query again from its checkpoint at most this often per window (default 3; "
+                        "0: a failure ends the run)")
+    p.add_argument("--restart-window-s", type=float, default=600.0, help="the restart window (default 600)")
     return p
 
 
@@ -279,7 +317,8 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
                      metrics=args.metrics, shuffle_partitions=args.shuffle_partitions,
                      min_deltas_for_snapshot=args.min_deltas_for_snapshot,
                      max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name,
-                     live_redundancy=args.live_redundancy)
+                     live_redundancy=args.live_redundancy, max_restarts=args.max_restarts,
+                     restart_window_s=args.restart_window_s)
 
 
 def main(argv: list[str] | None = None) -> int:
