@@ -282,6 +282,12 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecord
             )
             return rows(cur, APPLIED_KEYS)
 
+    def running_replica_plan(self, job: str) -> dict[str, Any] | None:
+        """The replication plan the job's running replica executes (the current plan can be newer, when it
+        did not improve OF enough to be resubmitted); None when no replica runs."""
+        running = [a for a in self.applied_plans(job) if a["role"] == "replica" and a["stopped_at"] is None]
+        return self.plan(running[0]["plan_id"]) if running else None
+
     def log_event(self, job: str | None, kind: str, payload: dict[str, Any] | None = None) -> int:
         """Append to the event log (``job`` None: an event of no one job); returns the event's id."""
         if not kind:

@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from ft_core.errors import ExternalError, InputError
-from spark_jobs.drills.probes import STEADY_LAG_S, check_steady
+from spark_jobs.drills.probes import STEADY_LAG_S, wait_steady
 
 DrillCount = Annotated[int, Field(ge=1, le=1000)]
 
@@ -156,23 +156,17 @@ def _time_to_steady(stack, job: str, timeout_s: float) -> float | None:
     """Seconds until the job passes the drill preflight's own steady-state check again (None: not within
     ``timeout_s``)."""
     from ftops_provider.local_stack import SAMPLE_JOBS  # the stack's modules load only when a soak runs
-    from spark_jobs.runtime.waiting import wait_for
 
     dep, t0 = stack.deployment(next(j for j in SAMPLE_JOBS if j.name == job)), time.time()
-
-    def steady() -> bool:
-        try:
-            check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S)
-        except InputError:
-            return False
-        return True
-
+    with stack.store() as store:
+        plan = store.running_replica_plan(job)
+    replica = dep.replica_output(plan["plan_id"]) if plan else None
     try:
-        wait_for(steady, timeout_s=timeout_s, interval_s=2, what=f"{job} to be steady")
-    except ExternalError:
+        wait_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S, replica, wait_s=timeout_s,
+                    interval_s=2)
+    except InputError:
         return None
     return time.time() - t0
-
 
 
 def soak_report(result: SoakResult, table: Path | None = None, planned: int | None = None) -> str:

@@ -24,6 +24,9 @@ def hypothesis_before(pre: dict[str, Any]) -> list[Check]:
     if h["replica_running"]:
         checks.append(Check(name="replica running", expected="the plan's replica runs on the standby pool",
                             observed="running", held=True))
+    if h.get("replica_lag_s") is not None:  # drills before the replica's lag was checked did not record it
+        checks.append(Check(name="replica keeps up", expected=f"output within {h['steady_lag_bound_s']:.0f} s of the input",
+                            observed=f"{h['replica_lag_s']:.1f} s behind", held=h["replica_lag_s"] <= h["steady_lag_bound_s"]))
     return checks
 
 

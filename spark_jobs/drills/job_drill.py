@@ -102,15 +102,15 @@ def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[s
         restore_capacity,
         verdict,
     )
-    from spark_jobs.drills.probes import check_steady, event_lag_s, other_workers, steady_lag_files
+    from spark_jobs.drills.probes import event_lag_s, other_workers, steady_lag_files, wait_steady
     from spark_jobs.drills.progress import new_outputs
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
-    running = [a for a in store.applied_plans(s.job) if a["role"] == "replica" and a["stopped_at"] is None]
-    plan = store.plan(running[0]["plan_id"]) if running else None
+    plan = store.running_replica_plan(s.job)
     ctx = preflight(dep, s.job, plan, s.domain, s.kill_driver)
-    lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, s.steady_lag_s)
+    lag, replica_lag = wait_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, s.steady_lag_s,
+                                   ctx.replica_output)
     steady = steady_lag_files(dep.primary_checkpoint, dep.input)
     probes = Probes(t_fail=0.0, domain=ctx.domain, max_duration_s=s.max_duration_s, max_lag_s=s.max_lag_s,
                     others=other_workers(dep.cluster_state, ctx.domain), input_dir=str(dep.input),
@@ -120,6 +120,7 @@ def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[s
     pre = {**ctx.model_dump(), "drill_id": drill_id, "checked_at": time.time(), "replacement_delay_s": s.replacement_delay_s,
            "probes": probes.model_dump(), "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,
                                                          "lag_s": round(lag, 1), "steady_lag_bound_s": s.steady_lag_s,
+                                                         "replica_lag_s": None if replica_lag is None else round(replica_lag, 1),
                                                          "lag_files": steady}}
     progress(f"drill #{drill_id}: steady ({lag:.1f} s behind); failing {ctx.domain}")
     ctx = inject(dep, ctx)

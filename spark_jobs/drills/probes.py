@@ -1,7 +1,8 @@
 """A drill's steady-state hypothesis and its abort probes (the guards chaos tools put around experiments).
 
 Before a drill, the job must be in its steady state: the primary running and keeping up with its input
-(its output watermark within a bound of the input's), the replica running where the plan says. During
+(its output watermark within a bound of the input's), the replica running where the plan says and keeping
+up too. During
 the drill the probes are checked at every poll of every wait; the first one that fires stops the
 experiment (the DAG restores capacity and records the drill as aborted with the reason):
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -102,14 +104,43 @@ def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output
 STEADY_LAG_S = 60.0  # the default steady-state bound: the drill DAG's Param, its operator, the soak
 
 
-def check_steady(pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
+class SteadyState(NamedTuple):
+    lag_s: float  # the primary's output watermark behind the input's, event-time seconds
+    replica_lag_s: float | None  # the replica's, None when no replica was checked
+
+
+def check_steady(pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float,
+                 replica_output: Path | None = None) -> SteadyState:
     """The steady-state hypothesis before a drill: the primary keeps up with its input (its watermark within
-    ``bound_s`` of the input's); returns the lag, InputError naming it otherwise."""
+    ``bound_s`` of the input's), and so does the replica when ``replica_output`` is given (a replica still
+    working through its backlog would make the drill's first tentative output late for a reason that is not
+    the failure); InputError naming the stream that does not."""
+    lag = _checked_lag("the primary", pipeline, params, input_dir, output, bound_s)
+    replica = None if replica_output is None else \
+        _checked_lag("the replica", pipeline, params, input_dir, Path(replica_output), bound_s)
+    return SteadyState(lag, replica)
+
+
+STEADY_WAIT_S = 180.0  # how long a drill's preflight gives a stream just (re)started to catch up
+
+
+def wait_steady(pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float,
+                replica_output: Path | None = None, wait_s: float = STEADY_WAIT_S, interval_s: float = 3.0) -> SteadyState:
+    """:func:`check_steady` until it holds, for up to ``wait_s`` (a replica the plan run has just started
+    reads its backlog first); the last refusal when it never does."""
+    from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+    retrying = Retrying(retry=retry_if_exception_type(InputError), stop=stop_after_delay(wait_s),
+                        wait=wait_fixed(interval_s), reraise=True)
+    return retrying(check_steady, pipeline, params, input_dir, output, bound_s, replica_output)
+
+
+def _checked_lag(what: str, pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
     lag = event_lag_s(pipeline, params, input_dir, output)
     if lag is None:
-        raise InputError("steady state: the primary has no watermark yet (no micro-batch done): not drilling")
+        raise InputError(f"steady state: {what} has no watermark yet (no micro-batch done): not drilling")
     if lag > bound_s:
-        raise InputError(f"steady state: the primary is {lag:.0f} s behind its input, more than {bound_s:.0f} s: "
+        raise InputError(f"steady state: {what} is {lag:.0f} s behind its input, more than {bound_s:.0f} s: "
                          "not drilling a job that is not keeping up")
     return lag
 

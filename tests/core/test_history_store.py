@@ -399,11 +399,14 @@ def test_profiles_are_not_stored_twice_by_a_retry_and_the_latest_is_read_back(pg
 def test_applied_plans_are_recorded_once_and_stopped(pg_conn):
     store = _store(pg_conn)
     old, new = _replication_plan(store, 4), _replication_plan(store, 8)
+    assert store.running_replica_plan("topk") is None
     a = store.record_applied_plan(old, "topk", "replica", None, "spark://127.0.0.1:7078")
+    assert store.running_replica_plan("topk")["plan_id"] == old
     assert store.record_applied_plan(old, "topk", "replica", "app-1", None) == a  # the retry learned the app id
     b = store.record_applied_plan(new, "topk", "replica", "app-2", "spark://127.0.0.1:7078")
     assert store.stop_applied_plan("topk", "replica", old) == 1
     assert store.stop_applied_plan("topk", "replica", old) == 0
+    assert store.running_replica_plan("topk")["plan_id"] == new  # the stopped one is no longer what runs
     applied = store.applied_plans("topk")
     assert [(x["applied_id"], x["spark_app_id"], x["stopped_at"] is None) for x in applied] == [(b, "app-2", True),
                                                                                                 (a, "app-1", False)]

@@ -21,7 +21,7 @@ from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
-from spark_jobs.drills.probes import STEADY_LAG_S, check_steady, other_workers, steady_lag_files
+from spark_jobs.drills.probes import STEADY_LAG_S, other_workers, steady_lag_files, wait_steady
 
 
 def approved(decision: dict | None) -> bool:
@@ -39,7 +39,9 @@ def drill_approval_body(pre: dict) -> str:
         f"- replication plan #{pre['plan_id']}: predicted output fidelity {pre['predicted_output_fidelity']:.3f}, "
         f"predicted accuracy {_fraction(pre.get('predicted_accuracy'))}"
         if pre["plan_id"] is not None else "- no replica runs: tentative output is lost during the failure",
-        f"- steady state now: the primary is {h['lag_s']:.1f} s behind its input (bound {h['steady_lag_bound_s']:.0f} s)",
+        f"- steady state now: the primary is {h['lag_s']:.1f} s behind its input"
+        + ("" if h.get("replica_lag_s") is None else f", the replica {h['replica_lag_s']:.1f} s")
+        + f" (bound {h['steady_lag_bound_s']:.0f} s)",
         f"- aborted if it runs past {pre['probes']['max_duration_s']:.0f} s, another domain is lost, or the primary "
         f"falls {pre['probes']['max_lag_s']:.0f} s behind once capacity is back"])
 
@@ -116,9 +118,10 @@ class DrillPreflightOperator(BaseOperator):
                 job, dep = _dep(store, self.job_name)
                 if job["apply_mode"] == "recommend":
                     raise AirflowSkipException(f"job {self.job_name!r} is in recommend mode: ftops does not drill it")
-                plan = _running_replica_plan(store, self.job_name)
+                plan = store.running_replica_plan(self.job_name)
                 ctx = preflight(dep, self.job_name, plan, self.domain, kill)
-                lag = check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, steady_bound)
+                lag, replica_lag = wait_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, steady_bound,
+                                               ctx.replica_output)
                 params = {"failure_domain": self.domain, "domain": ctx.domain, "kill_driver": kill,
                           "replacement_delay_s": delay}
                 drill_id = store.start_drill(self.job_name, ctx.plan_id, params, context["run_id"])
@@ -138,18 +141,12 @@ class DrillPreflightOperator(BaseOperator):
                 "replacement_delay_s": delay,
                 "needs_approval": job["apply_mode"] == "approve", "probes": probes,
                 "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,
-                               "lag_s": round(lag, 1), "steady_lag_bound_s": steady_bound, "lag_files": steady},
+                               "lag_s": round(lag, 1), "replica_lag_s": None if replica_lag is None else round(replica_lag, 1),
+                               "steady_lag_bound_s": steady_bound, "lag_files": steady},
                 "deployment": dep.model_dump(), "max_recovery_s": job.get("max_recovery_s"),
                 "paths": {"input": str(dep.input), "primary_output": str(dep.primary_output),
                           "primary_checkpoint": str(dep.primary_checkpoint)},
                 "primary_app": primary_app_name(self.job_name), "primary_run_args": [str(a) for a in primary_run_argv(dep)]}
-
-
-def _running_replica_plan(store, job: str) -> dict | None:
-    """The replication plan the job's running replica executes: that is what the drill tests. The current
-    plan can be newer when it did not improve OF enough to be resubmitted. None: no replica runs."""
-    running = [a for a in store.applied_plans(job) if a["role"] == "replica" and a["stopped_at"] is None]
-    return store.plan(running[0]["plan_id"]) if running else None
 
 
 class InjectFailureOperator(BaseOperator):

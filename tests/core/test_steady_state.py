@@ -1,0 +1,76 @@
+"""The drill's steady-state hypothesis (spark_jobs.drills.probes.check_steady) on real input files and the
+metrics records a run's listener writes: the primary and, when given, the replica must be within the
+bound of the input's watermark; each refusal names the stream that lags."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from ft_core.errors import InputError
+from spark_jobs.drills.probes import check_steady
+from spark_jobs.pipeline import sample_input
+from spark_jobs.pipeline.loading import load_workload
+
+PARAMS = ["rate=50"]
+START_MS = 1_700_000_000_000  # topk's default start
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _ran_until(output: Path, watermark_ms: int) -> Path:
+    """A run whose last micro-batch used this watermark (the record its metrics listener writes)."""
+    (output / "_metrics").mkdir(parents=True)
+    record = {"batch_id": 3, "timestamp": _iso(START_MS), "watermark": _iso(watermark_ms), "batch_duration_ms": 500}
+    (output / "_metrics" / "metrics.jsonl").write_text(json.dumps(record) + "\n")
+    return output
+
+
+@pytest.fixture
+def job(tmp_path):
+    sample_input.write_seconds(load_workload("topk", PARAMS), tmp_path / "in", 100)  # input watermark ~ +99 s
+    return tmp_path
+
+
+def test_a_job_whose_streams_keep_up_is_steady(job):
+    primary, replica = _ran_until(job / "p", START_MS + 90_000), _ran_until(job / "r", START_MS + 80_000)
+    state = check_steady("topk", PARAMS, job / "in", primary, 60, replica)
+    assert 5 < state.lag_s < 12 and 15 < state.replica_lag_s < 22
+    assert check_steady("topk", PARAMS, job / "in", primary, 60).replica_lag_s is None
+
+
+def test_a_replica_still_behind_its_input_refuses_the_drill(job):
+    primary, replica = _ran_until(job / "p", START_MS + 90_000), _ran_until(job / "r", START_MS + 10_000)
+    with pytest.raises(InputError, match=r"steady state: the replica is 8\d s behind its input, more than 60 s"):
+        check_steady("topk", PARAMS, job / "in", primary, 60, replica)
+    (job / "fresh").mkdir()
+    with pytest.raises(InputError, match="the replica has no watermark yet"):
+        check_steady("topk", PARAMS, job / "in", primary, 60, job / "fresh")
+
+
+def test_a_primary_behind_its_input_refuses_the_drill(job):
+    with pytest.raises(InputError, match=r"steady state: the primary is \d+ s behind its input, more than 30 s"):
+        check_steady("topk", PARAMS, job / "in", _ran_until(job / "p", START_MS + 20_000), 30)
+
+
+def test_the_preflight_waits_for_a_replica_that_catches_up_and_not_longer(job):
+    from threading import Timer
+
+    from spark_jobs.drills.probes import wait_steady
+
+    primary = _ran_until(job / "p", START_MS + 90_000)
+    (job / "r").mkdir()
+    catch_up = Timer(1.0, _ran_until, (job / "r", START_MS + 85_000))  # its first micro-batch ends a second later
+    catch_up.start()
+    try:
+        assert wait_steady("topk", PARAMS, job / "in", primary, 60, job / "r", wait_s=30, interval_s=0.2).replica_lag_s < 20
+    finally:
+        catch_up.cancel()
+    (job / "never").mkdir()
+    with pytest.raises(InputError, match="the replica has no watermark yet"):
+        wait_steady("topk", PARAMS, job / "in", primary, 60, job / "never", wait_s=1, interval_s=0.2)
