@@ -50,6 +50,7 @@ from pydantic import BaseModel
 
 from ft_core.errors import InputError
 from ft_core.redundancy.fault_profile import FaultEvent, FaultProfile, fault_schedule
+from spark_jobs.runtime.processes import pid_alive, same_process, start_time
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 _REFRESH_S = 1.0  # executors are re-listed at most this often (and whenever a known one is gone)
@@ -60,6 +61,7 @@ class Executor:
     id: str
     pid: int
     app_id: str
+    started: float | None = None  # its start time: a signal never reaches a process that took over the pid
 
 
 def find_executors(app_id: str) -> list[Executor]:
@@ -73,8 +75,9 @@ def find_executors(app_id: str) -> list[Executor]:
         if EXECUTOR_CLASS.encode() not in args:
             continue
         opts = dict(zip(args, args[1:]))
-        if opts.get(b"--app-id", b"").decode() == app_id and _running(int(cmdline.parent.name)):
-            found.append(Executor(opts[b"--executor-id"].decode(), int(cmdline.parent.name), app_id))
+        pid = int(cmdline.parent.name)
+        if opts.get(b"--app-id", b"").decode() == app_id and pid_alive(pid):
+            found.append(Executor(opts[b"--executor-id"].decode(), pid, app_id, start_time(pid)))
     return sorted(found, key=lambda e: (len(e.id), e.id))
 
 
@@ -125,7 +128,7 @@ class _Executors:
 
     def current(self) -> list[Executor]:
         fresh = time.monotonic() - self.listed_at < _REFRESH_S
-        if not fresh or not all(_running(e.pid) for e in self.executors):
+        if not fresh or not all(same_process(e.pid, e.started) for e in self.executors):
             app = self.app()
             self.executors = find_executors(app) if app else []
             self.listed_at = time.monotonic()
@@ -150,12 +153,13 @@ class _Pauses:
         self.since: dict[int, float] = {}
         self.total: dict[str, float] = {}
         self.names: dict[int, str] = {}
+        self.started: dict[int, float | None] = {}
 
     def pause(self, executor: Executor) -> bool:
         if self.count.get(executor.pid, 0) == 0:
-            if not _signal(executor.pid, signal.SIGSTOP):
+            if not _signal(executor.pid, executor.started, signal.SIGSTOP):
                 return False
-            self.since[executor.pid] = time.monotonic()
+            self.since[executor.pid], self.started[executor.pid] = time.monotonic(), executor.started
             self.names[executor.pid] = f"{executor.app_id}/{executor.id}"
         self.count[executor.pid] = self.count.get(executor.pid, 0) + 1
         return True
@@ -165,7 +169,7 @@ class _Pauses:
             return
         self.count[pid] -= 1
         if self.count[pid] == 0:
-            _signal(pid, signal.SIGCONT)
+            _signal(pid, self.started[pid], signal.SIGCONT)
             name = self.names[pid]
             self.total[name] = self.total.get(name, 0.0) + time.monotonic() - self.since.pop(pid)
 
@@ -265,7 +269,7 @@ class _Run:
     def _crash(self, executor: Executor) -> bool:
         self.pauses.forget(executor.pid)
         self.log(f"crash: SIGKILL executor {executor.id} (pid {executor.pid})")
-        return _signal(executor.pid, signal.SIGKILL)
+        return _signal(executor.pid, executor.started, signal.SIGKILL)
 
     def _domain(self, event: FaultEvent) -> dict:
         from spark_jobs.cluster.standalone import kill_domain
@@ -321,16 +325,10 @@ class Injection:
         return self.report
 
 
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (a stopped process counts as running)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+def _signal(pid: int, started: float | None, sig: int) -> bool:
+    """``sig`` to the executor, if ``pid`` is still that process; whether it was sent."""
+    if not same_process(pid, started):
         return False
-    return state != "Z"
-
-
-def _signal(pid: int, sig: int) -> bool:
     try:
         os.kill(pid, sig)
         return True

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from ft_core.errors import InputError
 
@@ -36,12 +36,19 @@ class Probes(BaseModel):
     domain: str
     max_duration_s: float | None = None
     max_lag_s: float | None = None
-    others: dict[str, int] = {}  # worker name -> pid: the other domains' workers alive at the start
+    # worker name -> (pid, start time): the other domains' workers alive at the start; a pid the kernel
+    # gave to another process since is a worker that died
+    others: dict[str, tuple[int, float | None]] = {}
     input_dir: str | None = None
     primary_output: str | None = None
     pipeline: str | None = None
     params: list[str] = []
     lag_after: float | None = None  # the lag probe counts from here (capacity back)
+
+    @field_validator("others", mode="before")
+    @classmethod
+    def _bare_pids(cls, others: dict) -> dict:  # a drill started before start times were recorded
+        return {name: (v, None) if isinstance(v, int) else v for name, v in others.items()}
 
     def too_long(self, now: float | None = None) -> str | None:
         elapsed = (time.time() if now is None else now) - self.t_fail
@@ -50,9 +57,9 @@ class Probes(BaseModel):
         return None
 
     def second_domain_lost(self) -> str | None:
-        from spark_jobs.runtime.processes import pid_alive
+        from spark_jobs.runtime.processes import same_process
 
-        dead = sorted(name for name, pid in self.others.items() if not pid_alive(pid))
+        dead = sorted(name for name, (pid, started) in self.others.items() if not same_process(pid, started))
         return f"a second failure domain was lost during the drill: {', '.join(dead)} died" if dead else None
 
     def too_far_behind(self, now: float | None = None) -> str | None:
@@ -80,13 +87,13 @@ class Probes(BaseModel):
                 else f"primary within {self.max_lag_s:.0f} s of its input once capacity is back"}
 
 
-def other_workers(cluster_state: str | None, domain: str) -> dict[str, int]:
-    """The live workers outside ``domain`` (name -> pid): what the second-domain probe watches."""
+def other_workers(cluster_state: str | None, domain: str) -> dict[str, tuple[int, float | None]]:
+    """The live workers outside ``domain`` (name -> pid and start time): what the second-domain probe watches."""
     from spark_jobs.cluster.standalone import ClusterState
     state = ClusterState.load(Path(cluster_state)) if cluster_state else None
     if state is None:
         return {}
-    return {w.name: w.pid for w in state.workers() if w.domain != domain and w.alive()}
+    return {w.name: (w.pid, w.started) for w in state.workers() if w.domain != domain and w.alive()}
 
 
 def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output: Path) -> float | None:

@@ -103,3 +103,34 @@ def test_cluster_down_stops_what_is_left_of_a_group_whose_leader_exited(tmp_path
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(member, 9)
+
+
+def test_the_fault_injector_pauses_its_executor_and_never_signals_a_process_that_took_its_pid():
+    """A process that looks like an executor of app-x (its command line carries Spark's executor class and
+    ids; a real JVM is not needed to test whose pid is signalled)."""
+    import signal
+    import sys
+
+    from spark_jobs.fault_injection import EXECUTOR_CLASS, Executor, _Pauses, _signal, find_executors
+
+    fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", EXECUTOR_CLASS,
+                             "--app-id", "app-x", "--executor-id", "3"])
+    try:
+        time.sleep(0.3)
+        [executor] = find_executors("app-x")
+        assert (executor.id, executor.pid, executor.started) == ("3", fake.pid, start_time(fake.pid))
+        pauses = _Pauses()
+        assert pauses.pause(executor) and _state(fake.pid) == "T"  # stopped
+        pauses.resume(fake.pid)
+        assert _state(fake.pid) in {"S", "R"}
+        # the same pid recorded with another start time: another process now; it is neither paused nor killed
+        other = Executor("3", fake.pid, "app-x", executor.started + 7)
+        assert not pauses.pause(other) and _state(fake.pid) in {"S", "R"}
+        assert not _signal(other.pid, other.started, signal.SIGKILL) and pid_alive(fake.pid)
+    finally:
+        fake.kill()
+        fake.wait()
+
+
+def _state(pid: int) -> str:
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]

@@ -74,3 +74,25 @@ def test_the_preflight_waits_for_a_replica_that_catches_up_and_not_longer(job):
     (job / "never").mkdir()
     with pytest.raises(InputError, match="the replica has no watermark yet"):
         wait_steady("topk", PARAMS, job / "in", primary, 60, job / "never", wait_s=1, interval_s=0.2)
+
+
+def test_the_second_domain_probe_fires_for_a_dead_worker_and_for_a_reused_pid():
+    import subprocess
+
+    from spark_jobs.drills.probes import Probes
+    from spark_jobs.runtime.processes import start_time
+
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        started = start_time(worker.pid)
+        probes = Probes(t_fail=0.0, domain="rack-a", others={"worker-b": (worker.pid, started)})
+        assert probes.second_domain_lost() is None
+        # the same pid with another start time is another process: the worker it names has died
+        reused = Probes(t_fail=0.0, domain="rack-a", others={"worker-b": (worker.pid, started + 5)})
+        assert reused.second_domain_lost() == "a second failure domain was lost during the drill: worker-b died"
+        assert Probes.model_validate_json(probes.model_dump_json()).others == probes.others  # through XCom
+        assert Probes(t_fail=0.0, domain="rack-a", others={"old": worker.pid}).others == {"old": (worker.pid, None)}
+    finally:
+        worker.kill()
+        worker.wait()
+    assert probes.second_domain_lost() == "a second failure domain was lost during the drill: worker-b died"
