@@ -112,6 +112,7 @@ def test_the_fault_injector_pauses_its_executor_and_never_signals_a_process_that
     import sys
 
     from spark_jobs.fault_injection import EXECUTOR_CLASS, Executor, _Pauses, _signal, find_executors
+    from spark_jobs.runtime.waiting import wait_for
 
     fake = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", EXECUTOR_CLASS,
                              "--app-id", "app-x", "--executor-id", "3"])
@@ -120,9 +121,10 @@ def test_the_fault_injector_pauses_its_executor_and_never_signals_a_process_that
         [executor] = find_executors("app-x")
         assert (executor.id, executor.pid, executor.started) == ("3", fake.pid, start_time(fake.pid))
         pauses = _Pauses()
-        assert pauses.pause(executor) and _state(fake.pid) == "T"  # stopped
+        assert pauses.pause(executor)
+        wait_for(lambda: _state(fake.pid) == "T", timeout_s=10, interval_s=0.05, what="the executor stopped")
         pauses.resume(fake.pid)
-        assert _state(fake.pid) in {"S", "R"}
+        wait_for(lambda: _state(fake.pid) in {"S", "R"}, timeout_s=10, interval_s=0.05, what="the executor running")
         # the same pid recorded with another start time: another process now; it is neither paused nor killed
         other = Executor("3", fake.pid, "app-x", executor.started + 7)
         assert not pauses.pause(other) and _state(fake.pid) in {"S", "R"}
