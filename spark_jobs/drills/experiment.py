@@ -64,6 +64,9 @@ def drill_experiment(pre: dict[str, Any], injected: dict[str, Any] | None, capac
                "replacement capacity joined": (capacity or {}).get("t_capacity"),
                "primary caught up": since((report or {}).get("time_to_caught_up_s")),
                f"{verdict}": time.time()}
+    for role, restarts in ((report or {}).get("query_restarts") or {}).items():
+        for n, restart in enumerate(restarts, start=1):
+            moments[f"{role} query #{n} started again from its checkpoint after: {restart['error']}"] = restart["at"]
     return ExperimentReport(kind="drill", job=pre["job"], experiment_id=pre["drill_id"], dag_run_id=dag_run_id,
                             verdict=verdict, reasons=reasons, hypothesis_before=hypothesis_before(pre),
                             hypothesis_after=hypothesis_after(pre, report), probes=probes(pre, fired),

@@ -1,0 +1,47 @@
+"""A live drill's experiment report (spark_jobs.drills.experiment) from what its steps hand on: the replica's
+lag is a checked hypothesis, and a query that failed and started again during the drill is on the timeline,
+read from the runs' own descriptors (spark_jobs.drills.live._query_restarts)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from spark_jobs.drills.experiment import drill_experiment
+from spark_jobs.drills.live import DrillContext, _query_restarts
+from spark_jobs.runtime.job_streams import JobDeployment
+
+T_FAIL = time.time() - 1000  # the verdict is stamped now, after everything else
+
+
+def _pre(replica_lag_s: float | None) -> dict:
+    return {"job": "alerts", "drill_id": 7, "checked_at": T_FAIL - 5,
+            "hypothesis": {"primary_running": True, "replica_running": True, "lag_s": 3.0, "replica_lag_s": replica_lag_s,
+                           "steady_lag_bound_s": 60.0, "lag_files": 2},
+            "probes": {"domain": "rack-a", "max_duration_s": 600, "max_lag_s": 300}}
+
+
+def test_the_replicas_lag_is_a_checked_hypothesis_and_older_drills_without_it_still_report():
+    checks = {c.name: c for c in drill_experiment(_pre(4.5), None, None, None, verdict="aborted", reasons=["x"],
+                                                  dag_run_id=None).hypothesis_before}
+    assert checks["replica keeps up"].observed == "4.5 s behind" and checks["replica keeps up"].held
+    older = drill_experiment(_pre(None), None, None, None, verdict="aborted", reasons=["x"], dag_run_id=None)
+    assert "replica keeps up" not in {c.name for c in older.hypothesis_before}
+
+
+def test_a_query_restart_after_the_failure_is_on_the_drills_timeline(tmp_path):
+    dep = JobDeployment(pipeline="topk", root=str(tmp_path), primary_master="spark://127.0.0.1:7077",
+                        standby_master="spark://127.0.0.1:7078", primary_ui="http://127.0.0.1:8090",
+                        standby_ui="http://127.0.0.1:8091")
+    before, after = {"at": T_FAIL - 100, "error": "an older one"}, {"at": T_FAIL + 12, "error": "RuntimeError: boom"}
+    dep.primary_output.mkdir(parents=True)
+    (dep.primary_output / "_run.json").write_text(json.dumps({"restarts": [before, after]}))
+    ctx = DrillContext(job="alerts", plan_id=None, plan_tasks=[], predicted_output_fidelity=0.0, domain="rack-a",
+                       kill_driver=False, replica_output=str(tmp_path / "replica-without-descriptor"), t_fail=T_FAIL)
+    restarts = _query_restarts(dep, ctx)
+    assert restarts == {"primary": [after], "replica": []}
+    report = drill_experiment(_pre(1.0), {"t_fail": T_FAIL}, None, {"query_restarts": restarts}, verdict="passed",
+                              reasons=[], dag_run_id=None)
+    events = [e.event for e in report.timeline]
+    assert events[:3] == ["steady state checked", "failure injected",
+                          "primary query #1 started again from its checkpoint after: RuntimeError: boom"]
