@@ -14,7 +14,7 @@ Per job's apply mode: ``recommend`` stores plans and never resubmits; ``approve`
 not marked as test jobs) asks a person first: ``approve_replica_changes`` (Airflow's human-in-the-loop
 approval, in the UI's "Required actions") lists the plan diffs and the predicted gains, and only an
 approval lets those changes through; ``auto`` applies at once. A job's replica changes at most once per
-its cooldown.
+its cooldown. Every task but the approval is retried twice, 30 s apart: each one is idempotent.
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ with DAG(
     doc_md=__doc__,
     params={"of_threshold": bounded_param(0.02, Fraction, "resubmit the replica when the new plan's OF beats the applied "
                                                           "one by more")},
+    # every step is idempotent (plans, profiles and applied plans are stored once, a submission of a running
+    # replica does nothing), so a database or master that blinks costs a retry, not the hour's run
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
 ) as dag:
     upgrade = UpgradeHistoryOperator(task_id="upgrade_history")
 
@@ -91,7 +94,7 @@ with DAG(
     request = approval_request(changes)
     approve = ApprovalOperator(task_id="approve_replica_changes", subject="ftops: approve replica changes?",
                                body="{{ ti.xcom_pull(task_ids='approval_request') }}", defaults="Reject",
-                               response_timeout=timedelta(hours=24))
+                               response_timeout=timedelta(hours=24), retries=0)  # a person's answer is not retried
     decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not what follows it
 
     @task(trigger_rule="none_failed")
