@@ -195,8 +195,8 @@ def soak_report(result: SoakResult, table: Path | None = None, planned: int | No
         + ("" if result.load_at_start is None else f", load average at the start {result.load_at_start:.1f}")
         + " (the machine is shared: times are wall-clock).", "",
         "A drill passes when its DAG run succeeded, its record says passed with 0 lost and 0 duplicated windows "
-        "and output equal to the reference, and the job is steady again (primary within "
-        f"{STEADY_LAG_S:.0f} s of its input) afterwards.", "",
+        "and output equal to the reference, and the job is steady again (primary and replica within "
+        f"{STEADY_LAG_S:.0f} s of their input) afterwards.", "",
         "```", rendered, "```", "",
         *([_times_plot(result, table), ""] if table is not None and result.drills else []),
         f"**{passed} of {len(result.drills)} passed**; {result.count('aborted')} aborted, {result.count('failed')} failed; "
