@@ -48,6 +48,9 @@ def register(sub, groups) -> None:
     reg.add_argument("--standby-master", help="the replica's master (default: --master)")
     reg.add_argument("--standby-ui", help="its web UI (default http://HOST:8080 of --standby-master)")
     reg.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    reg.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                     help="a Spark conf of every stream of the job (repeatable), e.g. spark.driver.host=10.0.0.4 where the "
+                          "executors call the driver back")
     reg.add_argument("--budget", type=flag(TaskBudget), default=0, help="replication budget R: tasks with an active replica (default 0)")
     reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
     add_renamed_flag(reg, "--state-dir", "--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
@@ -101,6 +104,16 @@ def _domains(path: Path | None) -> dict[str, str] | None:
     return None if path is None else load_domain_map(path)
 
 
+def _confs(items: list[str]) -> dict[str, str]:
+    confs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--conf {item!r}: expected KEY=VALUE")
+        confs[key.strip()] = value
+    return confs
+
+
 def build_registration(args: argparse.Namespace):
     """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored."""
     from pydantic import ValidationError
@@ -137,7 +150,7 @@ def build_registration(args: argparse.Namespace):
             pipeline=workload.ref or ref, root=str(root), input_dir=str(args.input.resolve()), params=list(args.param),
             trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
             primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
-            domains=_domains(args.domains),
+            domains=_domains(args.domains), spark_conf=_confs(args.conf),
             cluster_state=str(args.state_dir.resolve()) if args.state_dir else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,
@@ -146,7 +159,8 @@ def build_registration(args: argparse.Namespace):
         return spec, workload.topology(name=args.name).to_document(), None
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise InputError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+        field = {"spark_conf": "conf"}.get(str(err["loc"][0]), str(err["loc"][0]))
+        raise InputError(f"--{field.replace('_', '-')}: {err['msg']}") from None
 
 
 def _register(args: argparse.Namespace) -> int:

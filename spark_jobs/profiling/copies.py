@@ -163,7 +163,7 @@ class _Copy:
             argv += ["--min-deltas-for-snapshot", v.min_deltas_for_snapshot]
         if s.master.startswith("spark://"):
             argv += ["--total-executor-cores", 1]
-        confs = v.spark_confs()
+        confs = [f"{k}={val}" for k, val in sorted(s.spark_conf.items())] + v.spark_confs()  # the vector's win
         confs.append("spark.ui.enabled=false" if s.ui_port_base is None else f"spark.ui.port={s.ui_port_base + self.slot}")
         if s.event_log:
             confs += ["spark.eventLog.enabled=true", "spark.eventLog.compress=false", f"spark.eventLog.dir={self.events}"]

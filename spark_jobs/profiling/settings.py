@@ -50,6 +50,7 @@ class RunSettings(BaseModel):
     ui_port_base: int | None = Field(default=None, ge=1024, le=65000, description="copy i's Spark UI on BASE+i "
                                      "(None: no UI)")
     driver_memory: str = "512m"
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="the job's own Spark confs (its deployment's)")
     mtbf_s: float | None = Field(default=None, gt=0, description="recorded in the document (Young/Daly baselines)")
     timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ft_core.errors import InputError
 from spark_jobs.pipeline.definition import Workload
@@ -45,6 +45,17 @@ class JobDeployment(BaseModel):
     standby_master: str = Field(description="the replica's master: --standby-master")
     primary_ui: str = Field(description="the primary master's web UI: --master-ui")
     standby_ui: str = Field(description="the standby master's web UI: --standby-ui")
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="Spark confs of every stream of the job "
+                                       "(primary, replica, profiling copies): `ftops job register --conf KEY=VALUE`, "
+                                       "e.g. spark.driver.host where executors call the driver back")
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
+        bad = sorted(k for k in conf if not k.startswith("spark.") or k != k.strip() or "=" in k)
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a Spark conf key (spark.*)")
+        return conf
 
     @model_validator(mode="before")
     @classmethod
@@ -120,6 +131,8 @@ def _common(dep: JobDeployment, trigger_s: float | None) -> list[str]:
         argv += ["--param", item]
     if dep.cluster_state:
         argv += ["--state-dir", dep.cluster_state]
+    for key, value in sorted(dep.spark_conf.items()):
+        argv += ["--conf", f"{key}={value}"]
     return argv
 
 

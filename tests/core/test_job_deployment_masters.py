@@ -7,6 +7,7 @@ import pytest
 from ft_core.errors import InputError
 from spark_jobs.cli.job import _ui_of
 from spark_jobs.runtime.job_streams import parse_deployment
+from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 USERS = {"primary_master": "spark://m1.example:7077", "standby_master": "spark://m2.example:7077",
          "primary_ui": "http://m1.example:8080", "standby_ui": "http://m2.example:8080"}
@@ -32,3 +33,29 @@ def test_register_derives_the_ui_from_the_masters_host_or_takes_the_flag():
     assert _ui_of("spark://m1.example:7077", "http://ui.example:9090/") == "http://ui.example:9090"
     with pytest.raises(InputError, match="--master-ui"):
         _ui_of("yarn", None)
+
+
+def test_a_jobs_spark_confs_reach_every_spark_submit_of_its_streams(pg_server, tmp_path):
+    """``ftops job register --conf``: stored with the deployment, passed to the primary's and the replica's
+    spark-submit (what executors on other hosts need: the address to call the driver back at)."""
+    import json
+
+    from spark_jobs.runtime.job_streams import primary_run_argv, replica_run_argv
+    from spark_jobs.runtime.launch import run_args, submit_command
+    from tests.conftest import run_cli
+
+    env = {"FTOPS_DATABASE_URL": pg_server.url()}
+    base = ["job", "register", "--name", "confs", "--pipeline", "topk", "--input", tmp_path / "in",
+            "--master", "spark://m1.example:7077"]
+    res = run_cli(*base, "--json", "--conf", "spark.driver.host=10.0.0.4", "--conf", "spark.executor.memory=2g", env=env)
+    assert res.code == 0, res.err
+    dep = parse_deployment(json.loads(res.out)["deployment"], "confs")
+    assert dep.spark_conf == {"spark.driver.host": "10.0.0.4", "spark.executor.memory": "2g"}
+    for argv in (primary_run_argv(dep), replica_run_argv(dep, 3, ["O1[0]"])):
+        command = submit_command(run_args([str(a) for a in argv]))
+        assert "spark.driver.host=10.0.0.4" in command and "spark.executor.memory=2g" in command
+        assert command[command.index("spark.driver.host=10.0.0.4") - 1] == "--conf"
+
+    bad = run_cli(*base, "--conf", "driver.host=10.0.0.4", env=env)
+    assert bad.code == 2 and "--conf: Value error, 'driver.host' is not a Spark conf key (spark.*)" in bad.err
+    assert run_cli(*base, "--conf", "spark.driver.host", env=env).code == 2
