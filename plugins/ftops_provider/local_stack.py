@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ft_core.errors import InputError
 from ft_core.home import ftops_home
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
@@ -41,17 +42,30 @@ SAMPLE_PARAMS = {"topk": ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1"
                  "incidents": ["rate=100", "window_s=4", "slide_s=2", "watermark_s=1", "p1=4"]}
 
 
-def stack_connections(db_url: str, primary: tuple[int, int] = (7077, 8090), standby: tuple[int, int] = (7078, 8091)) -> dict[str, str]:
+def stack_connections(db_url: str, masters: dict[str, str] | None = None) -> dict[str, str]:
     """The Airflow connections ftops's DAGs use, as ``AIRFLOW_CONN_*`` environment variables: the history
     store, each pool's master for spark-submit (``spark_primary``, ``spark_standby``) and each master's web
-    UI for the deferred waits (``ftops_spark_master``, ``ftops_spark_standby``)."""
-    spark = lambda port: json.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": port})  # noqa: E731
-    ui = lambda port, url: json.dumps({"conn_type": "ftops_spark_master", "host": "127.0.0.1", "port": port,  # noqa: E731
-                                       "extra": {"master_url": url}})
+    UI for the deferred waits (``ftops_spark_master``, ``ftops_spark_standby``). ``masters``: as a job
+    deployment names them (default: the local stack's loopback cluster)."""
+    from urllib.parse import urlparse
+
+    from spark_jobs.cluster.standalone import local_masters
+
+    m = masters or local_masters()
+
+    def spark(url: str) -> str:
+        host, port = url.removeprefix("spark://").rsplit(":", 1)
+        return json.dumps({"conn_type": "spark", "host": f"spark://{host}", "port": int(port)})
+
+    def ui(web: str, master: str) -> str:
+        where = urlparse(web)
+        return json.dumps({"conn_type": "ftops_spark_master", "host": where.hostname, "port": where.port,
+                           "extra": {"master_url": master}})
+
     return {"AIRFLOW_CONN_FTOPS_DB": db_url,
-            "AIRFLOW_CONN_SPARK_PRIMARY": spark(primary[0]), "AIRFLOW_CONN_SPARK_STANDBY": spark(standby[0]),
-            "AIRFLOW_CONN_FTOPS_SPARK_MASTER": ui(primary[1], f"spark://127.0.0.1:{primary[0]}"),
-            "AIRFLOW_CONN_FTOPS_SPARK_STANDBY": ui(standby[1], f"spark://127.0.0.1:{standby[0]}")}
+            "AIRFLOW_CONN_SPARK_PRIMARY": spark(m["primary_master"]), "AIRFLOW_CONN_SPARK_STANDBY": spark(m["standby_master"]),
+            "AIRFLOW_CONN_FTOPS_SPARK_MASTER": ui(m["primary_ui"], m["primary_master"]),
+            "AIRFLOW_CONN_FTOPS_SPARK_STANDBY": ui(m["standby_ui"], m["standby_master"])}
 
 
 @dataclass
@@ -60,6 +74,9 @@ class LocalStack:
     airflow_port: int = 8080
     db_port: int = 5433
     progress: object = field(default=lambda _: None)
+    # "namespaces": every Spark daemon on a host of its own (spark_jobs.cluster.netns, root only); None: the
+    # network of the clusters already running, loopback when starting them
+    network: str | None = None
 
     @property
     def postgres(self) -> EmbeddedPostgres:
@@ -76,19 +93,40 @@ class LocalStack:
     def connections(self) -> dict[str, str]:
         """Airflow connections as environment variables of the Airflow processes (never written to disk)."""
         # the demo triggers its runs itself: no scheduled run may start beside them (FTOPS_SCHEDULES)
-        return {**stack_connections(self.postgres.url()), "FTOPS_DATABASE_URL": self.postgres.url(),
+        return {**stack_connections(self.postgres.url(), self.masters()), "FTOPS_DATABASE_URL": self.postgres.url(),
                 "FTOPS_SCHEDULES": "manual"}
 
+    def _cluster(self):
+        """The stack's Spark clusters' state (None: not started)."""
+        from spark_jobs.cluster.standalone import ClusterState
+
+        state = ClusterState.load(self.spark_state.resolve())
+        return state if state is not None and state.processes else None
+
+    def masters(self) -> dict[str, str]:
+        """The masters and web UIs of the stack's clusters, as a job deployment names them."""
+        from spark_jobs.cluster.standalone import local_masters
+
+        state = self._cluster()
+        if state is None:
+            return local_masters()
+        return {"primary_master": state.master_url("primary"), "standby_master": state.master_url("standby"),
+                "primary_ui": state.master_ui("primary"), "standby_ui": state.master_ui("standby")}
+
     def up(self) -> None:
-        from spark_jobs.cluster.standalone import ClusterConfig, ClusterState, cluster_up
+        from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
 
         self.progress("starting PostgreSQL (embedded, 127.0.0.1:%d)" % self.db_port)
         self.postgres.start()
+        state = self._cluster()
+        if state is None:
+            network = self.network or "loopback"
+            self.progress(f"starting the Spark clusters (primary: rack-a, rack-b; standby) on {network}")
+            cluster_up(ClusterConfig(state_dir=self.spark_state, network=network))
+        elif self.network and self.network != ("namespaces" if state.network else "loopback"):
+            raise InputError(f"--network {self.network}: the stack's Spark clusters already run on "
+                             f"{'namespaces' if state.network else 'loopback'}; `ftops stack down` first")
         self.register_sample_jobs()
-        state = ClusterState.load(self.spark_state.resolve())
-        if state is None or not state.processes:
-            self.progress("starting the Spark clusters (primary: rack-a, rack-b; standby)")
-            cluster_up(ClusterConfig(state_dir=self.spark_state))
         self.start_running_job()
         if not any(self.airflow.alive().values()):
             self.progress(f"starting Airflow (api-server, scheduler, dag-processor, triggerer) on port {self.airflow_port}")
@@ -105,12 +143,14 @@ class LocalStack:
         return stopped
 
     def deployment(self, job: JobSpec):
-        from spark_jobs.cluster.standalone import local_masters
         from spark_jobs.runtime.job_streams import JobDeployment
 
+        state = self._cluster()
+        host = state.driver_host() if state else None  # namespaces: executors call drivers back at the gateway
         return JobDeployment(pipeline=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
                              params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()),
-                             **local_masters())
+                             spark_conf={"spark.driver.host": host, "spark.driver.bindAddress": host} if host else {},
+                             **self.masters())
 
     @contextmanager
     def store(self) -> Iterator[HistoryStore]:
@@ -128,7 +168,8 @@ class LocalStack:
             upgrade(store.conn)
             for job in SAMPLE_JOBS:
                 dep = self.deployment(job)
-                store.register_job(job.model_copy(update={"deployment": dep.model_dump()}))
+                store.register_job(job.model_copy(update={"deployment": dep.model_dump(), "primary_master": dep.primary_master,
+                                                          "standby_master": dep.standby_master}))
                 store.save_topology(job.name, load_workload(job.workload, dep.params).topology(name=job.name).to_document())
         return [j.name for j in SAMPLE_JOBS]
 

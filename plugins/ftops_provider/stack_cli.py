@@ -26,6 +26,8 @@ def register(sub, groups) -> None:
         p = ssub.add_parser(name, help=text, description=text)
         p.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
         p.add_argument("--json", action="store_true", help="print the result as one JSON document (progress stays on stderr)")
+        if name in ("up", "demo"):
+            _network_argument(p)
         p.set_defaults(func=func)
     soak = groups["bench"].add_parser("soak", help="chaos drills in a row through ftops_chaos_drill on the local stack, "
                                       "alternating failure domains (issue 16); writes docs/benchmarks/soak.md")
@@ -38,7 +40,14 @@ def register(sub, groups) -> None:
     soak.add_argument("--out", default="docs/benchmarks/soak.md", help="report path (default docs/benchmarks/soak.md)")
     soak.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     soak.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
+    _network_argument(soak)
     soak.set_defaults(func=_soak)
+
+
+def _network_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--network", choices=("loopback", "namespaces"),
+                        help="where the Spark daemons run when the stack starts them: loopback (the default), or "
+                             "namespaces: each on a host of its own on a private bridge, drivers on this machine (root)")
 
 
 def domain_list(text: str) -> list[str]:
@@ -56,7 +65,7 @@ def domain_list(text: str) -> list[str]:
 def _stack(args: argparse.Namespace):
     from ftops_provider.local_stack import LocalStack
 
-    return LocalStack(airflow_port=args.airflow_port, progress=Progress("stack"))
+    return LocalStack(airflow_port=args.airflow_port, progress=Progress("stack"), network=getattr(args, "network", None))
 
 
 def _up(args: argparse.Namespace) -> int:

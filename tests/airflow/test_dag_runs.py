@@ -39,19 +39,20 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     """The example job running: cluster (rack-a, rack-b, standby), its seeded input fed in real time,
     registered and started with the CLI as a user would."""
     from ftops_provider.local_stack import stack_connections
-    from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up
+    from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up, local_masters
     from spark_jobs.pipeline.loading import load_workload
     from spark_jobs.pipeline.sample_input import run_generator
     from spark_jobs.runtime.job_streams import parse_deployment
 
-    for name, value in stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91)).items():
-        monkeypatch_module.setenv(name, value)
-    monkeypatch_module.setenv("FTOPS_DATABASE_URL", pg_server.url())  # for the commands the tests run
     root = tmp_path_factory.mktemp("job")
     state = root / "spark"
-    cluster_up(ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
-                             worker_timeout_s=5, primary_port=BASE + 77, primary_ui=BASE + 90, standby_port=BASE + 78,
-                             standby_ui=BASE + 91, worker_port_base=BASE + 100, worker_ui_base=BASE + 200))
+    config = ClusterConfig(state_dir=state, primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
+                           worker_timeout_s=5, primary_port=BASE + 77, primary_ui=BASE + 90, standby_port=BASE + 78,
+                           standby_ui=BASE + 91, worker_port_base=BASE + 100, worker_ui_base=BASE + 200)
+    for name, value in stack_connections(pg_server.url(), local_masters(config)).items():
+        monkeypatch_module.setenv(name, value)
+    monkeypatch_module.setenv("FTOPS_DATABASE_URL", pg_server.url())  # for the commands the tests run
+    cluster_up(config)
     conn = connect(pg_server.url())
     conn.autocommit = True
     with conn.cursor() as cur:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ from ft_core.store.leases import BusyError
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.local_stack import stack_connections
-from spark_jobs.cluster.standalone import add_worker
+from spark_jobs.cluster.standalone import ClusterConfig, add_worker, local_masters
 from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.recovery_units.runtime import kill_domain
 from tests.conftest import ROOT, test_port
@@ -52,7 +53,9 @@ def deployment(tmp_path):
 def airflow(pg_server, pg_conn):
     upgrade(pg_conn)
     HistoryStore(pg_conn).register_job(JobSpec(name=JOB, workload=Example.pipeline))
-    env = stack_connections(pg_server.url(), (BASE + 77, BASE + 90), (BASE + 78, BASE + 91))
+    env = stack_connections(pg_server.url(), local_masters(ClusterConfig(state_dir=Path("."), primary_port=BASE + 77,
+                                                                         primary_ui=BASE + 90, standby_port=BASE + 78,
+                                                                         standby_ui=BASE + 91)))
     home = ROOT / ".state" / "airflow-recovery-test"
     shutil.rmtree(home, ignore_errors=True)
     local = LocalAirflow(home=home, port=AIRFLOW_PORT)

@@ -59,3 +59,17 @@ def test_a_jobs_spark_confs_reach_every_spark_submit_of_its_streams(pg_server, t
     bad = run_cli(*base, "--conf", "driver.host=10.0.0.4", env=env)
     assert bad.code == 2 and "--conf: Value error, 'driver.host' is not a Spark conf key (spark.*)" in bad.err
     assert run_cli(*base, "--conf", "spark.driver.host", env=env).code == 2
+
+
+def test_the_stacks_airflow_connections_name_the_masters_it_runs():
+    import json
+
+    from ftops_provider.local_stack import stack_connections
+
+    masters = {"primary_master": "spark://198.18.7.2:7077", "primary_ui": "http://198.18.7.2:8090",
+               "standby_master": "spark://198.18.7.3:7078", "standby_ui": "http://198.18.7.3:8091"}
+    env = stack_connections("postgresql://u:p@127.0.0.1:5433/ftops", masters)
+    assert json.loads(env["AIRFLOW_CONN_SPARK_STANDBY"]) == {"conn_type": "spark", "host": "spark://198.18.7.3", "port": 7078}
+    ui = json.loads(env["AIRFLOW_CONN_FTOPS_SPARK_MASTER"])
+    assert (ui["host"], ui["port"], ui["extra"]["master_url"]) == ("198.18.7.2", 8090, "spark://198.18.7.2:7077")
+    assert json.loads(stack_connections("postgresql://x")["AIRFLOW_CONN_SPARK_PRIMARY"])["host"] == "spark://127.0.0.1"
