@@ -76,8 +76,9 @@ def find_executors(app_id: str) -> list[Executor]:
             continue
         opts = dict(zip(args, args[1:]))
         pid = int(cmdline.parent.name)
-        if opts.get(b"--app-id", b"").decode() == app_id and pid_alive(pid):
-            found.append(Executor(opts[b"--executor-id"].decode(), pid, app_id, start_time(pid)))
+        started = start_time(pid)  # None: it exited meanwhile (a record without it would trust the bare pid)
+        if opts.get(b"--app-id", b"").decode() == app_id and pid_alive(pid) and started is not None:
+            found.append(Executor(opts[b"--executor-id"].decode(), pid, app_id, started))
     return sorted(found, key=lambda e: (len(e.id), e.id))
 
 

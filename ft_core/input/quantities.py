@@ -93,9 +93,9 @@ TaskBudget = Annotated[int, Field(ge=0), AtMost("max_tasks")]
 # counts of nodes, workers and replicas per task
 NodeCount = Annotated[int, Field(ge=0), AtMost("max_nodes")]
 PositiveNodeCount = Annotated[int, Field(ge=1), AtMost("max_nodes")]
+# how often a failed streaming query may start again per window
+RestartCount = Annotated[int, Field(ge=0, le=1000)]
 # a port ftops listens on: unprivileged (ftops never runs as root, so a port below 1024 would only fail later)
-RestartCount = Annotated[int, Field(ge=0, le=1000)]  # a streaming query's restarts per window
-
 Port = Annotated[int, Field(ge=1024, le=65535)]
 # the first of the ports a command counts up from (masters, UIs, workers, drivers: up to 500 above it)
 PortBase = Annotated[int, Field(ge=1024, le=65000)]

@@ -56,7 +56,10 @@ def probes(pre: dict[str, Any], fired: tuple[str, str] | None) -> list[Probe]:
 
 def drill_experiment(pre: dict[str, Any], injected: dict[str, Any] | None, capacity: dict[str, Any] | None,
                      report: dict[str, Any] | None, *, verdict: str, reasons: list[str], dag_run_id: str | None,
-                     fired: tuple[str, str] | None = None, restored: list[str] | None = None) -> ExperimentReport:
+                     fired: tuple[str, str] | None = None, restored: list[str] | None = None,
+                     query_failures: dict[str, list[dict]] | None = None) -> ExperimentReport:
+    """The report; ``query_failures`` (:func:`spark_jobs.drills.live.query_failures`, default the verification
+    report's) go on the timeline, so an aborted or failed drill shows them too."""
     t_fail = injected["t_fail"] if injected else None
     since = (lambda s: None if s is None or t_fail is None else t_fail + s)
     moments = {"steady state checked": pre.get("checked_at"), "failure injected": t_fail,
@@ -64,9 +67,11 @@ def drill_experiment(pre: dict[str, Any], injected: dict[str, Any] | None, capac
                "replacement capacity joined": (capacity or {}).get("t_capacity"),
                "primary caught up": since((report or {}).get("time_to_caught_up_s")),
                f"{verdict}": time.time()}
-    for role, restarts in ((report or {}).get("query_restarts") or {}).items():
-        for n, restart in enumerate(restarts, start=1):
-            moments[f"{role} query #{n} started again from its checkpoint after: {restart['error']}"] = restart["at"]
+    failures = query_failures if query_failures is not None else (report or {}).get("query_failures") or {}
+    for role, events in failures.items():
+        for n, event in enumerate(events, start=1):
+            what = "failed and was not started again" if event.get("final") else "started again from its checkpoint after"
+            moments[f"{role} query failure #{n}: {what}: {event['error']}"] = event["at"]
     return ExperimentReport(kind="drill", job=pre["job"], experiment_id=pre["drill_id"], dag_run_id=dag_run_id,
                             verdict=verdict, reasons=reasons, hypothesis_before=hypothesis_before(pre),
                             hypothesis_after=hypothesis_after(pre, report), probes=probes(pre, fired),

@@ -99,6 +99,7 @@ def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[s
         measure,
         preflight,
         primary_driver_alive,
+        query_failures,
         restore_capacity,
         verdict,
     )
@@ -160,7 +161,7 @@ def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[s
         store.finish_drill(drill_id, {"error": f"the drill stopped: {exc}"}, "failed")
         raise
     experiment = drill_experiment(pre, injected, capacity, report, verdict=status, reasons=problems, dag_run_id=None,
-                                  fired=fired, restored=restored)
+                                  fired=fired, restored=restored, query_failures=query_failures(dep, ctx))
     store.save_experiment(experiment)
     return experiment
 

@@ -23,7 +23,6 @@ Times are seconds from the kill, taken from file modification times and the jobs
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -260,22 +259,18 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
         "output_equals_reference": comparison.equal, "windows_compared": comparison.expected_windows,
         "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,
         "capacity_alive_s": None if ctx.t_capacity is None else ctx.t_capacity - ctx.t_fail,
-        "query_restarts": _query_restarts(dep, ctx),
+        "query_failures": query_failures(dep, ctx),
     }
 
 
-def _query_restarts(dep: JobDeployment, ctx: DrillContext) -> dict[str, list[dict]]:
-    """Per stream, the times its query failed and started again from its checkpoint since the failure
-    (:mod:`spark_jobs.runtime.query_restarts`): a lost executor can fail a micro-batch on Spark 4.3."""
-    streams = {"primary": dep.primary_output, "replica": Path(ctx.replica_output) if ctx.replica_output else None}
-    found = {}
-    for role, output in streams.items():
-        try:
-            restarts = json.loads((Path(output) / "_run.json").read_text()).get("restarts", []) if output else []
-        except (OSError, ValueError):  # a driver rewriting its descriptor: none counted rather than a failed drill
-            restarts = []
-        found[role] = [r for r in restarts if r.get("at", 0) >= (ctx.t_fail or 0)]
-    return found
+def query_failures(dep: JobDeployment, ctx: DrillContext) -> dict[str, list[dict]]:
+    """Per stream, the times its query failed since the failure (started again from its checkpoint, or the
+    failure that ended it: :mod:`spark_jobs.runtime.query_restarts`); a lost executor can fail a
+    micro-batch on Spark 4.3."""
+    from spark_jobs.runtime.query_restarts import failures_since
+
+    return failures_since({"primary": dep.primary_output, "replica": Path(ctx.replica_output) if ctx.replica_output else None},
+                          ctx.t_fail or 0.0)
 
 
 

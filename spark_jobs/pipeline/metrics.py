@@ -9,7 +9,7 @@ many records each task read. ftops marks the rows entering every operator with
 :class:`TaskMetricsListener` (a ``StreamingQueryListener``, no change to the user's code) reads
 ``progress.observedMetrics`` after every micro-batch and appends one JSON line per batch::
 
-    {"query": "...", "batch_id": 3, "timestamp": "...", "num_input_rows": 200,
+    {"query": "...", "run_id": "...", "app_id": "...", "batch_id": 3, "timestamp": "...", "num_input_rows": 200,
      "batch_duration_ms": 812, "watermark": "...", "tasks": {"O1[0]": {"in": 61, "out": 40}, ...}}
 
 :func:`spark_jobs.pipeline.rates.measured` turns those lines into the topology's task rates.
@@ -88,6 +88,13 @@ class TaskMetricsListener(ProgressListener):
         }
         with self._lock, self.path.open("a") as fh:
             fh.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+
+
+def application_run(record: dict[str, Any]) -> str:
+    """Which application run wrote a metrics record: its Spark application id (a query that failed and started
+    again in the same driver has a new run id but is the same run); the query's run id in records written
+    before the application id was recorded."""
+    return record.get("app_id") or record.get("run_id", "")
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

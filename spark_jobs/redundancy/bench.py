@@ -418,7 +418,7 @@ class _ScenarioRun:
     def levels_used(self, first: int, last: int) -> dict[str, int]:
         """Controller: measured batches per applied level (the i-th application run had the i-th level)."""
         from spark_jobs.redundancy.runtime import load_state
-        from spark_jobs.pipeline.metrics import read_metrics
+        from spark_jobs.pipeline.metrics import application_run, read_metrics
 
         if not self.controlled:
             return {}
@@ -428,8 +428,8 @@ class _ScenarioRun:
         runs: list[str] = []
         counts: dict[str, int] = {}
         for rec in read_metrics(self.metrics):
-            if rec["run_id"] not in runs:
-                runs.append(rec["run_id"])
+            if application_run(rec) not in runs:
+                runs.append(application_run(rec))
             if first <= rec["batch_id"] <= last:
                 level = f"{launches[min(len(runs), len(launches)) - 1]:g}"
                 counts[level] = counts.get(level, 0) + 1

@@ -12,7 +12,7 @@ Method, one call of :func:`step` per controller period:
 
 1. read the run's per-batch progress (``metrics.jsonl``, written by the job's listener) after the
    last batch the previous step consumed (batch ids continue across resubmissions, because the
-   checkpoint does), leaving out the first ``warmup_batches`` of every application run (``run_id``):
+   checkpoint does), leaving out the first ``warmup_batches`` of every application run (its application id):
    a resubmitted job's first batches pay for JVM start-up and state loading. Those are caused by
    the actuation itself, and feeding them back would make the controller chase its own restarts;
 2. with at least ``min_batches`` batches, the period's metric is their p90 duration (the thesis:
@@ -85,12 +85,12 @@ def percentile(values: list[float], q: float) -> float:
 
 def period_batches(metrics: Path, after_batch: int, warmup_batches: int) -> list[dict]:
     """The batches after ``after_batch``, without the first ``warmup_batches`` of each run."""
-    from spark_jobs.pipeline.metrics import read_metrics
+    from spark_jobs.pipeline.metrics import application_run, read_metrics
 
     seen: dict[str, int] = {}
     chosen = []
     for rec in read_metrics(metrics):
-        run = rec.get("run_id", "")
+        run = application_run(rec)
         seen[run] = seen.get(run, 0) + 1
         if rec["batch_id"] > after_batch and seen[run] > warmup_batches:
             chosen.append(rec)

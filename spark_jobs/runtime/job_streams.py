@@ -27,6 +27,10 @@ from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload
 
 
+# Spark confs every stream's driver sets itself (spark_jobs.runtime.run_pipeline.configure)
+FTOPS_SETS = frozenset({"spark.sql.shuffle.partitions", "spark.sql.session.timeZone"})
+
+
 class JobDeployment(BaseModel):
     """The ``deployment`` document of a registered job."""
 
@@ -55,6 +59,10 @@ class JobDeployment(BaseModel):
         bad = sorted(k for k in conf if not k.startswith("spark.") or k != k.strip() or "=" in k)
         if bad:
             raise ValueError(f"{bad[0]!r} is not a Spark conf key (spark.*)")
+        own = sorted(set(conf) & FTOPS_SETS)
+        if own:
+            raise ValueError(f"{own[0]!r} is set by ftops for every stream (the pipeline's key groups and windows "
+                             "depend on it), not per job")
         return conf
 
     @model_validator(mode="before")

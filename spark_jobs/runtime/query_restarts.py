@@ -10,8 +10,9 @@ again replays that batch exactly once. This is Flink's failure-rate restart stra
 ``max_restarts`` restarts within ``window_s`` seconds, ``delay_s`` apart; one more failure inside the
 window ends the run with the last error.
 
-Each restart is appended to ``restarts`` in the run's ``_run.json`` (when, and the error's first line),
-so drills, the profiler and people see that the query recovered by itself.
+Each restart is appended to ``restarts`` in the run's ``_run.json`` (when, and the error in one line), and
+the failure that ends a run is kept as ``failed``, so drills, the profiler and people see that the query
+recovered by itself, or why it did not.
 """
 
 from __future__ import annotations
@@ -45,23 +46,58 @@ class RestartPolicy:
         return True
 
 
-_CAUSE = re.compile(r"^([\w.]+(Error|Exception): |Job aborted due to stage failure: )")
+# What says best why a query failed, best first: a Python exception (a UDF's, a sink's: the user's code),
+# Spark's stage failure, then any JVM exception.
+_CAUSES = (re.compile(r"^[A-Z]\w*(Error|Exception): "), re.compile(r"Job aborted due to stage failure: "),
+           re.compile(r"^[\w.]+(Error|Exception): "))
 
 
 def error_summary(error: object) -> str:
-    """One line that says what failed: the innermost ``...Error: message`` of the error's text (a Python
-    UDF's or a sink's), else Spark's stage failure, else the first line; never the query plan that
-    follows ``=== Streaming Query ===``. Generic wrapper lines (ending in ':') are skipped."""
+    """One line that says what failed: the innermost Python ``...Error: message`` of the error's text, else
+    Spark's stage failure, else the innermost JVM exception, else the first line; never the query plan after
+    ``=== Streaming Query ===``. Generic wrapper lines (ending in ':') are skipped.
+
+    >>> error_summary("Job aborted due to stage failure: task lost\\nRuntimeError: boom\\njava.io.IOException: x")
+    'RuntimeError: boom'
+    """
     text = str(error).split("=== Streaming Query ===")[0]
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    causes = [line for line in lines if _CAUSE.match(line) and not line.endswith(":")]
-    return (causes[-1] if causes else lines[0] if lines else type(error).__name__)[:500]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().endswith(":")]
+    for cause in _CAUSES:
+        found = [line for line in lines if cause.search(line)]
+        if found:
+            return found[-1][:500]
+    return (lines[0] if lines else type(error).__name__)[:500]
 
 
 def record_restart(output: Path, error: object) -> int:
     """Append the restart to ``<output>/_run.json``; returns how many restarts the run has had."""
-    path = output / "_run.json"
-    doc = json.loads(path.read_text())
+    doc = _descriptor(output)
     doc.setdefault("restarts", []).append({"at": time.time(), "error": error_summary(error)})
-    write_json(path, doc)
+    write_json(output / "_run.json", doc)
     return len(doc["restarts"])
+
+
+def record_failure(output: Path, error: object, why: str) -> None:
+    """The failure that ended the run (not started again, ``why``), in ``<output>/_run.json``."""
+    doc = _descriptor(output)
+    doc["failed"] = {"at": time.time(), "error": error_summary(error), "why": why}
+    write_json(output / "_run.json", doc)
+
+
+def failures_since(outputs: dict[str, Path | None], since: float) -> dict[str, list[dict]]:
+    """Per stream (``{"primary": OUTPUT, ...}``), its query's failures since ``since`` (epoch s), oldest first:
+    each restart (``{"at", "error"}``) and the failure that ended the run (``"final": True``). A stream without
+    a readable descriptor has none."""
+    found = {}
+    for role, output in outputs.items():
+        try:
+            doc = _descriptor(Path(output)) if output else {}
+        except (OSError, ValueError):  # not started, or being replaced by its driver
+            doc = {}
+        events = list(doc.get("restarts", [])) + ([{**doc["failed"], "final": True}] if doc.get("failed") else [])
+        found[role] = [e for e in events if e.get("at", 0) >= since]
+    return found
+
+
+def _descriptor(output: Path) -> dict:
+    return json.loads((output / "_run.json").read_text())

@@ -179,14 +179,14 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     from spark_jobs.pipeline.metrics import TaskMetricsListener
     from spark_jobs.pipeline.sink import batch_writer
     from spark_jobs.runtime.executor_faults import ExecutorFaultWatcher
-    from spark_jobs.runtime.query_restarts import RestartPolicy, error_summary, record_restart
+    from spark_jobs.runtime.query_restarts import RestartPolicy, error_summary, record_failure, record_restart
 
     stop_event = stop_event or threading.Event()
     sources = read_sources(workload, spark, config.input, streaming=True,
                            max_files_per_trigger=config.max_files_per_trigger)
     plan = build_frame(workload, sources, tasks, observe=True)
     listener = TaskMetricsListener(config.metrics_path, workload.task_ids(), config.name,
-                                   {"role": config.role, "pipeline": workload.name})
+                                   {"role": config.role, "pipeline": workload.name, "app_id": spark.sparkContext.applicationId})
     spark.streams.addListener(listener)
     live = _live_redundancy(spark, config)
     writer = (plan.writeStream.outputMode("append").queryName(config.name)
@@ -205,14 +205,13 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
             error = query.exception()
             if error is None:
                 break
-            if not restarts.allow():
-                raise RuntimeError(f"streaming query {config.name} failed{_times(config)}: "
-                                   f"{error_summary(error)}") from error
+            why = _no_restart(config, restarts, stop_event, deadline)
+            if why is not None:
+                record_failure(config.output, error, why)
+                raise RuntimeError(f"streaming query {config.name} failed ({why}): {error_summary(error)}") from error
             count = record_restart(config.output, error)
-            print(f"run_pipeline: streaming query {config.name} failed ({error_summary(error)}); restart {count} from "
-                  f"its checkpoint in {restarts.delay_s:g} s", file=sys.stderr, flush=True)
-            if stop_event.wait(restarts.delay_s):
-                break
+            print(f"run_pipeline: streaming query {config.name} failed ({error_summary(error)}); started again from "
+                  f"its checkpoint (restart {count})", file=sys.stderr, flush=True)
         progress = query.lastProgress
     finally:
         if query is not None and query.isActive:
@@ -227,10 +226,16 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
             "watermark": (progress.eventTime or {}).get("watermark") if progress else None}
 
 
-def _times(config: JobConfig) -> str:
-    if config.max_restarts == 0:
-        return ""
-    return f" {config.max_restarts + 1} times within {config.restart_window_s:g} s (--max-restarts {config.max_restarts})"
+def _no_restart(config: JobConfig, restarts, stop_event: threading.Event, deadline: float | None) -> str | None:
+    """Why a failed query is not started again (None: it is, after the policy's delay)."""
+    over = lambda: deadline is not None and time.monotonic() >= deadline  # noqa: E731
+    if stop_event.is_set() or over():
+        return "the run was ending"
+    if not restarts.allow():
+        return f"{config.max_restarts + 1} times within {config.restart_window_s:g} s, --max-restarts " \
+               f"{config.max_restarts}" if config.max_restarts else "--max-restarts 0"
+    delay = restarts.delay_s if deadline is None else min(restarts.delay_s, max(0.0, deadline - time.monotonic()))
+    return "the run was ending" if stop_event.wait(delay) or over() else None
 
 
 def _await(query, stop_event: threading.Event, deadline: float | None) -> None:

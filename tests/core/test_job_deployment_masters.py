@@ -59,6 +59,8 @@ def test_a_jobs_spark_confs_reach_every_spark_submit_of_its_streams(pg_server, t
     bad = run_cli(*base, "--conf", "driver.host=10.0.0.4", env=env)
     assert bad.code == 2 and "--conf: Value error, 'driver.host' is not a Spark conf key (spark.*)" in bad.err
     assert run_cli(*base, "--conf", "spark.driver.host", env=env).code == 2
+    own = run_cli(*base, "--conf", "spark.sql.shuffle.partitions=8", env=env)
+    assert own.code == 2 and "'spark.sql.shuffle.partitions' is set by ftops for every stream" in own.err
 
 
 def test_the_stacks_airflow_connections_name_the_masters_it_runs():

@@ -23,6 +23,16 @@ def test_a_period_skips_consumed_batches_and_each_submissions_first_batches(tmp_
     assert [r["batch_id"] for r in period_batches(metrics, 3, 0)] == [4, 5, 6, 7, 8, 9]
 
 
+def test_a_query_restarted_inside_its_driver_is_not_a_new_submission(tmp_path):
+    """Its run id changes (Spark starts a new query run), its application does not: no warm-up is dropped."""
+    metrics = tmp_path / "metrics.jsonl"
+    with metrics.open("w") as fh:
+        for run, app, batches in (("r1", "app-1", [0, 1, 2, 3]), ("r2", "app-1", [3, 4, 5]), ("r3", "app-2", [6, 7, 8])):
+            for b in batches:
+                fh.write(json.dumps({"run_id": run, "app_id": app, "batch_id": b, "batch_duration_ms": 100}) + "\n")
+    assert [r["batch_id"] for r in period_batches(metrics, -1, 2)] == [2, 3, 3, 4, 5, 8]
+
+
 def test_percentile_is_an_observed_value_by_nearest_rank():
     values = [float(v) for v in range(1, 11)]
     assert (percentile(values, 90), percentile(values, 50), percentile(values, 99), percentile([7.0], 90)) == (9.0, 5.0, 10.0, 7.0)

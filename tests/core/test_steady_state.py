@@ -5,6 +5,7 @@ bound of the input's watermark; each refusal names the stream that lags."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -72,8 +73,10 @@ def test_the_preflight_waits_for_a_replica_that_catches_up_and_not_longer(job):
     finally:
         catch_up.cancel()
     (job / "never").mkdir()
+    started = time.monotonic()
     with pytest.raises(InputError, match="the replica has no watermark yet"):
         wait_steady("topk", PARAMS, job / "in", primary, 60, job / "never", wait_s=1, interval_s=0.2)
+    assert time.monotonic() - started < 10  # its own bound, not the default 180 s
 
 
 def test_the_second_domain_probe_fires_for_a_dead_worker_and_for_a_reused_pid():

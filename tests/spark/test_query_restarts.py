@@ -47,9 +47,12 @@ def test_a_failed_query_is_started_again_and_its_output_is_exact(spark, tmp_path
 def test_a_query_that_keeps_failing_ends_the_run_after_its_restarts(spark, tmp_path):
     params = [f"marker={tmp_path / 'marker'}", "always=true", "fail_after_s=2"]
     sample_input.write_seconds(load_workload(PIPELINE, params), tmp_path / "in", 4)
-    with pytest.raises(RuntimeError, match=r"failed 2 times within 600 s \(--max-restarts 1\)"):
+    with pytest.raises(RuntimeError, match=r"failed \(2 times within 600 s, --max-restarts 1\): RuntimeError: injected"):
         _run(spark, tmp_path, params, max_restarts=1)
-    assert len(json.loads((tmp_path / "out" / "_run.json").read_text())["restarts"]) == 1
+    run = json.loads((tmp_path / "out" / "_run.json").read_text())
+    assert len(run["restarts"]) == 1
+    assert run["failed"]["error"] == "RuntimeError: injected failure of failing_pipeline"
+    assert run["failed"]["why"] == "2 times within 600 s, --max-restarts 1"
 
 
 def test_the_policy_counts_restarts_within_its_window():

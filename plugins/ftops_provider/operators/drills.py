@@ -21,7 +21,7 @@ from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
-from spark_jobs.drills.probes import STEADY_LAG_S, other_workers, steady_lag_files, wait_steady
+from spark_jobs.drills.probes import STEADY_LAG_S, STEADY_WAIT_S, other_workers, steady_lag_files, wait_steady
 
 
 def approved(decision: dict | None) -> bool:
@@ -87,9 +87,10 @@ class DrillPreflightOperator(BaseOperator):
 
     @property
     def lease_ttl_s(self) -> float:
-        """The drill's whole budget: the replacement delay, its waits (each up to ``timeout_s``) and the
-        verification; the run releases the lease when it ends, the expiry only matters if Airflow loses it."""
-        return float(self.replacement_delay_s) + 4 * float(self.timeout_s) + 900.0
+        """The drill's whole budget: the preflight's wait for the steady state, the replacement delay, its waits
+        (each up to ``timeout_s``) and the verification; the run releases the lease when it ends, the expiry only
+        matters if Airflow loses it."""
+        return STEADY_WAIT_S + float(self.replacement_delay_s) + 4 * float(self.timeout_s) + 900.0
 
     def execute(self, context: Any) -> dict[str, Any]:
         import time
@@ -147,6 +148,17 @@ class DrillPreflightOperator(BaseOperator):
                 "paths": {"input": str(dep.input), "primary_output": str(dep.primary_output),
                           "primary_checkpoint": str(dep.primary_checkpoint)},
                 "primary_app": primary_app_name(self.job_name), "primary_run_args": [str(a) for a in primary_run_argv(dep)]}
+
+
+def _query_failures(pre: dict, injected: dict | None) -> dict[str, list[dict]] | None:
+    """The streams' query failures since the fault (None: nothing was injected)."""
+    if not injected:
+        return None
+    from spark_jobs.drills.live import DrillContext, query_failures
+    from spark_jobs.runtime.job_streams import JobDeployment
+
+    ctx = DrillContext.model_validate({k: injected[k] for k in DrillContext.model_fields if k in injected})
+    return query_failures(JobDeployment.model_validate(pre["deployment"]), ctx)
 
 
 class InjectFailureOperator(BaseOperator):
@@ -331,7 +343,7 @@ class FinishDrillOperator(BaseOperator):
                 reasons = reasons or list(report.get("problems") or [])
             experiment = drill_experiment(pre, injected, capacity, report,
                                           verdict=verdict, reasons=reasons, dag_run_id=context["run_id"], fired=fired,
-                                          restored=restored)
+                                          restored=restored, query_failures=_query_failures(pre, injected))
             store.save_experiment(experiment)
             release_drill_lease(store, pre["job"], context)
         finally:
