@@ -48,6 +48,8 @@ def register(sub, groups) -> None:
     reg.add_argument("--standby-master", help="the replica's master (default: --master)")
     reg.add_argument("--standby-ui", help="its web UI (default http://HOST:8080 of --standby-master)")
     reg.add_argument("--trigger-s", type=flag(PositiveSeconds), default=2.0, help="micro-batch and checkpoint interval (default 2)")
+    reg.add_argument("--profile-master", help="where checkpoint profiling runs copies of the job: a Spark master URL "
+                     "with spare cores (default: local[1] inside the Airflow worker)")
     reg.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark conf of every stream of the job (repeatable), e.g. spark.driver.host=10.0.0.4 where the "
                           "executors call the driver back")
@@ -150,7 +152,7 @@ def build_registration(args: argparse.Namespace):
             pipeline=workload.ref or ref, root=str(root), input_dir=str(args.input.resolve()), params=list(args.param),
             trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
             primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
-            domains=_domains(args.domains), spark_conf=_confs(args.conf),
+            domains=_domains(args.domains), spark_conf=_confs(args.conf), profile_master=args.profile_master,
             cluster_state=str(args.state_dir.resolve()) if args.state_dir else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,

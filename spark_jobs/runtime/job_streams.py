@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -52,6 +53,14 @@ class JobDeployment(BaseModel):
     spark_conf: dict[str, str] = Field(default_factory=dict, description="Spark confs of every stream of the job "
                                        "(primary, replica, profiling copies): `ftops job register --conf KEY=VALUE`, "
                                        "e.g. spark.driver.host where executors call the driver back")
+
+    profile_master: str | None = Field(default=None, description="where checkpoint-profiling copies of the job run: "
+                                       "a Spark master URL (`--profile-master`); None: local[1] inside the Airflow worker")
+
+    def profiling_settings(self) -> dict[str, Any]:
+        """How the job's checkpoint-profiling and validation copies run (spark_jobs.profiling.settings.RunSettings):
+        on its profiling master, with its own Spark confs."""
+        return {"spark_conf": self.spark_conf, **({"master": self.profile_master} if self.profile_master else {})}
 
     @field_validator("spark_conf")
     @classmethod

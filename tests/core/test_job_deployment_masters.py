@@ -37,7 +37,8 @@ def test_register_derives_the_ui_from_the_masters_host_or_takes_the_flag():
 
 def test_a_jobs_spark_confs_reach_every_spark_submit_of_its_streams(pg_server, tmp_path):
     """``ftops job register --conf``: stored with the deployment, passed to the primary's and the replica's
-    spark-submit (what executors on other hosts need: the address to call the driver back at)."""
+    spark-submit (what executors on other hosts need: the address to call the driver back at) and to its
+    profiling copies, which run on ``--profile-master``."""
     import json
 
     from spark_jobs.runtime.job_streams import primary_run_argv, replica_run_argv
@@ -47,10 +48,18 @@ def test_a_jobs_spark_confs_reach_every_spark_submit_of_its_streams(pg_server, t
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
     base = ["job", "register", "--name", "confs", "--pipeline", "topk", "--input", tmp_path / "in",
             "--master", "spark://m1.example:7077"]
-    res = run_cli(*base, "--json", "--conf", "spark.driver.host=10.0.0.4", "--conf", "spark.executor.memory=2g", env=env)
+    res = run_cli(*base, "--json", "--conf", "spark.driver.host=10.0.0.4", "--conf", "spark.executor.memory=2g",
+                  "--profile-master", "spark://spare.example:7077", env=env)
     assert res.code == 0, res.err
     dep = parse_deployment(json.loads(res.out)["deployment"], "confs")
     assert dep.spark_conf == {"spark.driver.host": "10.0.0.4", "spark.executor.memory": "2g"}
+    # checkpoint profiling copies run on the profiling master, with the job's confs
+    from spark_jobs.profiling.settings import ProfileConfig
+
+    profile = ProfileConfig(pipeline="topk", intervals_s=[2.0], duration_s=30, work_dir=tmp_path, **dep.profiling_settings())
+    assert (profile.master, profile.spark_conf["spark.executor.memory"]) == ("spark://spare.example:7077", "2g")
+    assert parse_deployment({**dep.model_dump(), "profile_master": None}, "confs").profiling_settings() == \
+        {"spark_conf": dep.spark_conf}  # default: local[1] in the worker
     for argv in (primary_run_argv(dep), replica_run_argv(dep, 3, ["O1[0]"])):
         command = submit_command(run_args([str(a) for a in argv]))
         assert "spark.driver.host=10.0.0.4" in command and "spark.executor.memory=2g" in command

@@ -67,7 +67,7 @@ class ProfileIntervalOperator(BaseOperator):
             store.conn.close()
         work = Path(self.work_dir) / f"interval-{interval:g}"
         config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=failures,
-                               duration_s=duration, parallel=1, work_dir=work, spark_conf=dep.spark_conf)
+                               duration_s=duration, parallel=1, work_dir=work, **dep.profiling_settings())
         report = run_profiling(config, progress=lambda msg: self.log.info("%s", msg))
         for warning in report.warnings:
             self.log.warning("%s", warning)
@@ -171,7 +171,8 @@ class ValidateIntervalOperator(BaseOperator):
             store.conn.close()
         config = ValidateConfig(pipeline=dep.pipeline, params=dep.params, profiles=profiles, max_recovery_s=rec["max_recovery_s"],
                                 case=rec["case"], variant=rec["variant"], failures=failures, duration_s=duration,
-                                parallel=1, work_dir=work, max_recovery_error=bound, spark_conf=dep.spark_conf)
+                                parallel=1, work_dir=work, max_recovery_error=bound,
+                                **dep.profiling_settings())
         report = validate_profiles(config, progress=lambda msg: self.log.info("%s", msg))
         if round(report.validated_interval_ms) != round(rec["checkpoint_interval_ms"]):
             raise ValueError(f"validation ran {report.validated_interval_ms:g} ms, not the recommended "
