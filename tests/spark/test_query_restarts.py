@@ -65,3 +65,23 @@ def test_the_policy_counts_restarts_within_its_window():
     assert error_summary(lost).endswith("Job aborted due to stage failure: A shuffle map stage with indeterminate "
                                         "output was failed and retried.")
     assert error_summary("\n  Something odd\n=== Streaming Query ===\nplan") == "Something odd"
+
+
+def test_a_failure_while_the_run_ends_is_not_restarted():
+    import threading
+    import time
+    from pathlib import Path
+
+    from spark_jobs.runtime.run_pipeline import JobConfig, _no_restart
+
+    config = JobConfig(PIPELINE, "primary", Path("in"), Path("out"), max_restarts=1)
+    stop, soon = threading.Event(), time.monotonic() + 60
+    assert _no_restart(config, RestartPolicy(1, delay_s=0.01), stop, soon) is None
+    assert _no_restart(config, RestartPolicy(1, delay_s=0.01), stop, time.monotonic() - 1) == "the run was ending"
+    spent = RestartPolicy(1, delay_s=0.01)
+    assert spent.allow()
+    assert _no_restart(config, spent, stop, None) == "2 times within 600 s, --max-restarts 1"
+    threading.Timer(0.2, stop.set).start()  # a stop during the delay before the restart
+    assert _no_restart(config, RestartPolicy(1, delay_s=30), stop, None) == "the run was ending"
+    assert _no_restart(JobConfig(PIPELINE, "primary", Path("in"), Path("out"), max_restarts=0),
+                       RestartPolicy(0), threading.Event(), None) == "--max-restarts 0"
