@@ -78,12 +78,13 @@ def _app_executors(dep, app_name: str) -> int | None:
 
 
 def _caught_up(dep, steady: int, after: float, watermark_ms: int | None) -> Callable[[], bool | None]:
+    from spark_jobs.drills.probes import caught_up_lag_files
     from spark_jobs.drills.progress import caught_up_now
 
     streak = [0]
 
     def check() -> bool | None:  # two polls in a row, as the DAG's trigger
-        ok, _ = caught_up_now(dep.primary_checkpoint, dep.input, after_ts=after, max_lag_files=steady,
+        ok, _ = caught_up_now(dep.primary_checkpoint, dep.input, after_ts=after, max_lag_files=caught_up_lag_files(steady),
                               output_dir=dep.primary_output, watermark_ms=watermark_ms)
         streak[0] = streak[0] + 1 if ok else 0
         return True if streak[0] >= 2 else None

@@ -152,6 +152,21 @@ def _checked_lag(what: str, pipeline: str, params: list[str], input_dir: Path, o
     return lag
 
 
+def caught_up_lag_files(steady_files: int) -> int:
+    """The lag (input files) a job must be back within to count as caught up after a failure: twice its
+    steady lag plus two files. The steady lag is the most seen over a few seconds before the failure, an
+    undersample of a lag that moves with every slow micro-batch (on a loaded machine a batch now and then
+    takes 20 s where most take 2 s); requiring the job to get back under that one sample made drills wait
+    out their timeout on a job that had long reached the input's watermark and kept up (soak of
+    2026-11-26, drill 8: 15-20 files against a sample of 8). Recovery-time definitions allow a band around
+    the pre-failure level for the same reason (Khaos: latency back within a threshold).
+
+    >>> caught_up_lag_files(8), caught_up_lag_files(0)
+    (18, 2)
+    """
+    return 2 * steady_files + 2
+
+
 def steady_lag_files(checkpoint, input_dir, polls: int = 6, interval_s: float = 1.0) -> int:
     """The primary's lag (unprocessed input files) in steady state: the most seen over a few polls before
     the failure. A stream fed in real time is never at lag zero for long (input arrives during every

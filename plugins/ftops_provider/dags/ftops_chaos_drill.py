@@ -107,7 +107,7 @@ with DAG(
                                           checkpoint="{{ " + CAP + "['paths']['primary_checkpoint'] }}",
                                           input_dir="{{ " + CAP + "['paths']['input'] }}",
                                           after_ts="{{ " + CAP + "['t_capacity'] }}", timeout_s="{{ params.timeout_s }}",
-                                          max_lag_files="{{ " + PRE + "['steady_lag_files'] }}",
+                                          max_lag_files="{{ " + PRE + "['caught_up_lag_files'] }}",
                                           output_dir="{{ " + CAP + "['paths']['primary_output'] }}",
                                           watermark_ms="{{ " + CAP + "['backlog_ms'] }}", probes="{{ " + CAP + "['probes'] }}")
     inject_faults = InjectFaultsOperator(task_id="inject_faults", profile="{{ params.fault_profile }}",

@@ -21,7 +21,8 @@ from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
 from spark_jobs.drills.experiment import drill_experiment
 from spark_jobs.drills.job_drill import STALE_DRILL
-from spark_jobs.drills.probes import STEADY_LAG_S, STEADY_WAIT_S, other_workers, steady_lag_files, wait_steady
+from spark_jobs.drills.probes import (STEADY_LAG_S, STEADY_WAIT_S, caught_up_lag_files, other_workers, steady_lag_files,
+                                     wait_steady)
 
 
 def approved(decision: dict | None) -> bool:
@@ -138,7 +139,8 @@ class DrillPreflightOperator(BaseOperator):
         probes = {"domain": ctx.domain, "max_duration_s": max_duration, "max_lag_s": max_lag,
                   "others": other_workers(dep.cluster_state, ctx.domain), "input_dir": str(dep.input),
                   "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params}
-        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady, "checked_at": time.time(),
+        return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady,
+                "caught_up_lag_files": caught_up_lag_files(steady), "checked_at": time.time(),
                 "replacement_delay_s": delay,
                 "needs_approval": job["apply_mode"] == "approve", "probes": probes,
                 "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,

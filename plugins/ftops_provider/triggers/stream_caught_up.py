@@ -1,7 +1,8 @@
 """StreamCaughtUpTrigger: wait until a streaming query has caught up with its input (back to its steady lag).
 
-Caught up is :func:`spark_jobs.drills.progress.caught_up_now` (lag back to ``max_lag_files``, the steady
-lag measured before a failure; a batch committed after ``after_ts``; with ``output_dir`` and
+Caught up is :func:`spark_jobs.drills.progress.caught_up_now` (lag back to ``max_lag_files``: for a drill,
+the band around the steady lag measured before the failure, :func:`spark_jobs.drills.probes.caught_up_lag_files`;
+a batch committed after ``after_ts``; with ``output_dir`` and
 ``watermark_ms``, the input's watermark reached) on ``stable_polls`` consecutive polls. Fires
 ``{"status": "ok", "caught_up_s": ...}``, ``{"status": "timeout", "missing": [...]}`` or, when a drill's
 abort probe fires, ``{"status": "aborted", ...}``.
