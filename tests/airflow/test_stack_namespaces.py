@@ -8,6 +8,7 @@ root and iproute2 (CI runs as root); elsewhere it is skipped, saying why."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -15,15 +16,17 @@ from ft_core.errors import InputError
 from ftops_provider.local_stack import RUNNING_JOB, SAMPLE_JOBS, LocalStack
 from spark_jobs.pipeline.metrics import read_metrics
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import namespaces_missing, namespaces_of, test_network, test_port
+from tests.conftest import ROOT, WORKER, namespaces_missing, namespaces_of, test_network, test_port
 
 pytestmark = pytest.mark.skipif(test_network() != "namespaces",
                                 reason=f"network namespaces need {namespaces_missing() or 'FTOPS_TEST_NETWORK=namespaces'}")
 
 
-def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them(tmp_path):
-    stack = LocalStack(state=tmp_path / "home", airflow_port=test_port(16840), db_port=test_port(16841),
-                       network="namespaces")
+def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them():
+    # under the project, not /tmp: as root the stack's PostgreSQL runs as `postgres`, which must reach the folder
+    home = ROOT / ".state" / f"test-stack-namespaces{WORKER and '-' + WORKER}"
+    shutil.rmtree(home, ignore_errors=True)
+    stack = LocalStack(state=home, airflow_port=test_port(16840), db_port=test_port(16841), network="namespaces")
     subnet = None
     try:
         stack.up()
@@ -53,3 +56,4 @@ def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them(tmp
         stopped = stack.down()
     assert any(s.startswith("spark ") for s in stopped)
     assert subnet is not None and namespaces_of(subnet) == []
+    shutil.rmtree(home, ignore_errors=True)  # kept when the test fails: its logs explain why
