@@ -108,10 +108,7 @@ class LocalStack:
         from spark_jobs.cluster.standalone import local_masters
 
         state = self._cluster()
-        if state is None:
-            return local_masters()
-        return {"primary_master": state.master_url("primary"), "standby_master": state.master_url("standby"),
-                "primary_ui": state.master_ui("primary"), "standby_ui": state.master_ui("standby")}
+        return local_masters() if state is None else state.masters()
 
     def up(self) -> None:
         from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
@@ -145,12 +142,10 @@ class LocalStack:
     def deployment(self, job: JobSpec):
         from spark_jobs.runtime.job_streams import JobDeployment
 
-        state = self._cluster()
-        host = state.driver_host() if state else None  # namespaces: executors call drivers back at the gateway
+        state = self._cluster()  # namespaces: executors call drivers back at the gateway (driver_confs)
         return JobDeployment(pipeline=job.workload, root=str((self.state / "jobs" / job.name).resolve()),
                              params=SAMPLE_PARAMS[job.workload], trigger_s=2.0, cluster_state=str(self.spark_state.resolve()),
-                             spark_conf={"spark.driver.host": host, "spark.driver.bindAddress": host} if host else {},
-                             **self.masters())
+                             spark_conf=state.driver_confs() if state else {}, **self.masters())
 
     @contextmanager
     def store(self) -> Iterator[HistoryStore]:

@@ -106,21 +106,12 @@ def _domains(path: Path | None) -> dict[str, str] | None:
     return None if path is None else load_domain_map(path)
 
 
-def _confs(items: list[str]) -> dict[str, str]:
-    confs = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--conf {item!r}: expected KEY=VALUE")
-        confs[key.strip()] = value
-    return confs
-
-
 def build_registration(args: argparse.Namespace):
     """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored."""
     from pydantic import ValidationError
 
     from ft_core.store.history import JobSpec
+    from spark_jobs.pipeline.definition import parse_params
     from spark_jobs.pipeline.loading import load_workload, pipeline_ref
 
     runnable = bool(args.workload or args.pipeline)
@@ -152,7 +143,7 @@ def build_registration(args: argparse.Namespace):
             pipeline=workload.ref or ref, root=str(root), input_dir=str(args.input.resolve()), params=list(args.param),
             trigger_s=args.trigger_s, primary_master=args.master, standby_master=standby,
             primary_ui=_ui_of(args.master, args.master_ui), standby_ui=_ui_of(standby, args.standby_ui),
-            domains=_domains(args.domains), spark_conf=_confs(args.conf), profile_master=args.profile_master,
+            domains=_domains(args.domains), spark_conf=parse_params(args.conf, "--conf"), profile_master=args.profile_master,
             cluster_state=str(args.state_dir.resolve()) if args.state_dir else None)
         spec = JobSpec(name=args.name, workload=workload.ref or ref, replication_budget=args.budget,
                        primary_master=args.master, standby_master=standby, max_recovery_s=args.max_recovery_s,

@@ -116,10 +116,15 @@ class ClusterState:
         net = self.hosts()
         return net.gateway if net else None
 
-    def driver_confs(self) -> list[str]:
+    def driver_confs(self) -> dict[str, str]:
         """Spark confs of a driver this machine runs against the cluster (:meth:`driver_host`)."""
         host = self.driver_host()
-        return [f"spark.driver.host={host}", f"spark.driver.bindAddress={host}"] if host else []
+        return {"spark.driver.host": host, "spark.driver.bindAddress": host} if host else {}
+
+    def masters(self) -> dict[str, str]:
+        """Its masters and web UIs, named as a job deployment names them (:func:`local_masters` before a start)."""
+        return {"primary_master": self.master_url("primary"), "standby_master": self.master_url("standby"),
+                "primary_ui": self.master_ui("primary"), "standby_ui": self.master_ui("standby")}
 
     def workers(self, pool: str | None = None, domain: str | None = None) -> list[Process]:
         return [p for p in self.processes if p.role == "worker" and (pool is None or p.pool == pool)

@@ -274,8 +274,8 @@ class _Drill:
                 "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
                 "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
         argv += ["--plan", self.plan_file] if role == "replica" else []
-        for item in self.state.driver_confs():  # on a namespace network the executors call the driver back there
-            argv += ["--conf", item]
+        for key, value in self.state.driver_confs().items():  # on a namespace network the executors call the driver back there
+            argv += ["--conf", f"{key}={value}"]
         for item in [*event_log_conf(self.config.work_dir.resolve() / "events" / role)]:  # what the replica costs
             argv += ["--conf", item]
         for item in self.config.params:

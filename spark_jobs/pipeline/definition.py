@@ -65,13 +65,13 @@ class SampleInput:
     tables: Callable[[Any], dict[str, list[dict]]] | None = None
 
 
-def parse_params(items: Sequence[str]) -> dict[str, str]:
-    """``["k=v", ...]`` -> ``{"k": "v"}`` (InputError naming a malformed item)."""
+def parse_params(items: Sequence[str], flag: str = "--param") -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}`` (InputError naming ``flag`` and a malformed item)."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
-            raise InputError(f"--param {item!r}: expected key=value", field="--param")
+            raise InputError(f"{flag} {item!r}: expected key=value", field=flag)
         out[key.strip()] = value.strip()
     return out
 
