@@ -6,7 +6,8 @@ Spark standalone clusters of ``spark_jobs.cluster.standalone``, the four Airflow
 the sample jobs (the ``topk`` and ``incidents`` workloads, topologies emitted by their own specs, with
 deployments under ``$FTOPS_HOME/jobs/``) and starts the ``topk`` job: its seeded input generator and its
 primary (through ftops's detached launcher, as the DAGs resubmit it); its replica is started by
-``ftops_profile_and_plan`` from the plan it computes. ``down`` stops all of it, also after a crash
+``ftops_profile_and_plan`` from the plan it computes, and started again by ``up`` after a ``down`` (the plan
+the history store says runs). ``down`` stops all of it, also after a crash
 (every part keeps its pids in its own state folder). ``trigger`` runs a DAG through Airflow's REST API
 and waits for its end, as a user clicking "Trigger" would. Everything lives under ``$FTOPS_HOME``
 (:mod:`ft_core.home`: ``.state/`` in a checkout).
@@ -186,12 +187,14 @@ class LocalStack:
         return record is not None and same_process(*record)
 
     def start_running_job(self) -> None:
-        """The sample job's input generator and its primary (idempotent: nothing runs twice)."""
+        """The sample job's input generator, its primary and the replica of its applied plan, if it has one
+        (idempotent: nothing runs twice)."""
         import subprocess
         import sys
 
         from spark_jobs.runtime.detached_submit import submit_stream
-        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
+        from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv, replica_app_name, replica_run_argv
+
         dep = self.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
         dep.input.mkdir(parents=True, exist_ok=True)
         if not self._feed_running():
@@ -204,6 +207,13 @@ class LocalStack:
             self._feed_pid_file.write_text(json.dumps({"pid": proc.pid, "started": start_time(proc.pid)}))
         self.progress(f"starting the {RUNNING_JOB} primary on {dep.primary_master} (if it is not running)")
         submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+        with self.store() as store:  # `down` stopped the replica the store says runs: start it again
+            plan = store.running_replica_plan(RUNNING_JOB)
+        if plan is not None:
+            self.progress(f"starting the {RUNNING_JOB} replica of plan #{plan['plan_id']} on {dep.standby_master} "
+                          "(if it is not running)")
+            argv = replica_run_argv(dep, plan["plan_id"], plan["payload"].get("tasks", []))
+            submit_stream(replica_app_name(RUNNING_JOB, plan["plan_id"]), dep.standby_ui, [str(a) for a in argv])
 
     def stop_running_job(self) -> list[str]:
         """Stop the sample job's streams (primary and every replica) and its generator."""
