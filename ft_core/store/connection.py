@@ -1,4 +1,4 @@
-"""Connecting to the history store; URLs in messages always have their password masked."""
+"""Connecting to the history store; URLs and connection strings in messages always have their password masked."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ from ft_core.errors import ExternalError
 
 
 def redact(url: str) -> str:
-    """``postgresql://u:secret@h/db`` -> ``postgresql://u:***@h/db``."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    """A URL or a libpq key=value string with its password masked.
+
+    >>> redact("postgresql://u:secret@h/db"), redact("host=h password='s e' dbname=db")
+    ('postgresql://u:***@h/db', 'host=h password=*** dbname=db')
+    """
+    url = re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
 
 
 def connect(url: str):

@@ -206,14 +206,17 @@ class LocalStack:
                                         start_new_session=True, cwd=self.state)
             self._feed_pid_file.write_text(json.dumps({"pid": proc.pid, "started": start_time(proc.pid)}))
         self.progress(f"starting the {RUNNING_JOB} primary on {dep.primary_master} (if it is not running)")
-        submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+        store_env = {"FTOPS_DATABASE_URL": self.postgres.url()}  # the drivers write their progress there
+        submit_stream(primary_app_name(RUNNING_JOB), dep.primary_ui, [str(a) for a in primary_run_argv(dep)],
+                      extra_env=store_env)
         with self.store() as store:  # `down` stopped the replica the store says runs: start it again
             plan = store.running_replica_plan(RUNNING_JOB)
         if plan is not None:
             self.progress(f"starting the {RUNNING_JOB} replica of plan #{plan['plan_id']} on {dep.standby_master} "
                           "(if it is not running)")
             argv = replica_run_argv(dep, plan["plan_id"], plan["payload"].get("tasks", []))
-            submit_stream(replica_app_name(RUNNING_JOB, plan["plan_id"]), dep.standby_ui, [str(a) for a in argv])
+            submit_stream(replica_app_name(RUNNING_JOB, plan["plan_id"]), dep.standby_ui, [str(a) for a in argv],
+                          extra_env=store_env)
 
     def stop_running_job(self) -> list[str]:
         """Stop the sample job's streams (primary and every replica) and its generator."""

@@ -44,6 +44,7 @@ class DrillContext(BaseModel):
     domain: str
     kill_driver: bool
     replica_output: str | None
+    replica_stream: str | None = None  # the replica's query name: its progress in the history store
     t_fail: float | None = None
     failure_end_ms: int | None = None
     killed: list[str] = []
@@ -100,7 +101,8 @@ def preflight(dep: JobDeployment, job: str, plan: dict | None, domain: str, kill
     return DrillContext(job=job, plan_id=plan["plan_id"] if plan else None, plan_tasks=tasks,
                         predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
                         predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
-                        kill_driver=kill_driver, replica_output=replica, engine_native=state is None)
+                        kill_driver=kill_driver, replica_output=replica, engine_native=state is None,
+                        replica_stream=replica_app_name(job, plan["plan_id"]) if replica else None)
 
 
 def _running_app(master_ui: str, name: str, what: str, master: str) -> str:

@@ -4,14 +4,9 @@ metrics its listener writes, and its output files with their modification times.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
-
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+from ft_core.store.stream_progress import iso_epoch_s
 
 
 def batch_progress(output: Path) -> list[tuple[float, int]]:
@@ -20,7 +15,7 @@ def batch_progress(output: Path) -> list[tuple[float, int]]:
 
     out = []
     for rec in read_metrics(Path(output) / "_metrics" / "metrics.jsonl"):
-        start, mark = _epoch(rec.get("timestamp")), _epoch(rec.get("watermark"))
+        start, mark = iso_epoch_s(rec.get("timestamp")), iso_epoch_s(rec.get("watermark"))
         if start is not None and mark is not None:
             out.append((start + (rec.get("batch_duration_ms") or 0) / 1000, round(mark * 1000)))
     return out

@@ -58,16 +58,27 @@ def write_rows(folder: Path, name: str, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def batch_writer(folder: Path):
-    """A ``foreachBatch`` function writing each non-empty micro-batch to ``batch-<id>.jsonl``."""
-    folder = Path(folder)
+class BatchWriter:
+    """A ``foreachBatch`` function writing each non-empty micro-batch to ``batch-<id>.jsonl``; it remembers how
+    many rows its recent batches wrote (:meth:`rows_of`: the driver's progress report says when output arrived)."""
 
-    def write(df, batch_id: int) -> None:
+    KEEP = 100  # batches remembered: the progress listener asks right after each batch
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._rows: dict[int, int] = {}
+
+    def __call__(self, df, batch_id: int) -> None:
         rows = [r.asDict(recursive=True) for r in df.collect()]
         if rows:
-            write_rows(folder, batch_file(batch_id), rows)
+            write_rows(self.folder, batch_file(batch_id), rows)
+        self._rows[batch_id] = len(rows)
+        if len(self._rows) > self.KEEP:
+            self._rows.pop(min(self._rows))
 
-    return write
+    def rows_of(self, batch_id: int) -> int:
+        """Rows batch ``batch_id`` wrote (0: none, or not remembered)."""
+        return self._rows.get(batch_id, 0)
 
 
 def read_output(folder: str | Path) -> list[dict[str, Any]]:

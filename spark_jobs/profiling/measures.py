@@ -5,22 +5,16 @@ from __future__ import annotations
 import json
 import statistics
 from bisect import bisect_left
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 
+from ft_core.store.stream_progress import iso_epoch_s
 from spark_jobs.profiling.reports import BatchSample
 from spark_jobs.pipeline.feed import FeedMark
 
 STEADY_BATCHES = 3
 CONFIRM_BATCHES = 2
-
-
-def _epoch(iso: str | None) -> float | None:
-    if not iso:
-        return None
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def read_batches(metrics: Path, restarts: list[float]) -> list[BatchSample]:
@@ -30,10 +24,10 @@ def read_batches(metrics: Path, restarts: list[float]) -> list[BatchSample]:
 
     out = []
     for rec in read_metrics(metrics):
-        start = _epoch(rec.get("timestamp"))
+        start = iso_epoch_s(rec.get("timestamp"))
         if start is None:
             continue
-        mark = _epoch(rec.get("watermark"))
+        mark = iso_epoch_s(rec.get("watermark"))
         out.append(BatchSample(run=sum(1 for t in restarts if t <= start), batch_id=int(rec["batch_id"]), start=start,
                                end=start + (rec.get("batch_duration_ms") or 0) / 1000.0,
                                rows=int(rec.get("num_input_rows") or 0),
@@ -195,7 +189,7 @@ def checkpoint_costs_ms(event_dir: Path) -> dict[int, float]:
                     continue
                 durations = progress.get("durationMs") or {}
                 state = sum(op.get("commitTimeMs") or 0 for op in progress.get("stateOperators") or [])
-                stamp = _epoch(progress.get("timestamp")) or 0.0
+                stamp = iso_epoch_s(progress.get("timestamp")) or 0.0
                 cost = float(durations.get("walCommit", 0) + durations.get("commitOffsets", 0) + state)
                 batch = int(progress["batchId"])
                 if batch not in costs or costs[batch][0] <= stamp:

@@ -79,9 +79,10 @@ def wait_running(master_ui: str, name: str, pgid: int, log: Path, timeout_s: flo
                     what=lambda: f"{name} to run ({last}); it is left running, see {log}")
 
 
-def submit_stream(name: str, master_ui: str, run_argv: list[str], timeout_s: float = 300.0, wait: bool = True) -> dict:
-    """Start a workload run (``ftops workload run`` arguments) detached, unless it already runs; with
-    ``wait`` off, return once started (an Airflow DAG waits in a deferred sensor instead)."""
+def submit_stream(name: str, master_ui: str, run_argv: list[str], timeout_s: float = 300.0, wait: bool = True,
+                  extra_env: dict[str, str] | None = None) -> dict:
+    """Start a workload run (``ftops workload run`` arguments) detached, unless it already runs, with ``extra_env``
+    in its environment; with ``wait`` off, return once started (an Airflow DAG waits in a deferred sensor instead)."""
     from spark_jobs.runtime.launch import launch_run, run_args
 
     existing = active_apps(master_ui, name)
@@ -90,7 +91,7 @@ def submit_stream(name: str, master_ui: str, run_argv: list[str], timeout_s: flo
     args = run_args([*run_argv, "--query-name", name])
     if args.master.startswith("local"):
         raise InputError("--master: a detached stream needs a standalone master (spark://...), got " + args.master)
-    proc, log = launch_run(args)
+    proc, log = launch_run(args, extra_env)
     app = wait_running(master_ui, name, proc.pid, log, timeout_s) if wait else {"id": None}
     return {"submitted": True, "app_id": app["id"], "name": name, "pgid": proc.pid, "log": str(log),
             "output": str(args.output)}

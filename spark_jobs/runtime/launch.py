@@ -133,9 +133,10 @@ def run_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args([str(a) for a in argv])
 
 
-def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
+def launch_run(args: argparse.Namespace, extra_env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
     """Validate (bad parameters and plans raise InputError before a JVM starts), then spark-submit
-    the run in its own session; returns the process (leader of its process group) and its log."""
+    the run in its own session, with ``extra_env`` added to its environment (e.g. the history store's
+    ``FTOPS_DATABASE_URL``: never on the command line); returns the process (leader of its process group) and its log."""
     from spark_jobs.cluster.standalone import spark_env
     from spark_jobs.runtime.driver_address import driver_env
     from spark_jobs.runtime.run_pipeline import config_from_args, prepare
@@ -151,7 +152,7 @@ def launch_run(args: argparse.Namespace) -> tuple[subprocess.Popen, Path]:
     log_dir = args.output / "_logs"
     log_dir.mkdir(exist_ok=True)
     log = log_dir / f"driver-{time.time():.3f}.log"
-    env = driver_env(spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}))
+    env = driver_env(spark_env({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable, **(extra_env or {})}))
     env.pop("SPARK_NO_DAEMONIZE", None)
     cmd = submit_command(args)
     with log.open("w") as fh:

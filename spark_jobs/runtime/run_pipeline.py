@@ -24,6 +24,8 @@ task the topology does not have) print one line and exit 2 before Spark starts. 
 the query between micro-batches and exit 0. A query that fails (an executor lost mid-batch can fail it
 on Spark 4.3) starts again from its checkpoint, at most ``--max-restarts`` times per
 ``--restart-window-s`` (:mod:`spark_jobs.runtime.query_restarts`); each restart is listed in ``_run.json``.
+With ``FTOPS_DATABASE_URL`` in its environment, a streaming role also writes each micro-batch's progress to
+the history store (:mod:`spark_jobs.runtime.progress_store`), where the triggers read it.
 """
 
 from __future__ import annotations
@@ -177,8 +179,9 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     ``stop_event`` is set; returns a summary."""
     from spark_jobs.pipeline.frames import build_frame, read_sources
     from spark_jobs.pipeline.metrics import TaskMetricsListener
-    from spark_jobs.pipeline.sink import batch_writer
+    from spark_jobs.pipeline.sink import BatchWriter
     from spark_jobs.runtime.executor_faults import ExecutorFaultWatcher
+    from spark_jobs.runtime.progress_store import store_listener
     from spark_jobs.runtime.query_restarts import RestartPolicy, error_summary, record_failure, record_restart
 
     stop_event = stop_event or threading.Event()
@@ -188,9 +191,12 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     listener = TaskMetricsListener(config.metrics_path, workload.task_ids(), config.name,
                                    {"role": config.role, "pipeline": workload.name, "app_id": spark.sparkContext.applicationId})
     spark.streams.addListener(listener)
+    sink = BatchWriter(config.output)
+    reporter = store_listener(spark, config.name, role=config.role, output_rows=sink.rows_of,
+                              checkpoint=config.checkpoint, input_dir=config.input)
     live = _live_redundancy(spark, config)
     writer = (plan.writeStream.outputMode("append").queryName(config.name)
-              .foreachBatch(batch_writer(config.output))
+              .foreachBatch(sink)
               .option("checkpointLocation", str(config.checkpoint)))
     writer = writer.trigger(availableNow=True) if config.available_now else \
         writer.trigger(processingTime=f"{int(round(config.trigger_s * 1000))} milliseconds")
@@ -219,6 +225,10 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
         # The listener's callback may still be delivering the last progress event.
         time.sleep(0.5)
         spark.streams.removeListener(listener)
+        if reporter is not None:
+            last = query.lastProgress if query is not None else None
+            reporter.close(last_batch=last.batchId if last else None)
+            spark.streams.removeListener(reporter)
         faults.stop()
         if live is not None:
             spark.streams.removeListener(live)

@@ -92,6 +92,7 @@ with DAG(
     decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not the injection's own check
     inject = InjectFailureOperator(task_id="inject_failure", trigger_rule="none_failed_min_one_success")
     wait_tentative = OutputArrivalSensor(task_id="wait_tentative", folder="{{ " + INJ + "['replica_output'] or '' }}",
+                                         stream="{{ " + INJ + "['replica_stream'] or '' }}",
                                          after_ts="{{ " + INJ + "['t_fail'] }}", timeout_s="{{ params.timeout_s }}",
                                          probes="{{ " + INJ + "['probes'] }}")
     replacement_due = WaitUntilSensor(task_id="wait_replacement_due", moment="{{ " + INJ + "['capacity_due'] }}",
@@ -105,6 +106,7 @@ with DAG(
                                          timeout_s="{{ params.timeout_s }}", probes="{{ " + CAP + "['probes'] }}")
     wait_caught_up = StreamCaughtUpSensor(task_id="wait_caught_up",
                                           checkpoint="{{ " + CAP + "['paths']['primary_checkpoint'] }}",
+                                          stream="{{ " + CAP + "['primary_app'] }}",
                                           input_dir="{{ " + CAP + "['paths']['input'] }}",
                                           after_ts="{{ " + CAP + "['t_capacity'] }}", timeout_s="{{ params.timeout_s }}",
                                           max_lag_files="{{ " + PRE + "['caught_up_lag_files'] }}",

@@ -44,9 +44,26 @@ class HistoryStoreHook(PostgresHook):
         return super().get_conn()
 
     def _create_connection(self, conn_args: dict[str, Any]):
-        """Open the provider's assembled arguments with psycopg2 (see the module docstring)."""
+        """Open the provider's assembled arguments with psycopg2 (see the module docstring); for :meth:`dsn`,
+        return them instead."""
         params = {k: v for k, v in conn_args.items() if v is not None and k not in _CURSOR_ARGS}
-        return connect_params(params)
+        return params if self._params_only else connect_params(params)
+
+    _params_only = False
+
+    def dsn(self) -> str:
+        """The store as a libpq connection string, assembled as :meth:`get_conn` assembles it (extras such as
+        ``sslmode`` kept), for a process that connects by itself: the streaming drivers ftops submits get it as
+        ``FTOPS_DATABASE_URL`` in their environment. It holds the password: never log it (an IAM token in it
+        expires with the token, so such a driver writes no progress after that)."""
+        from psycopg2.extensions import make_dsn
+
+        self._params_only = True
+        try:
+            params = self.get_conn()
+        finally:
+            self._params_only, self.conn = False, None
+        return make_dsn(**{k: str(v) for k, v in params.items()})
 
     def store(self) -> HistoryStore:
         """A store on a new connection; close it with ``store.conn.close()``."""

@@ -55,12 +55,13 @@ class StreamSubmitOperator(SparkSubmitOperator):
     template_fields = (*SparkSubmitOperator.template_fields, "app_name", "run_args", "master_ui")
 
     def __init__(self, *, app_name: str, run_args: list[str], master_ui: str, conn_id: str = "spark_primary",
-                 **kwargs: Any):
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         _launcher_defaults(kwargs)
         super().__init__(application=LAUNCHER, conn_id=conn_id, **kwargs)
         self.app_name = app_name
         self.run_args = run_args
         self.master_ui = master_ui
+        self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
         from spark_jobs.runtime.detached_submit import active_apps
@@ -72,9 +73,33 @@ class StreamSubmitOperator(SparkSubmitOperator):
             return {"app_id": running[0]["id"], "name": self.app_name, "submitted": False}
         self.application_args = ["stream", "--name", self.app_name, "--master-ui", self.master_ui, "--no-wait",
                                  "--", *map(str, self.run_args)]
+        self.env_vars = {**(self.env_vars or {}), **self._store_env()}
         super().execute(context)
         self.log.info("%s started; a deferred SparkAppSensor waits until it runs", self.app_name)
         return {"app_id": None, "name": self.app_name, "submitted": True}
+
+
+    def _store_env(self) -> dict[str, str]:
+        """``FTOPS_DATABASE_URL`` for the driver, from the history store's connection: it writes its micro-batches'
+        progress there, where the triggers read it (``spark_jobs.runtime.progress_store``). Not on YARN or
+        Kubernetes, where the provider passes env_vars as ``--conf`` on the command line."""
+        from airflow.sdk.log import mask_secret
+
+        from ftops_provider.hooks.history import HistoryStoreHook
+
+        hook = self._get_hook()
+        if hook._is_yarn or hook._is_kubernetes:  # the provider's own flags: no public way to ask
+            self.log.warning("%s: the driver gets no history-store URL on this master (it would be on the command "
+                             "line); its progress is read from its folders", self.app_name)
+            return {}
+        try:
+            dsn = HistoryStoreHook(self.ftops_db_conn_id).dsn()
+        except Exception as exc:  # noqa: BLE001 -- a stream runs without it; the waits then read its folders
+            self.log.warning("%s: no history-store URL for the driver (%s); its progress is read from its folders",
+                             self.app_name, exc)
+            return {}
+        mask_secret(dsn)
+        return {"FTOPS_DATABASE_URL": dsn}
 
 
 class UnitsStageSubmitOperator(SparkSubmitOperator):

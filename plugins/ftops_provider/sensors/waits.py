@@ -168,15 +168,17 @@ class SparkAppSensor(_DeferredWait):
 
 
 class OutputArrivalSensor(_DeferredWait):
-    """Wait for new output files in a sink folder (tentative outputs arriving): files changed after
-    ``after_ts`` (epoch seconds; default: when this task started)."""
+    """Wait for new output of a stream (tentative outputs arriving) after ``after_ts`` (epoch seconds;
+    default: when this task started): a micro-batch with output in the history store when ``stream`` (its query
+    name) writes progress there, else files changed in its sink ``folder``."""
 
-    template_fields = ("folder", "after_ts", "timeout_s", "probes")
+    template_fields = ("folder", "after_ts", "timeout_s", "probes", "stream")
 
     def __init__(self, *, folder: str, after_ts: float | str | None = None, pattern: str = "batch-*.jsonl",
-                 min_files: int = 1, **kwargs):
+                 min_files: int = 1, stream: str | None = None, ftops_db_conn_id: str = "ftops_db", **kwargs):
         super().__init__(**kwargs)
         self.folder = folder
+        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
         self.after_ts = after_ts
         self.pattern = pattern
         self.min_files = min_files
@@ -190,22 +192,25 @@ class OutputArrivalSensor(_DeferredWait):
             raise AirflowSkipException("no output folder to watch (no replica: the plan replicates nothing)")
         after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
         return OutputArrivalTrigger(self.folder, after_ts=after, pattern=self.pattern, min_files=self.min_files,
-                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes())
+                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes(),
+                                    stream=self.stream or None, ftops_db_conn_id=self.ftops_db_conn_id)
 
 
 class StreamCaughtUpSensor(_DeferredWait):
     """Wait until a file-source streaming query is back to its steady lag (at most ``max_lag_files``
     unprocessed input files, from its checkpoint; default 0) with a batch committed after ``after_ts``
     (default: when this task started) and, given ``output_dir`` and ``watermark_ms``, its output's
-    watermark has reached ``watermark_ms``."""
+    watermark has reached ``watermark_ms``. When ``stream`` (the query's name) writes progress to the history
+    store, all of it is read there instead of the folders."""
 
     template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s",
-                       "probes")
+                       "probes", "stream")
 
     def __init__(self, *, checkpoint: str, input_dir: str, after_ts: float | str | None = None,
                  max_lag_files: int | str = 0, output_dir: str | None = None, watermark_ms: int | str | None = None,
-                 stable_polls: int = 2, **kwargs):
+                 stable_polls: int = 2, stream: str | None = None, ftops_db_conn_id: str = "ftops_db", **kwargs):
         super().__init__(**kwargs)
+        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
         self.checkpoint = checkpoint
         self.input_dir = input_dir
         self.after_ts = after_ts
@@ -220,8 +225,8 @@ class StreamCaughtUpSensor(_DeferredWait):
         return StreamCaughtUpTrigger(self.checkpoint, self.input_dir, after_ts=after, stable_polls=self.stable_polls,
                                      max_lag_files=int(self.max_lag_files or 0), output_dir=self.output_dir or None,
                                      watermark_ms=None if self.watermark_ms in (None, "", "None") else int(self.watermark_ms),
-                                     timeout_s=self.timeout_s,
-                                     poll_interval_s=self.poll_interval_s, abort=self._probes())
+                                     timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes(),
+                                     stream=self.stream or None, ftops_db_conn_id=self.ftops_db_conn_id)
 
 
 class WaitUntilSensor(_DeferredWait):

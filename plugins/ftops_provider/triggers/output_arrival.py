@@ -1,7 +1,12 @@
-"""OutputArrivalTrigger: wait until a sink folder (a file or table sink: one file per micro-batch)
-receives new output: at least ``min_files`` non-empty files matching ``pattern`` modified after
-``after_ts`` (epoch seconds), e.g. the first tentative outputs of a replica during a failure.
-Fires ``{"status": "ok", "files": [...], "first_s": ...}`` or ``{"status": "timeout"}``.
+"""OutputArrivalTrigger: wait until a stream writes new output after ``after_ts`` (epoch seconds), e.g. the
+first tentative outputs of a replica during a failure.
+
+Given ``stream`` (its query name) and a stream that writes progress to the history store, new output is a
+micro-batch that ended after ``after_ts`` having written rows (:mod:`ftops_provider.triggers.stream_progress`):
+no disk shared with the driver. Otherwise the sink folder (a file or table sink: one file per micro-batch)
+is read: at least ``min_files`` non-empty files matching ``pattern`` modified after ``after_ts``.
+Fires ``{"status": "ok", "files": [...], "first_s": ..., "source": "history store" | "folder"}`` or
+``{"status": "timeout"}``.
 """
 
 from __future__ import annotations
@@ -14,14 +19,17 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ftops_provider.triggers.abort_probes import abort_event
+from ftops_provider.triggers.stream_progress import store_reader
 from spark_jobs.drills.progress import new_outputs
 
 
 class OutputArrivalTrigger(BaseTrigger):
     def __init__(self, folder: str, *, after_ts: float, pattern: str = "batch-*.jsonl", min_files: int = 1,
-                 timeout_s: float = 300.0, poll_interval_s: float = 1.0, started_at: float | None = None, abort: dict | None = None):
+                 timeout_s: float = 300.0, poll_interval_s: float = 1.0, started_at: float | None = None, abort: dict | None = None,
+                 stream: str | None = None, ftops_db_conn_id: str = "ftops_db"):
         super().__init__()
         self.folder = folder
+        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
         self.after_ts = after_ts
         self.pattern = pattern
         self.min_files = min_files
@@ -34,22 +42,45 @@ class OutputArrivalTrigger(BaseTrigger):
         return ("ftops_provider.triggers.output_arrival.OutputArrivalTrigger", {
             "folder": self.folder, "after_ts": self.after_ts, "pattern": self.pattern, "min_files": self.min_files,
             "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s, "started_at": self.started_at, "abort": self.abort,
+            "stream": self.stream, "ftops_db_conn_id": self.ftops_db_conn_id,
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        reader = await asyncio.to_thread(store_reader, self.ftops_db_conn_id, self.stream)
+        try:
+            async for event in self._wait(reader):
+                yield event
+                return
+        finally:
+            if reader is not None:
+                reader.close()
+
+    async def _wait(self, reader) -> AsyncIterator[TriggerEvent]:
         deadline = self.started_at + self.timeout_s
         while True:
-            found = await asyncio.to_thread(new_outputs, self.folder, self.pattern, self.after_ts)
-            if len(found) >= self.min_files:
-                yield TriggerEvent({"status": "ok", "files": [n for _, n in found],
-                                    "first_s": round(found[0][0] - self.after_ts, 2)})
+            found = await asyncio.to_thread(self._arrived, reader)
+            if len(found) >= (self.min_files if reader is None else 1):
+                yield TriggerEvent({"status": "ok", "files": [n for _, n in found], "first_s": round(found[0][0] - self.after_ts, 2),
+                                    "source": "folder" if reader is None else "history store"})
                 return
             aborted = await abort_event(self.abort)
             if aborted is not None:
                 yield TriggerEvent(aborted)
                 return
             if time.time() >= deadline:
+                missing = f"{len(found)} of {self.min_files} new files matching {self.pattern} in {self.folder}" \
+                    if reader is None else f"no micro-batch of {self.stream} with output since {self.after_ts:.0f} (history store)"
                 yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "files": [n for _, n in found],
-                                    "missing": [f"{len(found)} of {self.min_files} new files matching {self.pattern} in {self.folder}"]})
+                                    "missing": [missing]})
                 return
             await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
+
+    def _arrived(self, reader) -> list[tuple[float, str]]:
+        """(time, name) of the new outputs so far: the files, or from the store the first batch with output
+        (``min_files`` counts files: it applies to folders)."""
+        if reader is None:
+            return new_outputs(self.folder, self.pattern, self.after_ts)
+        since = reader.since(self.after_ts)
+        if since is None or since.first_output_end is None:
+            return []
+        return [(since.first_output_end, f"{self.stream}: first micro-batch with output")]

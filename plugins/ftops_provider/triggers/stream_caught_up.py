@@ -6,6 +6,11 @@ a batch committed after ``after_ts``; with ``output_dir`` and
 ``watermark_ms``, the input's watermark reached) on ``stable_polls`` consecutive polls. Fires
 ``{"status": "ok", "caught_up_s": ...}``, ``{"status": "timeout", "missing": [...]}`` or, when a drill's
 abort probe fires, ``{"status": "aborted", ...}``.
+
+Given ``stream`` (the query's name) and a stream that writes progress to the history store, the same
+definition is read from its rows there (:meth:`ft_core.store.stream_progress.StreamSince.caught_up`: the backlog
+its driver counted after its newest batch): no disk shared with the driver. Otherwise the checkpoint, input
+and output folders are read (:mod:`ftops_provider.triggers.stream_progress`).
 """
 
 from __future__ import annotations
@@ -18,13 +23,16 @@ from typing import Any
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ftops_provider.triggers.abort_probes import abort_event
+from ftops_provider.triggers.stream_progress import store_reader
 
 
 class StreamCaughtUpTrigger(BaseTrigger):
     def __init__(self, checkpoint: str, input_dir: str, *, after_ts: float | None = None, stable_polls: int = 2,
                  max_lag_files: int = 0, output_dir: str | None = None, watermark_ms: int | None = None,
-                 timeout_s: float = 600.0, poll_interval_s: float = 2.0, started_at: float | None = None, abort: dict | None = None):
+                 timeout_s: float = 600.0, poll_interval_s: float = 2.0, started_at: float | None = None, abort: dict | None = None,
+                 stream: str | None = None, ftops_db_conn_id: str = "ftops_db"):
         super().__init__()
+        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
         self.checkpoint = checkpoint
         self.input_dir = input_dir
         self.after_ts = after_ts
@@ -43,21 +51,29 @@ class StreamCaughtUpTrigger(BaseTrigger):
             "watermark_ms": self.watermark_ms, "timeout_s": self.timeout_s,
             "poll_interval_s": self.poll_interval_s,
             "started_at": self.started_at, "abort": self.abort,
+            "stream": self.stream, "ftops_db_conn_id": self.ftops_db_conn_id,
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from spark_jobs.drills.progress import caught_up_now
+        reader = await asyncio.to_thread(store_reader, self.ftops_db_conn_id, self.stream)
+        try:
+            async for event in self._wait(reader):
+                yield event
+                return
+        finally:
+            if reader is not None:
+                reader.close()
 
+    async def _wait(self, reader) -> AsyncIterator[TriggerEvent]:
         deadline = self.started_at + self.timeout_s
         after = self.after_ts or self.started_at
         streak, missing = 0, "not polled yet"
         while True:
-            ok, missing = await asyncio.to_thread(caught_up_now, self.checkpoint, self.input_dir, after_ts=after,
-                                                  max_lag_files=self.max_lag_files, output_dir=self.output_dir,
-                                                  watermark_ms=self.watermark_ms)
+            ok, missing = await asyncio.to_thread(self._caught_up, reader, after)
             streak = streak + 1 if ok else 0
             if streak >= self.stable_polls:
-                yield TriggerEvent({"status": "ok", "caught_up_s": round(time.time() - after, 1)})
+                yield TriggerEvent({"status": "ok", "caught_up_s": round(time.time() - after, 1),
+                                    "source": "folder" if reader is None else "history store"})
                 return
             aborted = await abort_event(self.abort)
             if aborted is not None:
@@ -67,3 +83,14 @@ class StreamCaughtUpTrigger(BaseTrigger):
                 yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "missing": [missing]})
                 return
             await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
+
+    def _caught_up(self, reader, after: float) -> tuple[bool, str]:
+        if reader is None:
+            from spark_jobs.drills.progress import caught_up_now
+
+            return caught_up_now(self.checkpoint, self.input_dir, after_ts=after, max_lag_files=self.max_lag_files,
+                                 output_dir=self.output_dir, watermark_ms=self.watermark_ms)
+        since = reader.since(after)
+        if since is None:
+            return False, "history store not readable"
+        return since.caught_up(self.max_lag_files, self.watermark_ms)

@@ -1,0 +1,130 @@
+"""Streams' micro-batch progress in the history store: written by the drivers, read by the triggers.
+
+Problem: the triggers that wait on a stream (a replica's first tentative output after a fault, a primary
+back to its steady lag) run in Airflow's triggerer. Reading the job's folders (output files, checkpoint)
+from there holds only when the triggerer shares a disk with the drivers (issue 14, item 5).
+
+Algorithm: each driver ftops starts writes one row per micro-batch (migration 007; the listener in
+``spark_jobs.runtime.progress_store``): when the batch ended, the watermark it used, rows in and out, and the
+file sources' backlog after it. A trigger then asks one question of the rows after a moment
+(:meth:`StreamProgressRecords.progress_since`): how many batches ended since, the newest one's backlog, the
+highest watermark, the first batch with output. A write is one upsert, O(1) (a batch replayed after a
+restart rewrites its row); a question is one query over the index (stream, batch_end), O(rows since).
+Rows older than ``KEEP_S`` are pruned by the writers (:meth:`StreamProgressRecords.prune_progress`).
+
+    >>> p = BatchProgress(stream="ftops-topk-primary", app_id="app-1", batch_id=3, batch_end=1.7e9,
+    ...                   input_rows=200, output_rows=12, input_files=40, lag_files=1)
+    >>> StreamSince(batches=1, last_end=p.batch_end, lag_files=p.lag_files, input_files=p.input_files,
+    ...             watermark_ms=None, first_output_end=p.batch_end).caught_up(max_lag_files=2)
+    (True, '')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ft_core.store.base import StoreBase
+
+KEEP_S = 7 * 86400.0  # a week of batches: what a drill or a recovery looks back on, with room to read it afterwards
+
+
+def iso_epoch_s(iso: str | None) -> float | None:
+    """Epoch seconds of a Spark progress report's ISO time (``2026-11-26T10:00:00.000Z``); None stays None.
+
+    >>> iso_epoch_s("1970-01-01T00:00:01.500Z")
+    1.5
+    """
+    if not iso:
+        return None
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+class BatchProgress(BaseModel):
+    """One micro-batch of one stream, as its driver reports it (times are epoch seconds)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    stream: str = Field(min_length=1)
+    app_id: str
+    batch_id: int = Field(ge=0)
+    role: str | None = None
+    batch_end: float
+    watermark_ms: int | None = None
+    input_rows: int = Field(default=0, ge=0)
+    output_rows: int = Field(default=0, ge=0)
+    input_files: int | None = Field(default=None, ge=0)
+    lag_files: int | None = Field(default=None, ge=0)
+
+
+@dataclass(frozen=True)
+class StreamSince:
+    """What a stream's rows since a moment say: batches ended, the newest one's backlog, the highest watermark,
+    the end of the first batch that wrote output (None: none)."""
+
+    batches: int
+    last_end: float | None
+    lag_files: int | None
+    input_files: int | None
+    watermark_ms: int | None
+    first_output_end: float | None
+
+    def caught_up(self, max_lag_files: int, watermark_ms: int | None = None) -> tuple[bool, str]:
+        """Whether the stream is caught up (a batch ended since the moment, its backlog at most ``max_lag_files``
+        input files, and, given ``watermark_ms``, a watermark that reached it), and what is missing otherwise:
+        the definition of ``spark_jobs.drills.progress.caught_up_now``, read from the store."""
+        reached = watermark_ms is None or (self.watermark_ms is not None and self.watermark_ms >= watermark_ms)
+        lag = self.lag_files
+        if self.batches and reached and lag is not None and lag <= max_lag_files and self.input_files:
+            return True, ""
+        return False, (f"{'?' if lag is None else lag} input files not processed (steady: {max_lag_files}), output "
+                       f"watermark {'reached' if reached else 'not yet at'} {watermark_ms}"
+                       + ("" if self.batches else " (no batch ended since)"))
+
+
+class StreamProgressRecords(StoreBase):
+    """Streams' micro-batch progress (``ftops_stream_progress``)."""
+
+    def record_batch(self, progress: BatchProgress) -> None:
+        p = progress
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, input_rows,
+                                                      output_rows, input_files, lag_files)
+                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s)
+                   ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end,
+                       watermark_ms = EXCLUDED.watermark_ms, input_rows = EXCLUDED.input_rows,
+                       output_rows = EXCLUDED.output_rows, input_files = EXCLUDED.input_files,
+                       lag_files = EXCLUDED.lag_files, recorded_at = now()""",
+                (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
+                 p.input_files, p.lag_files))
+
+    def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
+        """Delete the stream's rows older than ``keep_s``; returns how many."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("DELETE FROM ftops_stream_progress WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
+                        (stream, keep_s))
+            return cur.rowcount
+
+    def reports_progress(self, stream: str) -> bool:
+        """Whether the stream has written progress here (a driver started without the store's URL has not)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT EXISTS (SELECT 1 FROM ftops_stream_progress WHERE stream = %s)", (stream,))
+            return cur.fetchone()[0]
+
+    def progress_since(self, stream: str, after_ts: float) -> StreamSince:
+        """The stream's batches that ended after ``after_ts`` (epoch seconds), summed up."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT count(*), extract(epoch FROM max(batch_end)), max(watermark_ms),
+                          extract(epoch FROM min(batch_end) FILTER (WHERE output_rows > 0)),
+                          (array_agg(lag_files ORDER BY batch_end DESC))[1],
+                          (array_agg(input_files ORDER BY batch_end DESC))[1]
+                   FROM ftops_stream_progress WHERE stream = %s AND batch_end > to_timestamp(%s)""",
+                (stream, after_ts))
+            count, last, mark, first_output, lag, inputs = cur.fetchone()
+        return StreamSince(batches=count, last_end=None if last is None else float(last), lag_files=lag,
+                           input_files=inputs, watermark_ms=mark,
+                           first_output_end=None if first_output is None else float(first_output))

@@ -1,0 +1,141 @@
+"""Progress through the history store (issue 14, item 5): a driver with ``FTOPS_DATABASE_URL`` writes one row per
+micro-batch (spark_jobs.runtime.progress_store), and the drill's waits read the stream there, with the job's
+folders out of their reach; a store that does not answer costs rows, never the stream. Real Spark (in-process
+local[2]), real PostgreSQL, the real sensors and triggers run in place (no Airflow scheduler is needed)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ft_core.store.migrations import upgrade
+from ft_core.store.stream_progress import iso_epoch_s
+from spark_jobs.pipeline import sample_input
+from spark_jobs.pipeline.loading import load_workload
+from spark_jobs.pipeline.metrics import read_metrics
+from spark_jobs.pipeline.sink import closed_rows, read_output
+from spark_jobs.runtime.stream_lag import file_source_lag
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
+
+STREAM = "ftops-test-progress"
+
+
+def _run(spark, tmp_path, **kw):
+    from spark_jobs.runtime.run_pipeline import JobConfig, run
+
+    config = JobConfig("topk", "primary", tmp_path / "in", tmp_path / "out", checkpoint=tmp_path / "ck",
+                       available_now=True, query_name=STREAM, **{"max_files_per_trigger": 4, **kw})
+    return run(config, spark=spark)
+
+
+@pytest.fixture
+def streamed(spark, tmp_path, pg_server, pg_conn, monkeypatch):
+    """A finished available-now run of topk whose driver wrote its progress to the store; (t0, rows)."""
+    upgrade(pg_conn)
+    monkeypatch.setenv("FTOPS_DATABASE_URL", pg_server.url())
+    sample_input.write_seconds(load_workload("topk", []), tmp_path / "in", 20)
+    t0 = time.time()
+    _run(spark, tmp_path)
+    with pg_conn, pg_conn.cursor() as cur:
+        cur.execute("""SELECT batch_id, app_id, role, output_rows, input_files, lag_files, watermark_ms,
+                              extract(epoch FROM batch_end)::float8 FROM ftops_stream_progress WHERE stream = %s ORDER BY batch_id""",
+                    (STREAM,))
+        rows = cur.fetchall()
+    return t0, rows
+
+
+def test_every_micro_batch_is_a_row_with_its_output_backlog_and_watermark(streamed, tmp_path):
+    t0, rows = streamed
+    metrics = read_metrics(tmp_path / "out" / "_metrics" / "metrics.jsonl")
+    assert [r[0] for r in rows] == [m["batch_id"] for m in metrics] and len(rows) >= 3
+    assert {r[1] for r in rows} == {metrics[0]["app_id"]} and {r[2] for r in rows} == {"primary"}
+    assert sum(r[3] for r in rows) == len(read_output(tmp_path / "out")) > 0  # rows the sink wrote, per batch
+    total = file_source_lag(tmp_path / "ck", tmp_path / "in").input_files
+    assert rows[0][5] > 0 and rows[-1][4] == total and rows[-1][5] == 0  # 4 files a batch: the backlog drains
+    assert all(t0 < r[7] <= time.time() for r in rows)
+    marks = [m["watermark"] for m in metrics]
+    assert max(r[6] for r in rows) == max(round(iso_epoch_s(w) * 1000) for w in marks if w)
+
+
+def test_the_drill_waits_read_the_store_with_the_jobs_folders_out_of_reach(streamed, tmp_path, pg_server, monkeypatch):
+    from ftops_provider.sensors.waits import OutputArrivalSensor, StreamCaughtUpSensor, WaitTimeout
+
+    t0, rows = streamed
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    gone = tmp_path / "not-shared"  # what a triggerer on another host sees of the job's folders: nothing
+    mark = max(r[6] for r in rows)
+    caught = StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
+                                  output_dir=str(gone / "out"), after_ts=t0, max_lag_files=0, watermark_ms=mark,
+                                  stable_polls=1, stream=STREAM, timeout_s=20, poll_interval_s=0.5).execute({})
+    assert caught["status"] == "ok" and caught["source"] == "history store"
+    arrived = OutputArrivalSensor(task_id="wait_tentative", folder=str(gone / "out"), after_ts=t0, stream=STREAM,
+                                  timeout_s=20, poll_interval_s=0.5).execute({})
+    first_with_output = min(r[7] for r in rows if r[3] > 0)
+    assert arrived["source"] == "history store" and arrived["first_s"] == pytest.approx(first_with_output - t0, abs=0.01)
+    with pytest.raises(WaitTimeout, match=f"watermark not yet at {mark + 10**9}"):
+        StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
+                             output_dir=str(gone / "out"), after_ts=t0, watermark_ms=mark + 10**9, stream=STREAM,
+                             timeout_s=2, poll_interval_s=0.5).execute({})
+    # a stream that has written no progress (a driver without the store's URL) is read from its folders
+    folder = OutputArrivalSensor(task_id="wait_tentative", folder=str(tmp_path / "out"), after_ts=t0,
+                                 stream="never-reported", timeout_s=20, poll_interval_s=0.5).execute({})
+    assert folder["source"] == "folder" and folder["files"]
+
+
+def test_a_store_that_does_not_answer_costs_the_rows_not_the_stream(spark, tmp_path, monkeypatch, capfd):
+    from spark_jobs.runtime.run_pipeline import JobConfig, run
+
+    monkeypatch.setenv("FTOPS_DATABASE_URL", "postgresql://ftops:s3cret-pass@127.0.0.1:1/ftops")  # nothing listens
+    sample_input.write_seconds(load_workload("topk", []), tmp_path / "in", 12)
+    _run(spark, tmp_path)
+    meta = run(JobConfig("topk", "reference", tmp_path / "in", tmp_path / "ref"), spark=spark)
+    assert read_output(tmp_path / "out") == closed_rows(read_output(tmp_path / "ref"), meta["closed_until_ms"])
+    err = capfd.readouterr().err
+    assert err.count("progress not written to the history store") == 1  # once per outage, not per batch
+    assert "s3cret-pass" not in err
+
+
+def test_after_a_database_restart_the_driver_writes_its_progress_again(spark, tmp_path, pg_server, pg_conn, monkeypatch,
+                                                                       capfd):
+    import threading
+
+    upgrade(pg_conn)
+    pg_conn.close()
+    monkeypatch.setenv("FTOPS_DATABASE_URL", pg_server.url())
+    sample_input.write_seconds(load_workload("topk", []), tmp_path / "in", 30)
+
+    ran = threading.Event()
+
+    def restart_once_rows_arrive() -> None:
+        from ft_core.store.connection import connect
+
+        while not ran.is_set():  # the first rows are in: the writer holds a connection now
+            with connect(pg_server.url()) as conn, conn.cursor() as cur:
+                cur.execute("SELECT count(*) FROM ftops_stream_progress")
+                if cur.fetchone()[0] >= 2:
+                    break
+            time.sleep(0.2)
+        else:
+            return
+        pg_server.stop()
+        time.sleep(4)  # a few micro-batches end while the store is down
+        pg_server.start()
+
+    restarter = threading.Thread(target=restart_once_rows_arrive)
+    restarter.start()
+    try:
+        _run(spark, tmp_path, max_files_per_trigger=1)
+    finally:
+        ran.set()
+        restarter.join(60)
+    from ft_core.store.connection import connect
+
+    with connect(pg_server.url()) as conn, conn.cursor() as cur:
+        cur.execute("SELECT max(batch_id), count(*) FROM ftops_stream_progress WHERE stream = %s", (STREAM,))
+        last, count = cur.fetchone()
+    metrics = read_metrics(tmp_path / "out" / "_metrics" / "metrics.jsonl")
+    assert last == metrics[-1]["batch_id"]  # written again after the restart, to the last batch
+    assert 2 <= count <= len(metrics)
+    err = capfd.readouterr().err
+    assert err.count("progress not written to the history store") == 1 and "answers again" in err
