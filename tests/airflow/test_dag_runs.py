@@ -167,6 +167,10 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     assert events[:2] == ["steady state checked", "failure injected"] and events[-1] == "passed"
     assert events.index("replacement capacity joined") < events.index("primary caught up")
     assert store.lease(JOB) is None  # released
+    with store.conn, store.conn.cursor() as cur:  # the drivers' progress, which the drill's waits read
+        cur.execute("SELECT stream, count(*) FROM ftops_stream_progress GROUP BY stream")
+        streams = dict(cur.fetchall())
+    assert streams.get(f"ftops-{JOB}-primary", 0) > 0 and any(f"ftops-{JOB}-replica" in s for s in streams)
 
 
 def _drill_command(dep, *extra: str) -> subprocess.Popen:

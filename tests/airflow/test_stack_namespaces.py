@@ -1,7 +1,8 @@
 """The local stack on a namespace network (issue 14: ``ftops stack up --network namespaces``): the Spark daemons
 on hosts of their own, PostgreSQL, Airflow and the drivers on this machine, the gateway. The stack's job
 names the namespace masters, its drivers advertise the gateway (the deployment's Spark confs), so the
-primary's executors on the worker hosts call it back and it makes progress; Airflow's connections name the
+primary's executors on the worker hosts call it back and it makes progress, written to the stack's history
+store; ``up`` starts the replica of the plan the store says runs; Airflow's connections name the
 same masters; a stack on loopback is not silently mixed with it; ``down`` removes every namespace. Needs
 root and iproute2 (CI runs as root); elsewhere it is skipped, saying why."""
 
@@ -14,7 +15,9 @@ import pytest
 
 from ft_core.errors import InputError
 from ftops_provider.local_stack import RUNNING_JOB, SAMPLE_JOBS, LocalStack
+from spark_jobs.drills.live import master_apps
 from spark_jobs.pipeline.metrics import read_metrics
+from spark_jobs.runtime.job_streams import primary_app_name, replica_app_name
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, WORKER, namespaces_missing, namespaces_of, test_network, test_port
 
@@ -49,6 +52,21 @@ def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them():
                  what="three micro-batches of the primary on the namespace cluster")
         run = json.loads((dep.primary_output / "_run.json").read_text())
         assert run["master"] == masters["primary_master"]
+
+        # the stack's drivers write their progress to its history store, and `up` (after a `down`) starts the
+        # replica the store says runs
+        with stack.store() as store:
+            assert store.reports_progress(primary_app_name(RUNNING_JOB))
+            tasks = sorted(dep.workload().task_ids())[:2]
+            plan = store.save_plan(RUNNING_JOB, "replication", algorithm="test", objective=0.5, optimal=False,
+                                   payload={"tasks": tasks}, input_hash="test-replica-restart")
+            store.record_applied_plan(plan.plan_id, RUNNING_JOB, "replica")
+        stack.start_running_job()
+        replica = replica_app_name(RUNNING_JOB, plan.plan_id)
+        assert replica in {a["name"] for a in master_apps(masters["standby_ui"])}
+        with stack.store() as store:
+            wait_for(lambda: store.reports_progress(replica), timeout_s=300, interval_s=2,
+                     what=f"micro-batches of {replica} in the history store")
 
         with pytest.raises(InputError, match="already run on namespaces; `ftops stack down` first"):
             LocalStack(state=stack.state, airflow_port=stack.airflow_port, db_port=stack.db_port, network="loopback").up()

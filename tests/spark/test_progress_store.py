@@ -73,6 +73,10 @@ def test_the_drill_waits_read_the_store_with_the_jobs_folders_out_of_reach(strea
                                   timeout_s=20, poll_interval_s=0.5).execute({})
     first_with_output = min(r[7] for r in rows if r[3] > 0)
     assert arrived["source"] == "history store" and arrived["first_s"] == pytest.approx(first_with_output - t0, abs=0.01)
+    with pytest.raises(WaitTimeout, match="no new micro-batch since to confirm it"):  # stable over batches, not polls
+        StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
+                             after_ts=t0, watermark_ms=mark, stable_polls=2, stream=STREAM, timeout_s=2,
+                             poll_interval_s=0.5).execute({})
     with pytest.raises(WaitTimeout, match=f"watermark not yet at {mark + 10**9}"):
         StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
                              output_dir=str(gone / "out"), after_ts=t0, watermark_ms=mark + 10**9, stream=STREAM,

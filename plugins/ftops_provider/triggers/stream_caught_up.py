@@ -3,7 +3,8 @@
 Caught up is :func:`spark_jobs.drills.progress.caught_up_now` (lag back to ``max_lag_files``: for a drill,
 the band around the steady lag measured before the failure, :func:`spark_jobs.drills.probes.caught_up_lag_files`;
 a batch committed after ``after_ts``; with ``output_dir`` and
-``watermark_ms``, the input's watermark reached) on ``stable_polls`` consecutive polls. Fires
+``watermark_ms``, the input's watermark reached) on ``stable_polls`` consecutive polls (from the store: polls
+that each saw a new batch). Fires
 ``{"status": "ok", "caught_up_s": ...}``, ``{"status": "timeout", "missing": [...]}`` or, when a drill's
 abort probe fires, ``{"status": "aborted", ...}``.
 
@@ -67,10 +68,13 @@ class StreamCaughtUpTrigger(BaseTrigger):
     async def _wait(self, reader) -> AsyncIterator[TriggerEvent]:
         deadline = self.started_at + self.timeout_s
         after = self.after_ts or self.started_at
-        streak, missing = 0, "not polled yet"
+        streak, missing, last_seen = 0, "not polled yet", None
         while True:
-            ok, missing = await asyncio.to_thread(self._caught_up, reader, after)
-            streak = streak + 1 if ok else 0
+            ok, missing, seen = await asyncio.to_thread(self._caught_up, reader, after)
+            streak = 0 if not ok else streak + (seen != last_seen)  # from the store: stable over new batches
+            if ok and seen == last_seen:
+                missing = "caught up; no new micro-batch since to confirm it"
+            last_seen = seen
             if streak >= self.stable_polls:
                 yield TriggerEvent({"status": "ok", "caught_up_s": round(time.time() - after, 1),
                                     "source": "folder" if reader is None else "history store"})
@@ -84,13 +88,16 @@ class StreamCaughtUpTrigger(BaseTrigger):
                 return
             await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
 
-    def _caught_up(self, reader, after: float) -> tuple[bool, str]:
+    def _caught_up(self, reader, after: float) -> tuple[bool, str, float | None]:
+        """(caught up, what is missing, what was seen): the poll's time for folders, read now; the newest
+        batch's end from the store, so ``stable_polls`` counts new batches there, not the same row twice."""
         if reader is None:
             from spark_jobs.drills.progress import caught_up_now
 
-            return caught_up_now(self.checkpoint, self.input_dir, after_ts=after, max_lag_files=self.max_lag_files,
-                                 output_dir=self.output_dir, watermark_ms=self.watermark_ms)
+            ok, missing = caught_up_now(self.checkpoint, self.input_dir, after_ts=after, max_lag_files=self.max_lag_files,
+                                        output_dir=self.output_dir, watermark_ms=self.watermark_ms)
+            return ok, missing, time.time()
         since = reader.since(after)
         if since is None:
-            return False, "history store not readable"
-        return since.caught_up(self.max_lag_files, self.watermark_ms)
+            return False, "history store not readable", None
+        return (*since.caught_up(self.max_lag_files, self.watermark_ms), since.last_end)
