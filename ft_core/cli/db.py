@@ -80,17 +80,34 @@ def _status(args: argparse.Namespace) -> int:
     conn = connect(url)
     try:
         version = current_version(conn)
-        counts = {}
+        counts, streams = {}, []
         if version:
             with conn, conn.cursor() as cur:
                 for table in ("ftops_job", "ftops_plan", "ftops_drill", "ftops_recovery_run"):
                     cur.execute(f"SELECT count(*) FROM {table}")  # fixed table names, no user input
                     counts[table] = cur.fetchone()[0]
+            streams = _reporting_streams(conn) if version >= STREAM_PROGRESS_VERSION else []
     finally:
         conn.close()
-    doc = {"database": redact(url), "schema_version": version, "rows": counts}
+    doc = {"database": redact(url), "schema_version": version, "rows": counts, "streams_reporting": streams}
     if args.json:
         print_json(doc)
     else:
         print(f"{doc['database']}: schema version {version}; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        print(f"streams writing progress (last {RECENT_S // 60:.0f} min): " + (", ".join(
+            f"{s['stream']} ({s['batches']} batch{'' if s['batches'] == 1 else 'es'}, the last {s['last_batch_s_ago']:.0f} s ago)"
+            for s in streams) or "none"))
     return 0
+
+
+STREAM_PROGRESS_VERSION = 7  # the migration that adds ftops_stream_progress
+RECENT_S = 600.0
+
+
+def _reporting_streams(conn) -> list[dict]:
+    """The streams whose drivers wrote micro-batches in the last ``RECENT_S`` (the drill's waits read those rows; a
+    running stream missing here is read from its folders)."""
+    with conn, conn.cursor() as cur:
+        cur.execute("""SELECT stream, count(*), extract(epoch FROM now() - max(batch_end))::float8 FROM ftops_stream_progress
+                       WHERE batch_end > now() - make_interval(secs => %s) GROUP BY stream ORDER BY stream""", (RECENT_S,))
+        return [{"stream": s, "batches": n, "last_batch_s_ago": round(max(0.0, ago), 1)} for s, n, ago in cur.fetchall()]

@@ -74,3 +74,15 @@ def test_bad_rows_are_refused_before_the_database():
 def test_caught_up_needs_a_batch_since_the_backlog_back_and_the_watermark(since, caught, says):
     ok, missing = since.caught_up(max_lag_files=2, watermark_ms=4000)
     assert ok is caught and says in missing
+
+
+def test_db_status_names_the_streams_writing_progress(pg_server, pg_conn, cli):
+    store = _store(pg_conn)
+    store.record_batch(_batch(7, time.time() - 3))
+    store.record_batch(_batch(0, time.time() - 3600, stream="ftops-old-primary"))  # not recent: not listed
+    status = cli("db", "status", "--json", env={"FTOPS_DATABASE_URL": pg_server.url()})
+    assert status.code == 0
+    [stream] = status.json()["streams_reporting"]
+    assert stream["stream"] == "ftops-topk-primary" and stream["batches"] == 1 and 2 <= stream["last_batch_s_ago"] < 60
+    text = cli("db", "status", env={"FTOPS_DATABASE_URL": pg_server.url()})
+    assert "streams writing progress (last 10 min): ftops-topk-primary (1 batch, the last" in text.out
