@@ -17,9 +17,10 @@ def redact(url: str) -> str:
     return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
 
 
-def connect(url: str):
-    """A psycopg2 connection (autocommit off); errors name the server without its password."""
-    return _open(redact(url), dsn=url)
+def connect(url: str, **options):
+    """A psycopg2 connection (autocommit off) to a URL or key=value string, with libpq ``options`` added (e.g.
+    keepalives); errors name the server without its password."""
+    return _open(redact(url), dsn=url, **options)
 
 
 def connect_params(params: dict):

@@ -61,8 +61,9 @@ class BatchProgress(BaseModel):
 
 @dataclass(frozen=True)
 class StreamSince:
-    """What a stream's rows since a moment say: batches ended, the newest one's backlog, the highest watermark,
-    the end of the first batch that wrote output (None: none)."""
+    """What a stream's rows since a moment say: batches ended, the backlog of the newest one that has it counted
+    (a writer catching up counts it for its newest row only), the highest watermark, the end of the first batch
+    that wrote output (None: none)."""
 
     batches: int
     last_end: float | None
@@ -108,20 +109,14 @@ class StreamProgressRecords(StoreBase):
                         (stream, keep_s))
             return cur.rowcount
 
-    def reports_progress(self, stream: str) -> bool:
-        """Whether the stream has written progress here (a driver started without the store's URL has not)."""
-        with self.conn, self.conn.cursor() as cur:
-            cur.execute("SELECT EXISTS (SELECT 1 FROM ftops_stream_progress WHERE stream = %s)", (stream,))
-            return cur.fetchone()[0]
-
     def progress_since(self, stream: str, after_ts: float) -> StreamSince:
         """The stream's batches that ended after ``after_ts`` (epoch seconds), summed up."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 """SELECT count(*), extract(epoch FROM max(batch_end)), max(watermark_ms),
                           extract(epoch FROM min(batch_end) FILTER (WHERE output_rows > 0)),
-                          (array_agg(lag_files ORDER BY batch_end DESC))[1],
-                          (array_agg(input_files ORDER BY batch_end DESC))[1]
+                          (array_agg(lag_files ORDER BY batch_end DESC) FILTER (WHERE lag_files IS NOT NULL))[1],
+                          (array_agg(input_files ORDER BY batch_end DESC) FILTER (WHERE input_files IS NOT NULL))[1]
                    FROM ftops_stream_progress WHERE stream = %s AND batch_end > to_timestamp(%s)""",
                 (stream, after_ts))
             count, last, mark, first_output, lag, inputs = cur.fetchone()

@@ -5,16 +5,25 @@ from the history store (:mod:`ft_core.store.stream_progress`), so Airflow's trig
 the drivers (issue 14, item 5). A driver whose environment has ``FTOPS_DATABASE_URL`` (the operators and the
 local stack give it the store's URL) runs a :class:`StoreProgressListener` beside its query.
 
-How: the listener hears each micro-batch of its query on Spark's listener bus and only queues it; a writer
-thread counts the file sources' backlog (from the checkpoint and the input folder, which the driver lists
-anyway: :func:`spark_jobs.runtime.stream_lag.file_source_lag`) and writes the row, so neither the bus nor the
-query ever waits for the database. A store that does not answer costs the rows of that time, never the
-stream: the queue keeps the newest ``QUEUE_SIZE`` batches (the triggers read the newest rows), and the outage
-is logged once, with the URL's password masked.
+How: the listener hears each micro-batch of its query on Spark's listener bus (the idle reports Spark sends
+between batches are not batches and are skipped) and only queues it; a writer thread writes the rows, so
+neither the bus nor the query waits for the database. Before writing, the writer counts the file sources'
+backlog once for the newest queued batch (from the checkpoint and the input folder:
+:func:`spark_jobs.runtime.stream_lag.file_source_lag`, a listing of the input folder like the one Spark's file
+source makes every trigger, and a read of the source log); the count is taken when the row is written, a
+moment after the batch ended. Costs and failures:
+
+- the backlog count grows with the input folder (O(files) per batch, as Spark's own listing does): a stream
+  over a folder of millions of files should keep it small (archive processed files, ``cleanSource``);
+- a store that does not answer (``OperationalError``: down, restarting, unreachable) costs the rows of that
+  time, never the stream: the queue keeps the newest ``QUEUE_SIZE`` batches, a reconnect is tried at most every
+  ``RETRY_S``, and the outage is logged once (the URL's password masked), its end once;
+- a store that refuses the rows for good (not migrated to version 7, say) is logged once and written to no more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import sys
@@ -23,12 +32,23 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ft_core.errors import ExternalError
 from ft_core.store.stream_progress import BatchProgress, iso_epoch_s
 from ft_core.store.url import ENV_VAR
 from spark_jobs.runtime.progress_listener import ProgressListener
 
 QUEUE_SIZE = 200
 PRUNE_EVERY = 500  # batches between two prunes of the stream's old rows
+RETRY_S = 5.0  # seconds between two connection attempts while the store is away
+STATEMENT_TIMEOUT_MS = 10_000  # a stalled server fails a write, it does not hang the writer
+CONNECT_OPTIONS = {"options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", "keepalives": 1, "keepalives_idle": 30,
+                   "keepalives_interval": 10, "keepalives_count": 3}
+
+
+def ran_a_batch(p) -> bool:
+    """Whether a progress report is of a micro-batch that ran (Spark also reports idle triggers, about every
+    10 s, with no ``addBatch`` duration: nothing was committed)."""
+    return "addBatch" in (p.durationMs or {})
 
 
 def batch_row(p, *, app_id: str, role: str | None, output_rows: int) -> dict:
@@ -52,20 +72,14 @@ class StoreProgressListener(ProgressListener):
         self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._heard = threading.Condition()
         self._last_heard: int | None = None
+        self._closed = False
         self._writer = threading.Thread(target=self._drain, name=f"ftops-progress-{query_name}", daemon=True)
         self._writer.start()
 
     def on_progress(self, p) -> None:
-        row = batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId))
-        while True:
-            try:
-                self._queue.put_nowait(row)
-                break
-            except queue.Full:  # the store has been away for a while: keep the newest batches
-                try:
-                    self._queue.get_nowait()
-                except queue.Empty:
-                    pass
+        if self._closed or not ran_a_batch(p):
+            return
+        self._offer(batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId)))
         with self._heard:
             self._last_heard = p.batchId
             self._heard.notify_all()
@@ -75,39 +89,109 @@ class StoreProgressListener(ProgressListener):
         the writer, within ``timeout_s`` in all: the bus delivers a query's last progress after the query ends."""
         deadline = time.monotonic() + timeout_s
         with self._heard:
-            self._heard.wait_for(lambda: last_batch is None or (self._last_heard or -1) >= last_batch, timeout=timeout_s)
-        self._queue.put(None)
+            self._heard.wait_for(lambda: last_batch is None or (self._last_heard is not None and self._last_heard >= last_batch),
+                                 timeout=timeout_s)
+        self._closed = True
+        self._offer(None)
         self._writer.join(max(0.0, deadline - time.monotonic()))
 
-    def _drain(self) -> None:
-        store, failing, written = None, False, 0
-        while (row := self._queue.get()) is not None:
+    def _offer(self, item: dict | None) -> None:
+        """Queue without blocking; a full queue (the store has been away a while) drops its oldest batch."""
+        while True:
             try:
-                store = store or _open(self.url)
-                store.record_batch(BatchProgress(**row, **self._backlog()))
-                written += 1
-                if written % PRUNE_EVERY == 1:
-                    store.prune_progress(self.stream)
-                if failing:
-                    _say(f"{self.stream}: the history store answers again; progress is written again")
-                failing = False
-            except Exception as exc:  # noqa: BLE001 -- any store failure must cost rows, not the stream
-                if not failing:
-                    _say(f"{self.stream}: progress not written to the history store ({_reason(exc)}); the stream goes "
-                         "on, and rows are written again once the store answers")
-                failing, store = True, _close(store)
-        _close(store)
+                self._queue.put_nowait(item)
+                return
+            except queue.Full:
+                with contextlib.suppress(queue.Empty):
+                    self._queue.get_nowait()
+
+    def _drain(self) -> None:
+        writer = _RowWriter(self.url, self.stream)
+        while True:
+            rows = [self._queue.get()]
+            with contextlib.suppress(queue.Empty):
+                while rows[-1] is not None:
+                    rows.append(self._queue.get_nowait())
+            done = rows[-1] is None
+            batches = [r for r in rows if r is not None]
+            if batches:  # the backlog once, for the newest batch
+                batches[-1] = {**batches[-1], **self._backlog()}
+                writer.write([p for p in map(writer.valid, batches) if p is not None])
+            if done:
+                writer.close()
+                return
 
     def _backlog(self) -> dict[str, int | None]:
         if self.checkpoint is None or self.input_dir is None:
-            return {"input_files": None, "lag_files": None}
+            return {}
         from spark_jobs.runtime.stream_lag import file_source_lag
 
         try:
             lag = file_source_lag(self.checkpoint, self.input_dir)
         except (OSError, ValueError):  # a checkpoint file being written: this row goes without a backlog
-            return {"input_files": None, "lag_files": None}
+            return {}
         return {"input_files": lag.input_files, "lag_files": lag.lag_files}
+
+
+class _RowWriter:
+    """The writer thread's connection to the store: reconnects after an outage (at most every ``RETRY_S``),
+    gives up for good when the store refuses the rows themselves."""
+
+    def __init__(self, url: str, stream: str):
+        self.url, self.stream = url, stream
+        self.store, self.written, self.next_prune = None, 0, 0
+        self.failing_since: float | None = None
+        self.last_try = 0.0
+        self.refused = self.said_invalid = False
+
+    def valid(self, row: dict) -> BatchProgress | None:
+        """The row as the store takes it; None (said once) for a report Spark filled unexpectedly."""
+        from pydantic import ValidationError
+
+        try:
+            return BatchProgress(**row)
+        except ValidationError as exc:
+            if not self.said_invalid:
+                _say(f"{self.stream}: a progress report skipped ({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']})")
+            self.said_invalid = True
+            return None
+
+    def write(self, rows: list[BatchProgress]) -> None:
+        import psycopg2
+
+        if self.refused or (self.failing_since is not None and time.monotonic() - self.last_try < RETRY_S):
+            return
+        self.last_try = time.monotonic()
+        try:
+            self.store = self.store or _open(self.url)
+            for row in rows:
+                self.store.record_batch(row)
+            self.written += len(rows)
+            if self.written >= self.next_prune:  # at the first write, then every PRUNE_EVERY rows
+                self.store.prune_progress(self.stream)
+                self.next_prune = self.written + PRUNE_EVERY
+        except (psycopg2.OperationalError, psycopg2.InterfaceError, ExternalError) as exc:  # away: try again later
+            if self.failing_since is None:
+                _say(f"{self.stream}: progress not written to the history store ({_reason(exc)}); the stream goes "
+                     "on, and rows are written again once the store answers")
+            self.failing_since = self.failing_since or time.monotonic()
+            self.close()
+            return
+        except psycopg2.Error as exc:  # the store refuses the rows themselves: trying again would only repeat it
+            _say(f"{self.stream}: the history store refuses progress rows ({_reason(exc)}); none are written for this "
+                 "run (is the store migrated? `ftops db upgrade`)")
+            self.refused = True
+            self.close()
+            return
+        if self.failing_since is not None:
+            _say(f"{self.stream}: the history store answers again; progress is written again")
+        self.failing_since = None
+
+    def close(self) -> None:
+        if self.store is not None:
+            with contextlib.suppress(Exception):  # a connection that broke is closed already
+                self.store.conn.close()
+            self.store = None
 
 
 def store_listener(spark, query_name: str, *, role: str, output_rows: Callable[[int], int], checkpoint: Path | None,
@@ -127,15 +211,7 @@ def _open(url: str):
     from ft_core.store.connection import connect
     from ft_core.store.history import HistoryStore
 
-    return HistoryStore(connect(url))
-
-
-def _close(store) -> None:
-    if store is not None:
-        try:
-            store.conn.close()
-        except Exception:  # noqa: BLE001 -- a connection that broke is closed already
-            pass
+    return HistoryStore(connect(url, **CONNECT_OPTIONS))
 
 
 def _reason(exc: Exception) -> str:

@@ -192,8 +192,6 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
                                    {"role": config.role, "pipeline": workload.name, "app_id": spark.sparkContext.applicationId})
     spark.streams.addListener(listener)
     sink = BatchWriter(config.output)
-    reporter = store_listener(spark, config.name, role=config.role, output_rows=sink.rows_of,
-                              checkpoint=config.checkpoint, input_dir=config.input)
     live = _live_redundancy(spark, config)
     writer = (plan.writeStream.outputMode("append").queryName(config.name)
               .foreachBatch(sink)
@@ -203,6 +201,8 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     faults = ExecutorFaultWatcher(spark, config.output).start()  # drills on clusters ftops did not start
     restarts = RestartPolicy(config.max_restarts, config.restart_window_s)
     deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
+    reporter = store_listener(spark, config.name, role=config.role, output_rows=sink.rows_of,
+                              checkpoint=config.checkpoint, input_dir=config.input)
     query = None
     try:
         while True:

@@ -81,3 +81,23 @@ def test_recovery_takes_the_master_ui_from_the_record_else_the_connection(monkey
     assert _master_ui(tmp_path, "ftops_ep_master") == "http://spark-master.example:8080"
     dep.model_copy(update={"master_ui": "http://ui.example:8081"}).save()
     assert _master_ui(tmp_path, "ftops_ep_master") == "http://ui.example:8081"
+
+
+def test_stream_submissions_give_the_driver_the_stores_connection_string(monkeypatch, pg_server):  # noqa: F811
+    from ft_core.store.connection import connect
+    from ftops_provider.operators.streams import StreamSubmitOperator
+
+    def submit(conn_id: str, master: str) -> StreamSubmitOperator:
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "spark", "host": master}))
+        return StreamSubmitOperator(task_id="submit", app_name="ftops-x-primary", run_args=[], master_ui="http://h:1",
+                                    conn_id=conn_id, ftops_db_conn_id="ftops_ep_store")
+
+    _postgres_conn(monkeypatch, "ftops_ep_store", pg_server.url(), sslmode="disable")
+    env = submit("ftops_ep_standalone", "spark://127.0.0.1:7077")._store_env()
+    dsn = env["FTOPS_DATABASE_URL"]
+    assert "sslmode=disable" in dsn  # assembled as the hook assembles it, extras kept
+    conn = connect(dsn)  # the driver connects with it
+    conn.close()
+    assert submit("ftops_ep_yarn", "yarn")._store_env() == {}  # there env_vars would go on the command line
+    _postgres_conn(monkeypatch, "ftops_ep_store", None)  # a store connection without a host: the stream still goes
+    assert submit("ftops_ep_standalone", "spark://127.0.0.1:7077")._store_env() == {}

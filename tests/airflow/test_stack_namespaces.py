@@ -56,7 +56,7 @@ def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them():
         # the stack's drivers write their progress to its history store, and `up` (after a `down`) starts the
         # replica the store says runs
         with stack.store() as store:
-            assert store.reports_progress(primary_app_name(RUNNING_JOB))
+            assert store.progress_since(primary_app_name(RUNNING_JOB), 0).batches > 0
             tasks = sorted(dep.workload().task_ids())[:2]
             plan = store.save_plan(RUNNING_JOB, "replication", algorithm="test", objective=0.5, optimal=False,
                                    payload={"tasks": tasks}, input_hash="test-replica-restart")
@@ -65,7 +65,7 @@ def test_the_stack_runs_its_job_across_namespace_hosts_and_down_removes_them():
         replica = replica_app_name(RUNNING_JOB, plan.plan_id)
         assert replica in {a["name"] for a in master_apps(masters["standby_ui"])}
         with stack.store() as store:
-            wait_for(lambda: store.reports_progress(replica), timeout_s=300, interval_s=2,
+            wait_for(lambda: store.progress_since(replica, 0).batches > 0, timeout_s=300, interval_s=2,
                      what=f"micro-batches of {replica} in the history store")
 
         with pytest.raises(InputError, match="already run on namespaces; `ftops stack down` first"):

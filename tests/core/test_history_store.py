@@ -105,6 +105,9 @@ def test_database_restart_fails_clearly_then_recovers(pg_server, pg_conn):
 
 def test_redact_hides_passwords():
     assert redact("postgresql://ftops:s3cret@127.0.0.1:5433/ftops") == "postgresql://ftops:***@127.0.0.1:5433/ftops"
+    # the key=value form, which the operators hand to the drivers (HistoryStoreHook.dsn)
+    assert redact("host=h user=u password=s3cret dbname=ftops") == "host=h user=u password=*** dbname=ftops"
+    assert "s3cret" not in redact("password='s3 cret' host=h")
 
 
 def test_cli_upgrade_and_status_never_print_the_password(pg_server, pg_conn, cli):

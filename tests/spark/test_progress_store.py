@@ -143,3 +143,52 @@ def test_after_a_database_restart_the_driver_writes_its_progress_again(spark, tm
     assert 2 <= count <= len(metrics)
     err = capfd.readouterr().err
     assert err.count("progress not written to the history store") == 1 and "answers again" in err
+
+
+def _report(batch_id: int, end_s: float, ran: bool = True):
+    """What the listener reads of a ``StreamingQueryProgress`` (these listener tests need no query: Spark's own
+    reports are the tests above)."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    stamp = datetime.fromtimestamp(end_s - 1, timezone.utc).isoformat().replace("+00:00", "Z")
+    return SimpleNamespace(name=STREAM, batchId=batch_id, timestamp=stamp, batchDuration=1000, numInputRows=10,
+                           eventTime={"watermark": "1970-01-01T00:00:05.000Z"},
+                           durationMs={"addBatch": 5, "triggerExecution": 9} if ran else {"triggerExecution": 1})
+
+
+def test_the_listener_skips_idle_reports_and_counts_the_backlog_for_its_newest_row(tmp_path, pg_server, pg_conn):
+    from spark_jobs.runtime.progress_store import StoreProgressListener
+
+    upgrade(pg_conn)
+    (tmp_path / "in").mkdir()
+    for i in range(3):
+        (tmp_path / "in" / f"f{i}.json").write_text("{}\n")
+    listener = StoreProgressListener(pg_server.url(), STREAM, app_id="app-t", role="primary", output_rows=lambda b: 2 * b,
+                                     checkpoint=tmp_path / "ck", input_dir=tmp_path / "in")
+    now = time.time()
+    for report in (_report(0, now - 2), _report(1, now - 1, ran=False), _report(1, now)):
+        listener.on_progress(report)
+    t0 = time.monotonic()
+    listener.close(last_batch=0)  # batch 0 was heard: no wait for a timeout
+    assert time.monotonic() - t0 < 5
+    with pg_conn, pg_conn.cursor() as cur:
+        cur.execute("SELECT batch_id, output_rows, watermark_ms, input_files, lag_files FROM ftops_stream_progress "
+                    "WHERE stream = %s ORDER BY batch_id", (STREAM,))
+        rows = cur.fetchall()
+    assert [r[:3] for r in rows] == [(0, 0, 5000), (1, 2, 5000)]  # the idle report of batch 1 wrote nothing
+    assert rows[-1][3:] == (3, 3)  # no batch committed: all three files are behind
+
+
+def test_a_store_that_refuses_the_rows_is_told_once_and_not_retried(tmp_path, pg_server, pg_conn, capfd):
+    from spark_jobs.runtime.progress_store import StoreProgressListener
+
+    pg_conn.commit()  # an emptied database, never migrated: no ftops_stream_progress table
+    listener = StoreProgressListener(pg_server.url(), STREAM, app_id="app-t", role="primary", output_rows=lambda b: 0)
+    for b in range(4):
+        listener.on_progress(_report(b, time.time()))
+        time.sleep(0.2)
+    listener.close(last_batch=3)
+    err = capfd.readouterr().err
+    assert err.count("the history store refuses progress rows") == 1 and "ftops db upgrade" in err
+    assert "not written to the history store" not in err  # not taken for an outage

@@ -170,7 +170,7 @@ class SparkAppSensor(_DeferredWait):
 class OutputArrivalSensor(_DeferredWait):
     """Wait for new output of a stream (tentative outputs arriving) after ``after_ts`` (epoch seconds;
     default: when this task started): a micro-batch with output in the history store when ``stream`` (its query
-    name) writes progress there, else files changed in its sink ``folder``."""
+    name) has written progress there since ``after_ts``, else files changed in its sink ``folder``."""
 
     template_fields = ("folder", "after_ts", "timeout_s", "probes", "stream")
 
@@ -200,8 +200,8 @@ class StreamCaughtUpSensor(_DeferredWait):
     """Wait until a file-source streaming query is back to its steady lag (at most ``max_lag_files``
     unprocessed input files, from its checkpoint; default 0) with a batch committed after ``after_ts``
     (default: when this task started) and, given ``output_dir`` and ``watermark_ms``, its output's
-    watermark has reached ``watermark_ms``. When ``stream`` (the query's name) writes progress to the history
-    store, all of it is read there instead of the folders."""
+    watermark has reached ``watermark_ms``. When ``stream`` (the query's name) has written progress to the history
+    store since ``after_ts``, all of it is read there instead of the folders."""
 
     template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s",
                        "probes", "stream")

@@ -1,12 +1,12 @@
 """OutputArrivalTrigger: wait until a stream writes new output after ``after_ts`` (epoch seconds), e.g. the
 first tentative outputs of a replica during a failure.
 
-Given ``stream`` (its query name) and a stream that writes progress to the history store, new output is a
-micro-batch that ended after ``after_ts`` having written rows (:mod:`ftops_provider.triggers.stream_progress`):
-no disk shared with the driver. Otherwise the sink folder (a file or table sink: one file per micro-batch)
-is read: at least ``min_files`` non-empty files matching ``pattern`` modified after ``after_ts``.
-Fires ``{"status": "ok", "files": [...], "first_s": ..., "source": "history store" | "folder"}`` or
-``{"status": "timeout"}``.
+Given ``stream`` (its query name), new output is a micro-batch of the stream that ended after ``after_ts``
+having written rows, read from the history store when the stream has written rows there since
+``after_ts`` (:mod:`ftops_provider.triggers.stream_progress`): no disk shared with the driver. Otherwise the
+sink folder (a file or table sink: one file per micro-batch) is read: at least ``min_files`` non-empty files
+matching ``pattern`` modified after ``after_ts``. Fires ``{"status": "ok", "files": [...], "first_s": ...,
+"source": "history store" | "folder"}`` or ``{"status": "timeout"}``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class OutputArrivalTrigger(BaseTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        reader = await asyncio.to_thread(store_reader, self.ftops_db_conn_id, self.stream)
+        reader = store_reader(self.ftops_db_conn_id, self.stream)
         try:
             async for event in self._wait(reader):
                 yield event
@@ -58,10 +58,10 @@ class OutputArrivalTrigger(BaseTrigger):
     async def _wait(self, reader) -> AsyncIterator[TriggerEvent]:
         deadline = self.started_at + self.timeout_s
         while True:
-            found = await asyncio.to_thread(self._arrived, reader)
-            if len(found) >= (self.min_files if reader is None else 1):
+            found, source = await asyncio.to_thread(self._arrived, reader)
+            if len(found) >= (self.min_files if source == "folder" else 1):
                 yield TriggerEvent({"status": "ok", "files": [n for _, n in found], "first_s": round(found[0][0] - self.after_ts, 2),
-                                    "source": "folder" if reader is None else "history store"})
+                                    "source": source})
                 return
             aborted = await abort_event(self.abort)
             if aborted is not None:
@@ -69,18 +69,19 @@ class OutputArrivalTrigger(BaseTrigger):
                 return
             if time.time() >= deadline:
                 missing = f"{len(found)} of {self.min_files} new files matching {self.pattern} in {self.folder}" \
-                    if reader is None else f"no micro-batch of {self.stream} with output since {self.after_ts:.0f} (history store)"
+                    if source == "folder" else f"no micro-batch of {self.stream} with output since {self.after_ts:.0f}"
+                if source == "folder" and reader is not None and reader.last_problem:
+                    missing = f"{reader.last_problem}; {missing}"
                 yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "files": [n for _, n in found],
                                     "missing": [missing]})
                 return
             await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
 
-    def _arrived(self, reader) -> list[tuple[float, str]]:
-        """(time, name) of the new outputs so far: the files, or from the store the first batch with output
-        (``min_files`` counts files: it applies to folders)."""
-        if reader is None:
-            return new_outputs(self.folder, self.pattern, self.after_ts)
-        since = reader.since(self.after_ts)
-        if since is None or since.first_output_end is None:
-            return []
-        return [(since.first_output_end, f"{self.stream}: first micro-batch with output")]
+    def _arrived(self, reader) -> tuple[list[tuple[float, str]], str]:
+        """(time, name) of the new outputs so far, and where they were read: from the store the first batch with
+        output, when the stream wrote rows since ``after_ts``; else the files (``min_files`` counts files)."""
+        since = reader.since(self.after_ts) if reader is not None else None
+        if since is None:
+            return new_outputs(self.folder, self.pattern, self.after_ts), "folder"
+        first = since.first_output_end
+        return ([] if first is None else [(first, f"{self.stream}: first micro-batch with output")]), "history store"

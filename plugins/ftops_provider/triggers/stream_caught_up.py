@@ -8,10 +8,10 @@ that each saw a new batch). Fires
 ``{"status": "ok", "caught_up_s": ...}``, ``{"status": "timeout", "missing": [...]}`` or, when a drill's
 abort probe fires, ``{"status": "aborted", ...}``.
 
-Given ``stream`` (the query's name) and a stream that writes progress to the history store, the same
-definition is read from its rows there (:meth:`ft_core.store.stream_progress.StreamSince.caught_up`: the backlog
-its driver counted after its newest batch): no disk shared with the driver. Otherwise the checkpoint, input
-and output folders are read (:mod:`ftops_provider.triggers.stream_progress`).
+Given ``stream`` (the query's name), the same definition is read from the history store when the stream
+has written rows there since ``after_ts`` (:meth:`ft_core.store.stream_progress.StreamSince.caught_up`: the
+backlog its driver counted after its newest batch): no disk shared with the driver. Otherwise the checkpoint,
+input and output folders are read, poll by poll (:mod:`ftops_provider.triggers.stream_progress`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class StreamCaughtUpTrigger(BaseTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        reader = await asyncio.to_thread(store_reader, self.ftops_db_conn_id, self.stream)
+        reader = store_reader(self.ftops_db_conn_id, self.stream)
         try:
             async for event in self._wait(reader):
                 yield event
@@ -70,14 +70,14 @@ class StreamCaughtUpTrigger(BaseTrigger):
         after = self.after_ts or self.started_at
         streak, missing, last_seen = 0, "not polled yet", None
         while True:
-            ok, missing, seen = await asyncio.to_thread(self._caught_up, reader, after)
+            ok, missing, seen, source = await asyncio.to_thread(self._caught_up, reader, after)
             streak = 0 if not ok else streak + (seen != last_seen)  # from the store: stable over new batches
             if ok and seen == last_seen:
                 missing = "caught up; no new micro-batch since to confirm it"
             last_seen = seen
             if streak >= self.stable_polls:
                 yield TriggerEvent({"status": "ok", "caught_up_s": round(time.time() - after, 1),
-                                    "source": "folder" if reader is None else "history store"})
+                                    "source": source})
                 return
             aborted = await abort_event(self.abort)
             if aborted is not None:
@@ -88,16 +88,19 @@ class StreamCaughtUpTrigger(BaseTrigger):
                 return
             await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
 
-    def _caught_up(self, reader, after: float) -> tuple[bool, str, float | None]:
-        """(caught up, what is missing, what was seen): the poll's time for folders, read now; the newest
-        batch's end from the store, so ``stable_polls`` counts new batches there, not the same row twice."""
-        if reader is None:
-            from spark_jobs.drills.progress import caught_up_now
+    def _caught_up(self, reader, after: float) -> tuple[bool, str, float | None, str]:
+        """(caught up, what is missing, what was seen, where): from the store when the stream wrote rows since
+        ``after`` (seen: the newest batch's end, so ``stable_polls`` counts new batches, not the same row twice),
+        else from the folders (seen: the poll's time)."""
+        # the folders' definition checks the watermark only with an output folder: the store's does the same
+        watermark = self.watermark_ms if self.output_dir else None
+        since = reader.since(after) if reader is not None else None
+        if since is not None:
+            return (*since.caught_up(self.max_lag_files, watermark), since.last_end, "history store")
+        from spark_jobs.drills.progress import caught_up_now
 
-            ok, missing = caught_up_now(self.checkpoint, self.input_dir, after_ts=after, max_lag_files=self.max_lag_files,
-                                        output_dir=self.output_dir, watermark_ms=self.watermark_ms)
-            return ok, missing, time.time()
-        since = reader.since(after)
-        if since is None:
-            return False, "history store not readable", None
-        return (*since.caught_up(self.max_lag_files, self.watermark_ms), since.last_end)
+        ok, missing = caught_up_now(self.checkpoint, self.input_dir, after_ts=after, max_lag_files=self.max_lag_files,
+                                    output_dir=self.output_dir, watermark_ms=self.watermark_ms)
+        if reader is not None and reader.last_problem:
+            missing = f"{reader.last_problem}; from the folders: {missing}"
+        return ok, missing, time.time(), "folder"

@@ -1,11 +1,12 @@
-"""Where a trigger reads a stream's progress: the history store, or the job's folders as the fallback.
+"""Where a trigger reads a stream's progress: the history store, else the job's folders.
 
 A driver ftops starts with the store's URL writes one row per micro-batch (``spark_jobs.runtime.progress_store``),
-so a trigger reads the stream's progress there and needs no disk shared with the driver. A stream that has
-never written a row (a driver started without ``FTOPS_DATABASE_URL``, or by an ftops before the store kept
-progress) is read from its folders as before, and the trigger says so in its log. The reader keeps one
-connection for the trigger's life; a poll that cannot reach the store is a poll that saw nothing (the next
-one reconnects), not a failed wait.
+so a trigger reads the stream's progress there and needs no disk shared with the driver. The choice is made
+at every poll, from the rows since the moment the wait is about: when the stream has written rows since
+then, they answer; when it has not (its driver has no ``FTOPS_DATABASE_URL``, or no batch has ended yet), or
+the store does not answer, the folders are read, and a wait that times out names both. So a driver started
+without the URL beside week-old rows of an earlier run is read from its folders, and a store that is away
+for a while costs polls, not the wait.
 """
 
 from __future__ import annotations
@@ -18,29 +19,25 @@ log = logging.getLogger(__name__)
 
 
 class StreamProgressReader:
-    """One stream's rows in the history store of Airflow connection ``conn_id`` (blocking calls: run them in a thread)."""
+    """One stream's rows in the history store of Airflow connection ``conn_id``, on one connection for the
+    trigger's life (blocking calls: run them in a thread)."""
 
     def __init__(self, conn_id: str, stream: str):
         self.conn_id, self.stream = conn_id, stream
         self._store = None
-
-    def reports(self) -> bool:
-        """Whether the stream writes progress to the store (False, logged, when the store cannot say)."""
-        try:
-            return self._open().reports_progress(self.stream)
-        except Exception as exc:  # noqa: BLE001 -- an unreachable store: the folders are the way left
-            log.warning("cannot read %s's progress from the history store (%s): reading its folders", self.stream, exc)
-            self.close()
-            return False
+        self.last_problem: str | None = None  # why the last poll had no answer from the store
 
     def since(self, after_ts: float) -> StreamSince | None:
-        """The stream's batches after ``after_ts``; None when the store did not answer this time."""
+        """The stream's batches after ``after_ts``; None when there are none or the store did not answer."""
         try:
-            return self._open().progress_since(self.stream, after_ts)
+            since = self._open().progress_since(self.stream, after_ts)
         except Exception as exc:  # noqa: BLE001 -- a database restart costs a poll, not the wait
-            log.warning("history store not readable (%s); trying again at the next poll", exc)
+            self.last_problem = f"history store not readable ({exc})"
+            log.warning("%s; reading the folders this poll", self.last_problem)
             self.close()
             return None
+        self.last_problem = None if since.batches else f"no micro-batch of {self.stream} in the history store since then"
+        return since if since.batches else None
 
     def close(self) -> None:
         if self._store is not None:
@@ -59,14 +56,5 @@ class StreamProgressReader:
 
 
 def store_reader(conn_id: str, stream: str | None) -> StreamProgressReader | None:
-    """A reader when ``stream`` is named and writes progress to the store; None: read the folders."""
-    if not stream:
-        return None
-    reader = StreamProgressReader(conn_id, stream)
-    if reader.reports():
-        log.info("reading %s's progress from the history store", stream)
-        return reader
-    log.info("%s has written no progress to the history store (its driver has no FTOPS_DATABASE_URL): reading its "
-             "folders, which this triggerer must share with the driver", stream)
-    reader.close()
-    return None
+    """A reader for ``stream`` (None when no stream is named: the folders only). It connects at its first poll."""
+    return StreamProgressReader(conn_id, stream) if stream else None
