@@ -41,22 +41,34 @@ class StreamLag:
     last_commit_time: float | None  # the commit file's mtime (epoch seconds)
 
 
-def _input_files(input_dir: Path) -> set[str]:
+def _real(path: str, dirs: dict[str, str]) -> str:
+    """``path`` with its folder's symbolic links resolved (once per folder: a source log names thousands of
+    files in a handful of folders), the file's own name kept, as Spark's listing names it."""
+    head, name = os.path.split(path)
+    if head not in dirs:
+        dirs[head] = os.path.realpath(head)
+    return os.path.join(dirs[head], name)
+
+
+def _input_files(input_dir: Path, dirs: dict[str, str]) -> set[str]:
     found = set()
-    for root, dirs, files in os.walk(input_dir):
-        dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+    for root, subdirs, files in os.walk(input_dir):
+        subdirs[:] = [d for d in subdirs if not d.startswith((".", "_"))]
         for f in files:
-            p = Path(root) / f
-            if not f.startswith((".", "_")) and p.stat().st_size > 0:
-                found.add(str(p.resolve()))
+            if not f.startswith((".", "_")) and os.stat(os.path.join(root, f)).st_size > 0:
+                found.add(_real(os.path.join(root, f), dirs))
     return found
 
 
 def _log_entries(folder: Path) -> list[dict]:
+    """A source log's entries: its newest compact file (every entry up to that batch) and the batch files after
+    it, as Spark reads it back (older files repeat what the compact file holds)."""
+    files = [f for f in folder.iterdir() if not f.name.startswith(".")] if folder.is_dir() else []
+    compacts = [f for f in files if f.name.endswith(".compact") and f.name.split(".")[0].isdigit()]
+    newest = max(compacts, key=lambda f: int(f.name.split(".")[0]), default=None)
+    after = int(newest.name.split(".")[0]) if newest else -1
     entries = []
-    for f in folder.iterdir() if folder.is_dir() else []:
-        if f.name.startswith(".") or not (f.name.isdigit() or f.name.endswith(".compact")):
-            continue
+    for f in ([newest] if newest else []) + [f for f in files if f.name.isdigit() and int(f.name) > after]:
         for line in f.read_text().splitlines()[1:]:
             if line.strip():
                 entries.append(json.loads(line))
@@ -72,12 +84,13 @@ def file_source_lag(checkpoint: str | Path, input_dir: str | Path) -> StreamLag:
         if (checkpoint / "commits").is_dir() else []
     last = max(commits) if commits else None
     processed: set[str] = set()
+    dirs: dict[str, str] = {}
     if last is not None:
         for source in (checkpoint / "sources").iterdir() if (checkpoint / "sources").is_dir() else []:
             for e in _log_entries(source):
                 if e.get("batchId", 0) <= last:
-                    processed.add(str(Path(unquote(urlparse(e["path"]).path)).resolve()))
-    inputs = _input_files(input_dir) if input_dir.is_dir() else set()
+                    processed.add(_real(unquote(urlparse(e["path"]).path), dirs))
+    inputs = _input_files(input_dir, dirs) if input_dir.is_dir() else set()
     return StreamLag(input_files=len(inputs), processed_files=len(processed & inputs), lag_files=len(inputs - processed),
                      last_committed_batch=last,
                      last_commit_time=(checkpoint / "commits" / str(last)).stat().st_mtime if last is not None else None)
