@@ -171,9 +171,12 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
         cur.execute("SELECT stream, count(*) FROM ftops_stream_progress GROUP BY stream")
         streams = dict(cur.fetchall())
     assert streams.get(f"ftops-{JOB}-primary", 0) > 0 and any(f"ftops-{JOB}-replica" in s for s in streams)
-    waits = {ti.task_id: ti for ti in run.get_task_instances() if ti.task_id in ("wait_tentative", "wait_caught_up")}
-    assert {w: ti.xcom_pull(task_ids=w)["source"] for w, ti in waits.items()} == \
-        {"wait_tentative": "history store", "wait_caught_up": "history store"}
+    waits = {ti.task_id: ti.xcom_pull(task_ids=ti.task_id) for ti in run.get_task_instances()
+             if ti.task_id in ("wait_tentative", "wait_caught_up")}
+    assert waits["wait_caught_up"]["source"] == "history store"
+    # on this shared disk the replica's output file can appear before its batch's row, and then the folder answers
+    # first; with the folders out of reach the store answers (tests/spark/test_progress_store.py)
+    assert waits["wait_tentative"]["source"] in ("history store", "folder")
 
 
 def _drill_command(dep, *extra: str) -> subprocess.Popen:
