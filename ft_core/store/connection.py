@@ -36,5 +36,10 @@ def _open(where: str, **params):
     try:
         return psycopg2.connect(**{"connect_timeout": 10, **params})
     except psycopg2.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else "connection refused"
-        raise ExternalError(f"cannot connect to the history store at {where}: {redact(reason)}") from None
+        raise ExternalError(f"cannot connect to the history store at {where}: {reason(exc, 'connection refused')}") from None
+
+
+def reason(exc: Exception, default: str | None = None) -> str:
+    """A database error in one line, its password masked (``default``, else the error's type, when it is empty)."""
+    text = str(exc).strip().splitlines()
+    return redact(text[0]) if text else (default or type(exc).__name__)

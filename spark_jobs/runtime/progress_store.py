@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ft_core.errors import ExternalError
+from ft_core.store.connection import reason
 from ft_core.store.stream_progress import BatchProgress, iso_epoch_s
 from ft_core.store.url import ENV_VAR
 from spark_jobs.runtime.progress_listener import ProgressListener
@@ -172,13 +173,13 @@ class _RowWriter:
                 self.next_prune = self.written + PRUNE_EVERY
         except (psycopg2.OperationalError, psycopg2.InterfaceError, ExternalError) as exc:  # away: try again later
             if self.failing_since is None:
-                _say(f"{self.stream}: progress not written to the history store ({_reason(exc)}); the stream goes "
+                _say(f"{self.stream}: progress not written to the history store ({reason(exc)}); the stream goes "
                      "on, and rows are written again once the store answers")
             self.failing_since = self.failing_since or time.monotonic()
             self.close()
             return
         except psycopg2.Error as exc:  # the store refuses the rows themselves: trying again would only repeat it
-            _say(f"{self.stream}: the history store refuses progress rows ({_reason(exc)}); none are written for this "
+            _say(f"{self.stream}: the history store refuses progress rows ({reason(exc)}); none are written for this "
                  "run (is the store migrated? `ftops db upgrade`)")
             self.refused = True
             self.close()
@@ -212,13 +213,6 @@ def _open(url: str):
     from ft_core.store.history import HistoryStore
 
     return HistoryStore(connect(url, **CONNECT_OPTIONS))
-
-
-def _reason(exc: Exception) -> str:
-    from ft_core.store.connection import redact
-
-    text = str(exc).strip().splitlines()
-    return redact(text[0]) if text else type(exc).__name__
 
 
 def _say(message: str) -> None:

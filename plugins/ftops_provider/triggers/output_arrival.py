@@ -46,14 +46,10 @@ class OutputArrivalTrigger(BaseTrigger):
         })
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        reader = store_reader(self.ftops_db_conn_id, self.stream)
-        try:
+        with store_reader(self.ftops_db_conn_id, self.stream) as reader:
             async for event in self._wait(reader):
                 yield event
                 return
-        finally:
-            if reader is not None:
-                reader.close()
 
     async def _wait(self, reader) -> AsyncIterator[TriggerEvent]:
         deadline = self.started_at + self.timeout_s

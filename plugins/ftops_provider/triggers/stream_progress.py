@@ -11,7 +11,9 @@ for a while costs polls, not the wait.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 
 from ft_core.store.stream_progress import StreamSince
 
@@ -41,10 +43,8 @@ class StreamProgressReader:
 
     def close(self) -> None:
         if self._store is not None:
-            try:
+            with contextlib.suppress(Exception):  # a broken connection is closed already
                 self._store.conn.close()
-            except Exception:  # noqa: BLE001 -- a broken connection is closed already
-                pass
             self._store = None
 
     def _open(self):
@@ -55,6 +55,13 @@ class StreamProgressReader:
         return self._store
 
 
-def store_reader(conn_id: str, stream: str | None) -> StreamProgressReader | None:
-    """A reader for ``stream`` (None when no stream is named: the folders only). It connects at its first poll."""
-    return StreamProgressReader(conn_id, stream) if stream else None
+@contextlib.contextmanager
+def store_reader(conn_id: str, stream: str | None) -> Iterator[StreamProgressReader | None]:
+    """A reader for ``stream`` for the trigger's life, closed on every exit (None when no stream is named: the
+    folders only). It connects at its first poll."""
+    reader = StreamProgressReader(conn_id, stream) if stream else None
+    try:
+        yield reader
+    finally:
+        if reader is not None:
+            reader.close()
