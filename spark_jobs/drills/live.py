@@ -47,6 +47,7 @@ class DrillContext(BaseModel):
     replica_stream: str | None = None  # the replica's query name: its progress in the history store
     t_fail: float | None = None
     failure_end_ms: int | None = None
+    verify_from_ms: int | None = None  # the first window the drill checks (None: every window of the input)
     killed: list[str] = []
     t_capacity: float | None = None
     backlog_ms: int | None = None
@@ -154,12 +155,23 @@ def delivered_until(output: Path) -> int:
     return max(written, watermark_of(output) or 0)
 
 
+def verification_start(output: Path, batches: int = 5) -> int | None:
+    """The first window a drill checks: the earliest window start in the run's last ``batches`` output files
+    before the fault. A query restarted from its checkpoint replays at most its uncommitted micro-batch, so
+    every window a fault can lose or repeat starts there or later; None when the run has written nothing."""
+    from spark_jobs.drills.progress import window_files
+
+    recent = window_files(output)[-batches:]
+    return min((int(r["window_start"]) for _, rows in recent for r in rows), default=None)
+
+
 def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     """The correlated failure: SIGKILL the domain's workers (with their executors) and, if asked, the driver."""
     from spark_jobs.cluster.standalone import kill_domain
 
     ctx = ctx.model_copy()
     ctx.failure_end_ms = delivered_until(dep.primary_output)
+    ctx.verify_from_ms = verification_start(dep.primary_output) if dep.workload().pipeline.output.window_local else None
     ctx.t_fail = time.time()
     if ctx.engine_native:
         ctx.killed = [f"executor {e}" for e in _engine_native_fault(dep, ctx, down=True)["executors"]]
@@ -243,9 +255,11 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
 
     workload = dep.workload()
     until = watermark_of(dep.primary_output) or 0
-    reference, _meta = batch_reference(workload, dep.input, Path(work_dir))
+    since = ctx.verify_from_ms
+    reference, _meta = batch_reference(workload, dep.input, Path(work_dir), since_ms=since,
+                                       event_index=None if since is None else dep.path / "drills" / "event-index.json")
     expected = closed_rows(reference, until)
-    comparison = compare_output(dep.primary_output, expected, until_ms=until)
+    comparison = compare_output(dep.primary_output, expected, until_ms=until, from_ms=since)
     windows = sorted({window_of(r) for r in expected if ctx.failure_end_ms < r["window_end"] <= (ctx.backlog_ms or 0)})
     tentative = _rows(Path(ctx.replica_output)) if ctx.replica_output else []
     per_window = workload.accuracy(tentative, expected, windows)
@@ -259,7 +273,7 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
         "time_to_first_tentative_s": _first_tentative_s(ctx), "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
         "lost_windows": len(comparison.lost_windows), "duplicated_windows": len(comparison.duplicated_windows),
         "output_equals_reference": comparison.equal, "windows_compared": comparison.expected_windows,
-        "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,
+        "compared_from_ms": since, "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,
         "capacity_alive_s": None if ctx.t_capacity is None else ctx.t_capacity - ctx.t_fail,
         "query_failures": query_failures(dep, ctx),
     }

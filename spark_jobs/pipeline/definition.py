@@ -42,10 +42,15 @@ class Output:
     """How the pipeline's output rows name their event-time window: ``window`` is a struct column
     (``F.window(...)``) turned into ``window_start``/``window_end`` epoch ms, or None when the rows
     already have those two columns. ``key``: the columns that identify a row within its window (the
-    serving view merges the primary's and the replica's rows on them); empty when a window has one row."""
+    serving view merges the primary's and the replica's rows on them); empty when a window has one row.
+    ``window_local``: a window's rows depend only on the events whose event time lies in that window
+    (windowed aggregations, joins on the window). A drill on a running job then checks only the windows
+    from just before its fault on, reading only the input that holds them; set False for a pipeline that
+    carries state across windows, and drills run the reference over the whole input."""
 
     window: str | None = "window"
     key: tuple[str, ...] = ()
+    window_local: bool = True
 
 
 @dataclass(frozen=True)

@@ -112,21 +112,25 @@ def _window(row: dict[str, Any]) -> tuple[int, int]:
     return row.get("window_start", 0), row.get("window_end", 0)
 
 
-def compare_output(folder: str | Path, expected: list[dict[str, Any]], until_ms: int | None = None) -> OutputComparison:
+def compare_output(folder: str | Path, expected: list[dict[str, Any]], until_ms: int | None = None,
+                   from_ms: int | None = None) -> OutputComparison:
     """Compare every micro-batch file of ``folder`` with ``expected`` (windows named by their start);
-    with ``until_ms``, only windows ending at or before it (a running job writes later ones meanwhile)."""
+    with ``until_ms``, only windows ending at or before it (a running job writes later ones meanwhile);
+    with ``from_ms``, only windows starting at or after it."""
+    def wanted(r: dict[str, Any]) -> bool:
+        return (until_ms is None or r.get("window_end", 0) <= until_ms) and \
+            (from_ms is None or r.get("window_start", 0) >= from_ms)
+
     files_of: dict[tuple[int, int], set[str]] = {}
     rows: list[dict[str, Any]] = []
     for path in sorted(Path(folder).glob("batch-*.jsonl")):
         with path.open() as fh:
-            batch = [json.loads(line) for line in fh if line.strip()]
-        if until_ms is not None:
-            batch = [r for r in batch if r.get("window_end", 0) <= until_ms]
+            batch = [r for r in (json.loads(line) for line in fh if line.strip()) if wanted(r)]
         rows.extend(batch)
         for row in batch:
             files_of.setdefault(_window(row), set()).add(path.name)
     rows = sorted((canonical(r) for r in rows), key=row_key)
-    want = sorted((canonical(r) for r in expected if until_ms is None or r["window_end"] <= until_ms), key=row_key)
+    want = sorted((canonical(r) for r in expected if wanted(r)), key=row_key)
     want_count: dict[tuple[int, int], int] = {}
     for row in want:
         want_count[_window(row)] = want_count.get(_window(row), 0) + 1

@@ -89,13 +89,24 @@ class FileSource(Source):
     def read(self, spark, input_dir: Path, streaming: bool, max_files_per_trigger: int | None = None):
         folder = self.folder(input_dir)
         folder.mkdir(parents=True, exist_ok=True)
-        reader = (spark.readStream if streaming else spark.read).schema(self.schema).options(**self.options)
+        reader = self._reader(spark.readStream if streaming else spark.read)
         if streaming and max_files_per_trigger:
             reader = reader.option("maxFilesPerTrigger", max_files_per_trigger)
-        if self.format == "csv":
-            reader = reader.option("header", self.options.get("header", "true"))
-        df = _event_time(reader.format(self.format).load(str(folder)), self.event_time, self.time_unit)
+        df = _event_time(reader.load(str(folder)), self.event_time, self.time_unit)
         return _watermark(df, self.event_time, self.watermark_s) if streaming else df
+
+    def read_files(self, spark, input_dir: Path, files: list[str]):
+        """A batch read of some of the source's files (paths or URIs Spark listed), partition columns
+        kept; an empty frame of the source's schema when ``files`` is empty."""
+        if not files:
+            df = spark.createDataFrame([], self.schema)
+        else:
+            df = self._reader(spark.read).option("basePath", str(self.folder(input_dir))).load(files)
+        return _event_time(df, self.event_time, self.time_unit)
+
+    def _reader(self, reader):
+        reader = reader.schema(self.schema).options(**self.options).format(self.format)
+        return reader.option("header", self.options.get("header", "true")) if self.format == "csv" else reader
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "(default 3; 0: a failure ends the run)")
     run.add_argument("--restart-window-s", type=flag(PositiveSeconds), default=600.0,
                      help="the window of --max-restarts (default 600)")
+    run.add_argument("--since-ms", type=int, metavar="EPOCH_MS",
+                     help="reference role: only the windows starting at or after this event time, read from the files "
+                          "--event-index says hold them (a window-local pipeline)")
+    run.add_argument("--event-index", type=Path, help="reference role: the per-file event-time index (read and updated)")
 
 
 def submit_command(args: argparse.Namespace) -> list[str]:
@@ -87,11 +91,13 @@ def submit_command(args: argparse.Namespace) -> list[str]:
            "--output", args.output.resolve(), "--trigger-s", args.trigger_s,
            "--shuffle-partitions", args.shuffle_partitions, "--max-restarts", args.max_restarts,
            "--restart-window-s", args.restart_window_s]
-    for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics)):
+    for flag, value in (("--checkpoint", args.checkpoint), ("--plan", args.plan), ("--metrics", args.metrics),
+                        ("--event-index", args.event_index)):
         if value is not None:
             job += [flag, Path(value).resolve()]
     for flag, value in (("--duration-s", args.duration_s), ("--min-deltas-for-snapshot", args.min_deltas_for_snapshot),
-                        ("--max-files-per-trigger", args.max_files_per_trigger), ("--query-name", args.query_name)):
+                        ("--max-files-per-trigger", args.max_files_per_trigger), ("--query-name", args.query_name),
+                        ("--since-ms", args.since_ms)):
         if value is not None:
             job += [flag, value]
     if args.available_now:

@@ -14,9 +14,10 @@ sample's name).
   plus ``--min-deltas-for-snapshot`` (state-store snapshots).
 - ``replica``: the same job restricted to ``--plan``'s tasks (``ftops plan replication --json``),
   writing tentative outputs to its own ``--output``.
-- ``reference``: the batch job over the same input: ``<output>/reference.jsonl`` with every window,
-  and ``<output>/reference.meta.json`` with the watermark a streaming run reaches after reading all
-  of the input (``closed_until_ms``: windows ending by then are final in a streaming run).
+- ``reference``: the batch job over the same input (:mod:`spark_jobs.runtime.reference`):
+  ``<output>/reference.jsonl`` with every window (with ``--since-ms``: every window from then on) and
+  ``<output>/reference.meta.json`` with the watermark a streaming run reaches after reading all of the
+  input (``closed_until_ms``: windows ending by then are final in a streaming run).
 
 Every run writes ``<output>/_run.json`` (pipeline, role, parameters, topology, plan tasks, pid,
 application id), so a drill can find what ran where. Invalid arguments (an unknown parameter, a plan
@@ -45,6 +46,7 @@ from ft_core.errors import FtopsError, InputError
 from ft_core.input.documents import read_document
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
+from spark_jobs.pipeline.sources import FileSource
 from spark_jobs.runtime.atomic_json import write_json
 
 ROLES = ("primary", "replica", "reference")
@@ -71,6 +73,8 @@ class JobConfig:
     live_redundancy: bool = False
     max_restarts: int = 3
     restart_window_s: float = 600.0
+    since_ms: int | None = None
+    event_index: Path | None = None
 
     @property
     def metrics_path(self) -> Path:
@@ -94,7 +98,8 @@ def prepare(config: JobConfig) -> tuple[Workload, frozenset[str] | None]:
     elif config.role == "reference" and not all(s.replayable for s in workload.stream_sources()):
         raise InputError(f"--role reference: pipeline {workload.name} reads a source that cannot be replayed "
                          "(the rate source), so it has no batch reference")
-    elif config.plan is not None:
+    _check_since(config, workload)
+    if config.role != "replica" and config.plan is not None:
         raise InputError(f"--plan: only the replica role takes a plan (role is {config.role!r})")
     if config.role != "reference" and config.checkpoint is None:
         raise InputError("--checkpoint: a streaming role needs a checkpoint folder")
@@ -103,6 +108,19 @@ def prepare(config: JobConfig) -> tuple[Workload, frozenset[str] | None]:
     if config.trigger_s <= 0 and not config.available_now:
         raise InputError("--trigger-s: must be positive (or use --available-now)")
     return workload, tasks
+
+
+def _check_since(config: JobConfig, workload: Workload) -> None:
+    """A reference of the windows since a moment needs the index, a window-local pipeline and file sources."""
+    if config.since_ms is None and config.event_index is None:
+        return
+    if config.since_ms is None or config.event_index is None or config.role != "reference":
+        raise InputError("--since-ms and --event-index go together, with the reference role only")
+    if not workload.pipeline.output.window_local:
+        raise InputError(f"--since-ms: pipeline {workload.name} is not window-local (Output(window_local=False)); "
+                         "its reference reads the whole input")
+    if not all(isinstance(s, FileSource) for s in workload.stream_sources()):
+        raise InputError("--since-ms: every stream source must be a file source (the index is of files)")
 
 
 def load_plan_tasks(path: str | Path, workload: Workload) -> frozenset[str]:
@@ -150,27 +168,6 @@ def write_descriptor(config: JobConfig, workload: Workload, tasks: frozenset[str
         "master": spark.sparkContext.master, "started_at": time.time(),
     }
     write_json(config.output / "_run.json", doc)
-
-
-def run_reference(spark, workload: Workload, config: JobConfig) -> dict[str, Any]:
-    """Batch over the whole input folder; writes reference.jsonl and reference.meta.json."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.pipeline.frames import build_frame, read_sources
-    from spark_jobs.pipeline.sink import REFERENCE_FILE, write_rows
-
-    sources = read_sources(workload, spark, config.input, streaming=False)
-    rows = [r.asDict(recursive=True) for r in build_frame(workload, sources).collect()]
-    write_rows(config.output, REFERENCE_FILE, rows)
-    streams = workload.stream_sources()
-    maxima = {s.name: sources[s.name].agg(F.max(F.unix_millis(s.event_time)).alias("m")).collect()[0]["m"]
-              for s in streams}
-    # a streaming run that read everything: per source its max event time less its delay; several: the minimum
-    closed = None if any(m is None for m in maxima.values()) else \
-        min(maxima[s.name] - int(round(s.watermark_s * 1000)) for s in streams)
-    meta = {"rows": len(rows), "max_event_ms": maxima, "closed_until_ms": closed}
-    (config.output / "reference.meta.json").write_text(json.dumps(meta, indent=2))
-    return meta
 
 
 def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: JobConfig,
@@ -291,7 +288,9 @@ def run(config: JobConfig, spark=None, stop_event: threading.Event | None = None
         configure(spark, config)
         write_descriptor(config, workload, tasks, spark)
         if config.role == "reference":
-            return run_reference(spark, workload, config)
+            from spark_jobs.runtime.reference import run_reference
+
+            return run_reference(spark, workload, config.input, config.output, config.since_ms, config.event_index)
         return run_stream(spark, workload, tasks, config, stop_event)
     finally:
         if own:
@@ -322,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="start a failed query again from its checkpoint at most this often per window (default 3; "
                         "0: a failure ends the run)")
     p.add_argument("--restart-window-s", type=float, default=600.0, help="the restart window (default 600)")
+    p.add_argument("--since-ms", type=int, help="reference role: only the windows starting at or after this event time "
+                   "(a window-local pipeline); needs --event-index")
+    p.add_argument("--event-index", type=Path, help="reference role: the per-file event-time index to read and update")
     return p
 
 
@@ -333,7 +335,7 @@ def config_from_args(args: argparse.Namespace) -> JobConfig:
                      min_deltas_for_snapshot=args.min_deltas_for_snapshot,
                      max_files_per_trigger=args.max_files_per_trigger, query_name=args.query_name,
                      live_redundancy=args.live_redundancy, max_restarts=args.max_restarts,
-                     restart_window_s=args.restart_window_s)
+                     restart_window_s=args.restart_window_s, since_ms=args.since_ms, event_index=args.event_index)
 
 
 def main(argv: list[str] | None = None) -> int:

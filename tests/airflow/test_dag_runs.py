@@ -146,14 +146,16 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
                                                    "timeout_s": 400, "fault_profile": str(profile), "fault_duration_s": 6})
     assert run.state == "success"
     with store.conn, store.conn.cursor() as cur:
-        cur.execute("SELECT report->'faults' FROM ftops_drill ORDER BY drill_id DESC LIMIT 1")
-        faults = cur.fetchone()[0]
+        cur.execute("SELECT report->'faults', report->'compared_from_ms' FROM ftops_drill ORDER BY drill_id DESC LIMIT 1")
+        faults, compared_from = cur.fetchone()
     assert faults["profile"] == "two-pauses" and faults["applied"] == {"slowdown": 2} and faults["skipped"] == 0
     assert sum(faults["paused_s"].values()) == pytest.approx(1.0, abs=0.3)
     drill = store.drills(JOB)[-1]
     assert drill["status"] == "passed"
     assert drill["predicted_output_fidelity"] > 0
     assert drill["output_equals_reference"] and drill["lost_windows"] == 0 and drill["duplicated_windows"] == 0
+    # the windows from just before the fault on, read from the files that hold them (the event index)
+    assert compared_from is not None and (dep.path / "drills" / "event-index.json").is_file()
     assert drill["time_to_caught_up_s"] > 5  # after the replacement worker joined
     assert drill["time_to_first_tentative_s"] is not None
     assert drill["params"]["failure_domain"] == "auto" and drill["dag_run_id"] == run.run_id

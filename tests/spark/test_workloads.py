@@ -233,3 +233,43 @@ def test_workload_run_submits_the_reference_job(tmp_path):
     from spark_jobs.workloads import topk
 
     assert read_output(tmp_path / "ref") == _sorted(topk.python_reference(spec.params, generator.read_records(spec, tmp_path / "in", "requests")))
+
+
+def test_reference_since_a_moment_reads_only_the_files_holding_it_and_keeps_their_index(spark, tmp_path):
+    """A drill's bounded reference (two stream sources, a static table, sliding windows): the windows from
+    ``since`` on equal the whole reference's, it reads only the files holding events from then on, and a
+    second run reads only files the index does not know (or that changed)."""
+    import os
+
+    from spark_jobs.pipeline import event_index
+    from spark_jobs.runtime.reference import run_reference
+
+    params = ["window_s=10", "slide_s=5", "watermark_s=1", "rate=100"]
+    spec = load_workload("incidents", params)
+    inp, index = tmp_path / "in", tmp_path / "event-index.json"
+    generator.write_seconds(spec, inp, 40)
+    whole = run_reference(spark, spec, inp, tmp_path / "whole")
+    start = min(r["window_start"] for r in read_output(tmp_path / "whole"))
+    since = start + 20_000
+    meta = run_reference(spark, spec, inp, tmp_path / "since", since, index)
+    want = [r for r in read_output(tmp_path / "whole") if r["window_start"] >= since]
+    assert want and read_output(tmp_path / "since") == want
+    assert meta["max_event_ms"] == whole["max_event_ms"] and meta["closed_until_ms"] == whole["closed_until_ms"]
+    assert set(meta["files_read"]) == {s.name for s in spec.stream_sources()} and len(meta["files_read"]) == 2
+    assert all(0 < n["read"] < n["of"] for n in meta["files_read"].values())
+
+    # the index is trusted for files it knows: a sentinel in an old entry survives, a touched file is read again
+    doc = event_index.load(index)
+    source = spec.stream_sources()[0].name
+    old, touched = sorted(doc[source])[:2]
+    doc[source][old]["max_ms"] = doc[source][touched]["max_ms"] = 1
+    event_index.save(index, doc)
+    os.utime(touched, ns=(os.stat(touched).st_atime_ns, os.stat(touched).st_mtime_ns + 1_000_000))
+    generator.write_seconds(spec, inp, 10, first=40)
+    whole = run_reference(spark, spec, inp, tmp_path / "whole2")
+    meta = run_reference(spark, spec, inp, tmp_path / "since2", since, index)
+    assert read_output(tmp_path / "since2") == [r for r in read_output(tmp_path / "whole2") if r["window_start"] >= since]
+    assert meta["closed_until_ms"] == whole["closed_until_ms"]
+    after = event_index.load(index)[source]
+    assert after[old]["max_ms"] == 1 and after[touched]["max_ms"] > 1
+    assert len(after) == meta["files_read"][source]["of"] > len(doc[source])
