@@ -8,7 +8,9 @@ Algorithm: each driver ftops starts writes one row per micro-batch (migration 00
 ``spark_jobs.runtime.progress_store``): when the batch ended, the watermark it used, rows in and out, and the
 file sources' backlog after it. A trigger then asks one question of the rows after a moment
 (:meth:`StreamProgressRecords.progress_since`): how many batches ended since, the newest one's backlog, the
-highest watermark, the first batch with output. A write is one upsert, O(1) (a batch replayed after a
+highest watermark, the first batch with output. The drivers of a staged recovery's units also write when the
+input behind each watermark arrived (migration 008), and :meth:`StreamProgressRecords.lag_marks` gives a
+query's event-time lag over time, from which staged recovery judges when it is back. A write is one upsert, O(1) (a batch replayed after a
 restart rewrites its row); a question is one query over the index (stream, batch_end), O(rows since).
 Rows older than ``KEEP_S`` are pruned by the writers (:meth:`StreamProgressRecords.prune_progress`).
 
@@ -57,6 +59,7 @@ class BatchProgress(BaseModel):
     output_rows: int = Field(default=0, ge=0)
     input_files: int | None = Field(default=None, ge=0)
     lag_files: int | None = Field(default=None, ge=0)
+    watermark_arrived: float | None = None  # when the input carrying the watermark arrived (migration 008)
 
 
 @dataclass(frozen=True)
@@ -93,14 +96,15 @@ class StreamProgressRecords(StoreBase):
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 """INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, input_rows,
-                                                      output_rows, input_files, lag_files)
-                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s)
+                                                      output_rows, input_files, lag_files, watermark_arrived)
+                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s))
                    ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end,
                        watermark_ms = EXCLUDED.watermark_ms, input_rows = EXCLUDED.input_rows,
                        output_rows = EXCLUDED.output_rows, input_files = EXCLUDED.input_files,
-                       lag_files = EXCLUDED.lag_files, recorded_at = now()""",
+                       lag_files = EXCLUDED.lag_files, watermark_arrived = EXCLUDED.watermark_arrived,
+                       recorded_at = now()""",
                 (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
-                 p.input_files, p.lag_files))
+                 p.input_files, p.lag_files, p.watermark_arrived))
 
     def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
         """Delete the stream's rows older than ``keep_s``; returns how many."""
@@ -123,3 +127,18 @@ class StreamProgressRecords(StoreBase):
         return StreamSince(batches=count, last_end=None if last is None else float(last), lag_files=lag,
                            input_files=inputs, watermark_ms=mark,
                            first_output_end=None if first_output is None else float(first_output))
+
+    def lag_marks(self, streams: list[str], after_ts: float) -> dict[str, list[tuple[float, float]]]:
+        """Per stream, (batch end, arrival of its watermark's input) of the batches that ended after ``after_ts``
+        with an arrival recorded, in time order: the event-time lag's sawtooth
+        (``spark_jobs.recovery_units.latency``); a stream without such rows maps to an empty list."""
+        out: dict[str, list[tuple[float, float]]] = {s: [] for s in streams}
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT stream, extract(epoch FROM batch_end), extract(epoch FROM watermark_arrived)
+                   FROM ftops_stream_progress
+                   WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s) AND watermark_arrived IS NOT NULL
+                   ORDER BY stream, batch_end""", (list(streams), after_ts))
+            for stream, end, arrived in cur.fetchall():
+                out[stream].append((float(end), float(arrived)))
+        return out

@@ -8,7 +8,9 @@ layouts, input, master, trigger), starts one query per unit from the unit's own 
 (:func:`.queries.start_unit`), and until SIGTERM:
 
 - appends every micro-batch's progress to ``units/<unit>/progress.jsonl`` (batch id, trigger start, duration,
-  input rows, watermark, the wall time it was reported);
+  input rows, watermark, the wall time it was reported) and, with ``FTOPS_DATABASE_URL`` in its environment,
+  writes it to the history store too, with when the input behind the watermark arrived
+  (:mod:`spark_jobs.runtime.progress_store`; QueriesRecoveredTrigger reads it there);
 - rewrites ``apps/<name>/status.json`` about once a second: per unit whether its query is active, its
   status (data available, trigger active), the batch its checkpoint had planned before this start
   (``restored_batch``, replayed if uncommitted) and its CPU time so far.
@@ -56,6 +58,28 @@ def _listener(units_by_query: dict[str, str], root: Path, app: str):
                 fh.write(json.dumps(rec, default=str) + "\n")
 
     return ProgressLog(units_by_query)
+
+
+def _store_listeners(spark, root: Path, dep, units: list[str]) -> list:
+    """With ``FTOPS_DATABASE_URL`` in the environment, one history-store listener per unit: its batches, each with
+    when its watermark's input arrived, which QueriesRecoveredTrigger reads (none without the URL: the trigger
+    then reads the progress files)."""
+    from ft_core.store.url import ENV_VAR
+    from spark_jobs.recovery_units.deployment import unit_stream
+    from spark_jobs.recovery_units.latency import LiveArrivals
+    from spark_jobs.runtime.progress_store import StoreProgressListener
+
+    url = os.environ.get(ENV_VAR)
+    if not url:
+        return []
+    arrivals = LiveArrivals(dep.workload, Path(dep.input))
+    listeners = [StoreProgressListener(url, query_name(u), app_id=spark.sparkContext.applicationId, role="unit",
+                                       output_rows=lambda _batch: 0, stream=unit_stream(root, u),
+                                       watermark_arrival=lambda mark, u=u: arrivals.arrival(u, mark))
+                 for u in units]
+    for listener in listeners:
+        spark.streams.addListener(listener)
+    return listeners
 
 
 def _session(dep, app: str, ui_port: int):
@@ -108,6 +132,7 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
     for u in units:
         unit_dir(root, u).mkdir(parents=True, exist_ok=True)
     spark.streams.addListener(_listener({query_name(u): u for u in units}, root, app))
+    to_store = _store_listeners(spark, root, dep, units)
     started_at = time.time()
     queries = {u: start_unit(spark, workload, dep.layouts, u, Path(dep.input), root, dep.trigger_s) for u in units}
     run_ids = {u: str(q.runId) for u, q in queries.items()}
@@ -126,6 +151,8 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
     finally:
         for q in queries.values():
             _stop_between_batches(q)
+        for listener in to_store:
+            listener.close(timeout_s=5.0)
         _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, stopped=True)
         spark.stop()
 

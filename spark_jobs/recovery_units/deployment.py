@@ -145,6 +145,12 @@ def unit_dir(root: Path | str, unit: str) -> Path:
     return Path(root) / "units" / folder_name(unit)
 
 
+def unit_stream(root: Path | str, unit: str) -> str:
+    """The unit's stream in the history store's progress rows: its deployment's absolute folder and the unit
+    (its query name alone repeats across deployments)."""
+    return f"{Path(root).resolve()}#{unit}"
+
+
 def read_status(root: Path | str, app: str) -> dict | None:
     path = app_dir(root, app) / "status.json"
     try:

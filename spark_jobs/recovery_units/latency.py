@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import bisect
 import statistics
+import threading
+import time
 from pathlib import Path
 
 from spark_jobs.pipeline.definition import Workload
@@ -96,6 +98,26 @@ class InputArrivals:
                 return None
             times.append(mtimes[i])
         return max(times) if times else None
+
+
+class LiveArrivals:
+    """:class:`InputArrivals` for a running driver, which writes each batch's arrival to the history store: the
+    input is read again (at most every ``refresh_s``) when asked for an event time it had not reached yet."""
+
+    def __init__(self, workload: Workload, input_dir: Path, refresh_s: float = 1.0):
+        self.workload, self.input_dir, self.refresh_s = workload, Path(input_dir), refresh_s
+        self._lock = threading.Lock()
+        self._current: InputArrivals | None = None
+        self._read_at = 0.0
+
+    def arrival(self, unit: str, event_ms: int) -> float | None:
+        with self._lock:
+            if self._current is not None:
+                found = self._current.arrival(unit, event_ms)
+                if found is not None or time.monotonic() - self._read_at < self.refresh_s:
+                    return found
+            self._current, self._read_at = InputArrivals(self.workload, self.input_dir), time.monotonic()
+            return self._current.arrival(unit, event_ms)
 
 
 def unit_marks(root: Path, unit: str, arrivals: InputArrivals) -> list[tuple[float, float]]:

@@ -333,22 +333,51 @@ def normal_lags(root: Path, queries: list[str], normal_s: float = 30.0) -> dict[
 
 def query_recovery(root: Path, queries: list[str], normal_s: float = 30.0, window: int = 3) -> dict[str, float | None]:
     """Per query, seconds from the failure until it is available again (None: not yet, or no normal lag):
-    never before every failed unit of its upstream closure has restarted (:mod:`.latency`)."""
-    from spark_jobs.recovery_units.latency import normal_lag, recovered_after, restarted_at, unit_marks
+    never before every failed unit of its upstream closure has restarted (:mod:`.latency`). Reads the units'
+    progress files and the input folder; :func:`recovery_watch` says what the same answer needs from the store."""
+    from spark_jobs.recovery_units.latency import unit_marks
 
-    failure, arrivals = last_failure(root), _arrivals(root)
-    units = arrivals.units
-    marks = {u: unit_marks(root, u, arrivals) for u in units.unit_ids()}
-    out: dict[str, float | None] = {}
-    for q in queries:
-        restarts = [restarted_at(marks[u], failure.time) for u in units.query_units(q) if u in failure.units]
-        base = normal_lag(marks[q], failure.time, normal_s)
-        if base is None or any(r is None for r in restarts):
-            out[q] = None
-            continue
-        value = recovered_after(marks[q], failure.time, base, max(restarts, default=failure.time), window)
-        out[q] = None if value is None else round(value, 2)
-    return out
+    arrivals, watch = _arrivals(root), recovery_watch(root, queries)
+    marks = {u: unit_marks(root, u, arrivals) for u in watch.units()}
+    return watch.recovered(marks, normal_s, window)
+
+
+class RecoveryWatch(BaseModel):
+    """What judging the queries of a failure needs, without the deployment's folder: the failure's time and, per
+    query, the failed units of its upstream closure (each must have restarted first)."""
+
+    failure_time: float
+    failed_upstream: dict[str, list[str]]
+
+    def units(self) -> list[str]:
+        """Every unit whose progress is read: the queries' own and their failed upstream units."""
+        return sorted(set(self.failed_upstream) | {u for us in self.failed_upstream.values() for u in us})
+
+    def recovered(self, marks: dict[str, list[tuple[float, float]]], normal_s: float = 30.0,
+                  window: int = 3) -> dict[str, float | None]:
+        """Per query, seconds from the failure until it is available again, from each unit's lag marks
+        (``spark_jobs.recovery_units.latency``: batch end, arrival of its watermark's input)."""
+        from spark_jobs.recovery_units.latency import normal_lag, recovered_after, restarted_at
+
+        out: dict[str, float | None] = {}
+        for q, failed in self.failed_upstream.items():
+            restarts = [restarted_at(marks.get(u, []), self.failure_time) for u in failed]
+            base = normal_lag(marks.get(q, []), self.failure_time, normal_s)
+            if base is None or any(r is None for r in restarts):
+                out[q] = None
+                continue
+            value = recovered_after(marks[q], self.failure_time, base, max(restarts, default=self.failure_time), window)
+            out[q] = None if value is None else round(value, 2)
+        return out
+
+
+def recovery_watch(root: Path, queries: list[str] | None = None) -> RecoveryWatch:
+    """The :class:`RecoveryWatch` of the deployment's last failure (``queries``: default, its failed queries)."""
+    failure = last_failure(root)
+    units = load(root).units
+    queries = failed_queries(root) if queries is None else queries
+    return RecoveryWatch(failure_time=failure.time,
+                         failed_upstream={q: [u for u in units.query_units(q) if u in failure.units] for q in queries})
 
 
 def require_recovered(report: RecoveryReport) -> None:

@@ -18,7 +18,7 @@ moment after the batch ended. Costs and failures:
 - a store that does not answer (``OperationalError``: down, restarting, unreachable) costs the rows of that
   time, never the stream: the queue keeps the newest ``QUEUE_SIZE`` batches, a reconnect is tried at most every
   ``RETRY_S``, and the outage is logged once (the URL's password masked), its end once;
-- a store that refuses the rows for good (not migrated to version 7, say) is logged once and written to no more.
+- a store that refuses the rows for good (not migrated to version 8, say) is logged once and written to no more.
 """
 
 from __future__ import annotations
@@ -61,15 +61,19 @@ def batch_row(p, *, app_id: str, role: str | None, output_rows: int) -> dict:
 
 
 class StoreProgressListener(ProgressListener):
-    """Writes each micro-batch of ``query_name`` to the history store at ``url`` (see the module docstring).
-    ``output_rows(batch_id)`` says how many rows the batch's sink wrote; ``checkpoint`` and ``input_dir`` give
-    the file sources' backlog. Call :meth:`close` when the query has stopped."""
+    """Writes each micro-batch of ``query_name`` to the history store at ``url`` (see the module docstring), as
+    ``stream`` (default: the query name). ``output_rows(batch_id)`` says how many rows the batch's sink wrote;
+    ``checkpoint`` and ``input_dir`` give the file sources' backlog; ``watermark_arrival(watermark_ms)``, when
+    the driver knows it, when the input carrying a watermark arrived (epoch s). Call :meth:`close` when the
+    query has stopped."""
 
     def __init__(self, url: str, query_name: str, *, app_id: str, role: str | None, output_rows: Callable[[int], int],
-                 checkpoint: Path | None = None, input_dir: Path | None = None):
+                 checkpoint: Path | None = None, input_dir: Path | None = None, stream: str | None = None,
+                 watermark_arrival: Callable[[int], float | None] | None = None):
         super().__init__([query_name])
-        self.url, self.stream, self.app_id, self.role = url, query_name, app_id, role
+        self.url, self.stream, self.app_id, self.role = url, stream or query_name, app_id, role
         self.output_rows, self.checkpoint, self.input_dir = output_rows, checkpoint, input_dir
+        self.watermark_arrival = watermark_arrival
         self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._heard = threading.Condition()
         self._last_heard: int | None = None
@@ -80,7 +84,8 @@ class StoreProgressListener(ProgressListener):
     def on_progress(self, p) -> None:
         if self._closed or not ran_a_batch(p):
             return
-        self._offer(batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId)))
+        self._offer({**batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId)),
+                     "stream": self.stream})
         with self._heard:
             self._last_heard = p.batchId
             self._heard.notify_all()
@@ -114,13 +119,22 @@ class StoreProgressListener(ProgressListener):
                 while rows[-1] is not None:
                     rows.append(self._queue.get_nowait())
             done = rows[-1] is None
-            batches = [r for r in rows if r is not None]
+            batches = [self._arrival(r) for r in rows if r is not None]
             if batches:  # the backlog once, for the newest batch
                 batches[-1] = {**batches[-1], **self._backlog()}
                 writer.write([p for p in map(writer.valid, batches) if p is not None])
             if done:
                 writer.close()
                 return
+
+    def _arrival(self, row: dict) -> dict:
+        mark = row.get("watermark_ms")
+        if self.watermark_arrival is None or not mark or mark <= 0:  # Spark reports the epoch before any data
+            return row
+        try:
+            return {**row, "watermark_arrived": self.watermark_arrival(mark)}
+        except (OSError, ValueError):  # an input file being written: this row goes without it
+            return row
 
     def _backlog(self) -> dict[str, int | None]:
         if self.checkpoint is None or self.input_dir is None:

@@ -85,7 +85,7 @@ def test_recovery_takes_the_master_ui_from_the_record_else_the_connection(monkey
 
 def test_stream_submissions_give_the_driver_the_stores_connection_string(monkeypatch, pg_server):  # noqa: F811
     from ft_core.store.connection import connect
-    from ftops_provider.operators.streams import StreamSubmitOperator
+    from ftops_provider.operators.streams import StreamSubmitOperator, UnitsStageSubmitOperator, store_env
 
     def submit(conn_id: str, master: str) -> StreamSubmitOperator:
         monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "spark", "host": master}))
@@ -93,11 +93,14 @@ def test_stream_submissions_give_the_driver_the_stores_connection_string(monkeyp
                                     conn_id=conn_id, ftops_db_conn_id="ftops_ep_store")
 
     _postgres_conn(monkeypatch, "ftops_ep_store", pg_server.url(), sslmode="disable")
-    env = submit("ftops_ep_standalone", "spark://127.0.0.1:7077")._store_env()
+    env = store_env(submit("ftops_ep_standalone", "spark://127.0.0.1:7077"), "ftops_ep_store", "a stream")
     dsn = env["FTOPS_DATABASE_URL"]
     assert "sslmode=disable" in dsn  # assembled as the hook assembles it, extras kept
     conn = connect(dsn)  # the driver connects with it
     conn.close()
-    assert submit("ftops_ep_yarn", "yarn")._store_env() == {}  # there env_vars would go on the command line
+    stage = UnitsStageSubmitOperator(task_id="stage", units_dir="/d", schedule_path="/s", stage=0,
+                                     conn_id="ftops_ep_standalone", ftops_db_conn_id="ftops_ep_store")
+    assert store_env(stage, stage.ftops_db_conn_id, "stage 0") == env  # a staged recovery's unit drivers too
+    assert store_env(submit("ftops_ep_yarn", "yarn"), "ftops_ep_store", "a stream") == {}  # env_vars would go on the command line
     _postgres_conn(monkeypatch, "ftops_ep_store", None)  # a store connection without a host: the stream still goes
-    assert submit("ftops_ep_standalone", "spark://127.0.0.1:7077")._store_env() == {}
+    assert store_env(submit("ftops_ep_standalone", "spark://127.0.0.1:7077"), "ftops_ep_store", "a stream") == {}

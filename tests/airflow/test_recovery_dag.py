@@ -7,7 +7,8 @@ through SparkSubmitOperator when the first replacement worker registers; while s
 the second one, the scheduler and the triggerer are SIGKILLed and started again. The run must resume
 (nothing that already ran runs again, no application is submitted twice), finish when the second worker
 arrives, and be recorded in the real PostgreSQL history store stage by stage, with both queries back only
-after stage 2 (a query needs every failed unit upstream of it). Query ordering by priority on the cluster is
+after stage 2 (a query needs every failed unit upstream of it), judged from the progress the units' drivers
+wrote to the store. Query ordering by priority on the cluster is
 the units tests' (tests/spark/test_units.py, the smart-city pipeline)."""
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ JOB = "alerts"
 
 
 @pytest.fixture
-def deployment(tmp_path):
+def deployment(tmp_path, pg_server, pg_conn, monkeypatch):  # noqa: F811
+    upgrade(pg_conn)
+    monkeypatch.setenv("FTOPS_DATABASE_URL", pg_server.url())  # the units' drivers write progress to the store
     state = tmp_path / "spark"
     start_cluster(state, BASE)
     try:
@@ -129,6 +132,10 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     assert rec["status"] == "succeeded" and rec["dag_run_id"] == run_id
     stages = {s["stage_no"]: s for s in rec["stages"]}
     assert [(stages[n]["partitions"], stages[n]["status"]) for n in (2, 3)] == [(["enrich[0]"], "done"), (["peaks[0]"], "done")]
+    # the wait read the units' progress from the history store (every unit's driver wrote it there)
+    wait_event = local.api("GET", f"/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/wait_recovered/xcomEntries/"
+                                  "return_value")["value"]
+    assert wait_event["source"] == "history store", wait_event
     times = {q["query"]: q["recovered_s"] for q in rec["queries"]}
     assert set(times) == set(Example.queries) and None not in times.values()
     assert all(t > stages[3]["started_at"].timestamp() - failure.time for t in times.values()), (times, stages[3])

@@ -37,6 +37,22 @@ def test_the_rows_since_a_moment_say_batches_backlog_watermark_and_first_output(
     assert store.progress_since("ftops-topk-primary", T0 + 5).batches == 0
 
 
+def test_lag_marks_are_each_units_batches_with_their_watermarks_arrival_in_time_order(pg_conn):
+    """What a staged recovery's wait reads: per unit (batch end, arrival of its watermark's input), across the
+    unit's applications (a restart is a new app id), and nothing from rows without an arrival."""
+    store = _store(pg_conn)
+    unit = {"stream": "/d/units#peaks[0]", "role": "unit", "input_files": None, "lag_files": None}
+    store.record_batch(_batch(7, T0 + 8, app_id="app-2", watermark_ms=5000, watermark_arrived=T0 + 6, **unit))
+    store.record_batch(_batch(3, T0 + 2, watermark_ms=1000, watermark_arrived=T0 + 1, **unit))
+    store.record_batch(_batch(4, T0 + 4, **unit))  # no watermark yet: no arrival
+    store.record_batch(_batch(0, T0 - 50, watermark_ms=1, watermark_arrived=T0 - 51, **unit))  # before the moment
+    store.record_batch(_batch(1, T0 + 3, watermark_ms=2000))  # the primary writes no arrivals
+    marks = store.lag_marks(["/d/units#peaks[0]", "ftops-topk-primary", "/d/units#enrich[0]"], T0 - 10)
+    assert marks == {"/d/units#peaks[0]": [(pytest.approx(T0 + 2), pytest.approx(T0 + 1)),
+                                           (pytest.approx(T0 + 8), pytest.approx(T0 + 6))],
+                     "ftops-topk-primary": [], "/d/units#enrich[0]": []}
+
+
 def test_a_batch_replayed_after_a_restart_rewrites_its_row(pg_conn):
     store = _store(pg_conn)
     store.record_batch(_batch(5, T0 + 1, output_rows=0, lag_files=4))

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.recovery_units.deployment import load
-from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule
+from ft_core.store.history import HistoryStore
+from ft_core.store.migrations import upgrade
+from spark_jobs.recovery_units.deployment import load, unit_stream
+from spark_jobs.recovery_units.recovery import execute_schedule, load_schedule, recovery_watch
 from spark_jobs.recovery_units.runtime import (
     DeployConfig,
     deploy,
@@ -30,6 +32,7 @@ from spark_jobs.recovery_units.runtime import (
 from spark_jobs.recovery_units.tables import read_committed
 from spark_jobs.recovery_units.verification import closed_until, verify
 from tests.conftest import ROOT, assert_plot, namespaces_of, test_network, test_port
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 from tests.units_fixtures import arrivals, deploy_pinned, start_cluster, stop_everything, wait, wait_drained, wait_steady
 
 BASE = test_port(13600)  # ports of this test only
@@ -58,10 +61,14 @@ def _assert_exact(root: Path) -> None:
         assert unit["expected_rows"] > 0 and unit["rows"] == unit["expected_rows"] and unit["unexpected_rows"] == 0, unit
 
 
-def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exact_output(tmp_path, cluster, cli):
+def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exact_output(tmp_path, cluster, cli,
+                                                                                         pg_server, pg_conn, monkeypatch):
     """On a namespace network (as root) rack-a is cut off the network rather than killed (issue 14): its
     worker and executors keep running unreachable, application A is fenced, and the recovery restarts its
-    units on the replacement hosts exactly once."""
+    units on the replacement hosts exactly once. The units' drivers write their progress to the history store
+    too, and the queries' times back read from it equal those read from the folders."""
+    upgrade(pg_conn)
+    monkeypatch.setenv("FTOPS_DATABASE_URL", pg_server.url())
     root = deploy_pinned(tmp_path, cluster, BASE)
     wait_steady(root)
 
@@ -92,6 +99,10 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     assert set(t) == {"O1[0]", "O2[0]", "O3[0]"} and None not in t.values(), t
     assert t["O2[0]"] < t["O1[0]"] and t["O2[0]"] < t["O3[0]"]
     assert report.lost_rows == 0 and report.duplicated_rows == 0
+    watch = recovery_watch(root)  # the same question, from the store (what QueriesRecoveredTrigger reads)
+    marks = HistoryStore(pg_conn).lag_marks([unit_stream(root, u) for u in watch.units()], failure.time - 60)
+    from_store = watch.recovered({u: marks[unit_stream(root, u)] for u in watch.units()})
+    assert set(from_store) == set(t) and all(abs(from_store[q] - t[q]) <= 3.0 for q in t), (from_store, t)
 
     # The catch-up model of this failure, measured from the units' own batches before it (issue 15; asked after the
     # recovery, so the commands' time does not delay the arrivals above): every failed unit

@@ -301,20 +301,30 @@ class RecordStageOperator(BaseOperator):
 
 
 class QueriesRecoveredSensor(_DeferredWait):
-    """Wait (deferred) until every failed query is available again; returns their recovery times."""
+    """Wait (deferred) until every failed query is available again; returns their recovery times. The trigger
+    reads the units' progress from the history store (``ftops_db_conn_id``) when their drivers write it there,
+    else from the deployment's folders."""
 
     template_fields = ("units_dir", "timeout_s")
 
-    def __init__(self, *, units_dir: str, plan_task_id: str = "plan_stages", **kwargs: Any):
+    def __init__(self, *, units_dir: str, plan_task_id: str = "plan_stages", ftops_db_conn_id: str = "ftops_db",
+                 **kwargs: Any):
         super().__init__(**kwargs)
         self.units_dir = units_dir
         self.plan_task_id = plan_task_id
+        self.ftops_db_conn_id = ftops_db_conn_id
 
     def make_trigger(self, context: Any):
+        from spark_jobs.recovery_units.deployment import unit_stream
+        from spark_jobs.recovery_units.recovery import recovery_watch
+
         from ftops_provider.triggers.queries_recovered import QueriesRecoveredTrigger
 
         _planned(context, self.plan_task_id)
-        return QueriesRecoveredTrigger(self.units_dir, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+        watch = recovery_watch(Path(self.units_dir))  # read here, on the worker that started the units
+        return QueriesRecoveredTrigger(self.units_dir, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s,
+                                       watch=watch.model_dump(), ftops_db_conn_id=self.ftops_db_conn_id,
+                                       streams={u: unit_stream(self.units_dir, u) for u in watch.units()})
 
 
 class FinishRecoveryOperator(BaseOperator):

@@ -44,6 +44,29 @@ def _launcher_defaults(kwargs: dict) -> None:
                                    **driver_address_env()})
 
 
+def store_env(operator: SparkSubmitOperator, ftops_db_conn_id: str, what: str) -> dict[str, str]:
+    """``FTOPS_DATABASE_URL`` for the drivers ``operator`` submits, from the history store's connection: they write
+    their micro-batches' progress there, where the triggers read it (``spark_jobs.runtime.progress_store``). Not on
+    YARN or Kubernetes, where the provider passes env_vars as ``--conf`` on the command line."""
+    from airflow.sdk.log import mask_secret
+
+    from ftops_provider.hooks.history import HistoryStoreHook
+
+    hook = operator._get_hook()
+    if hook._is_yarn or hook._is_kubernetes:  # the provider's own flags: no public way to ask
+        operator.log.warning("%s: the driver gets no history-store URL on this master (it would be on the command "
+                             "line); its progress is read from its folders", what)
+        return {}
+    try:
+        dsn = HistoryStoreHook(ftops_db_conn_id).dsn()
+    except Exception as exc:  # noqa: BLE001 -- a stream runs without it; the waits then read its folders
+        operator.log.warning("%s: no history-store URL for the driver (%s); its progress is read from its folders",
+                             what, exc)
+        return {}
+    mask_secret(dsn)
+    return {"FTOPS_DATABASE_URL": dsn}
+
+
 class StreamSubmitOperator(SparkSubmitOperator):
     """Submit a streaming workload run detached (see the module docstring); returns the application.
 
@@ -73,33 +96,10 @@ class StreamSubmitOperator(SparkSubmitOperator):
             return {"app_id": running[0]["id"], "name": self.app_name, "submitted": False}
         self.application_args = ["stream", "--name", self.app_name, "--master-ui", self.master_ui, "--no-wait",
                                  "--", *map(str, self.run_args)]
-        self.env_vars = {**(self.env_vars or {}), **self._store_env()}
+        self.env_vars = {**(self.env_vars or {}), **store_env(self, self.ftops_db_conn_id, self.app_name)}
         super().execute(context)
         self.log.info("%s started; a deferred SparkAppSensor waits until it runs", self.app_name)
         return {"app_id": None, "name": self.app_name, "submitted": True}
-
-
-    def _store_env(self) -> dict[str, str]:
-        """``FTOPS_DATABASE_URL`` for the driver, from the history store's connection: it writes its micro-batches'
-        progress there, where the triggers read it (``spark_jobs.runtime.progress_store``). Not on YARN or
-        Kubernetes, where the provider passes env_vars as ``--conf`` on the command line."""
-        from airflow.sdk.log import mask_secret
-
-        from ftops_provider.hooks.history import HistoryStoreHook
-
-        hook = self._get_hook()
-        if hook._is_yarn or hook._is_kubernetes:  # the provider's own flags: no public way to ask
-            self.log.warning("%s: the driver gets no history-store URL on this master (it would be on the command "
-                             "line); its progress is read from its folders", self.app_name)
-            return {}
-        try:
-            dsn = HistoryStoreHook(self.ftops_db_conn_id).dsn()
-        except Exception as exc:  # noqa: BLE001 -- a stream runs without it; the waits then read its folders
-            self.log.warning("%s: no history-store URL for the driver (%s); its progress is read from its folders",
-                             self.app_name, exc)
-            return {}
-        mask_secret(dsn)
-        return {"FTOPS_DATABASE_URL": dsn}
 
 
 class UnitsStageSubmitOperator(SparkSubmitOperator):
@@ -108,9 +108,10 @@ class UnitsStageSubmitOperator(SparkSubmitOperator):
     template_fields = (*SparkSubmitOperator.template_fields, "units_dir", "schedule_path", "stage", "prefix")
 
     def __init__(self, *, units_dir: str, schedule_path: str, stage: int | str, prefix: str = "recovery",
-                 conn_id: str = "spark_primary", **kwargs: Any):
+                 conn_id: str = "spark_primary", ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         _launcher_defaults(kwargs)
         super().__init__(application=LAUNCHER, conn_id=conn_id, **kwargs)
+        self.ftops_db_conn_id = ftops_db_conn_id
         self.units_dir = units_dir
         self.schedule_path = schedule_path
         self.stage = stage
@@ -119,6 +120,7 @@ class UnitsStageSubmitOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> None:
         self.application_args = ["units-stage", "--dir", str(self.units_dir), "--schedule", str(self.schedule_path),
                                  "--stage", str(self.stage), "--prefix", self.prefix]
+        self.env_vars = {**(self.env_vars or {}), **store_env(self, self.ftops_db_conn_id, f"stage {self.stage}")}
         super().execute(context)
 
 

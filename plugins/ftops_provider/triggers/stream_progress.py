@@ -41,6 +41,20 @@ class StreamProgressReader:
         self.last_problem = None if since.batches else f"no micro-batch of {self.stream} in the history store since then"
         return since if since.batches else None
 
+    def lag_marks(self, streams: list[str], after_ts: float) -> dict[str, list[tuple[float, float]]] | None:
+        """Each of ``streams``' lag marks since ``after_ts`` (``HistoryStore.lag_marks``); None when one of them has
+        none (its driver writes no arrivals) or the store did not answer."""
+        try:
+            marks = self._open().lag_marks(streams, after_ts)
+        except Exception as exc:  # noqa: BLE001 -- a database restart costs a poll, not the wait
+            self.last_problem = f"history store not readable ({exc})"
+            log.warning("%s; reading the folders this poll", self.last_problem)
+            self.close()
+            return None
+        silent = [s for s, rows in marks.items() if not rows]
+        self.last_problem = f"no progress of {silent[0]} in the history store since then" if silent else None
+        return None if silent else marks
+
     def close(self) -> None:
         if self._store is not None:
             with contextlib.suppress(Exception):  # a broken connection is closed already
