@@ -75,8 +75,6 @@ class StoreProgressListener(ProgressListener):
         self.output_rows, self.checkpoint, self.input_dir = output_rows, checkpoint, input_dir
         self.watermark_arrival = watermark_arrival
         self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=QUEUE_SIZE)
-        self._heard = threading.Condition()
-        self._last_heard: int | None = None
         self._closed = False
         self._writer = threading.Thread(target=self._drain, name=f"ftops-progress-{query_name}", daemon=True)
         self._writer.start()
@@ -86,17 +84,12 @@ class StoreProgressListener(ProgressListener):
             return
         self._offer({**batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId)),
                      "stream": self.stream})
-        with self._heard:
-            self._last_heard = p.batchId
-            self._heard.notify_all()
 
     def close(self, last_batch: int | None = None, timeout_s: float = 10.0) -> None:
         """Once the progress of ``last_batch`` (the query's last) has been heard, write what is queued and stop
         the writer, within ``timeout_s`` in all: the bus delivers a query's last progress after the query ends."""
         deadline = time.monotonic() + timeout_s
-        with self._heard:
-            self._heard.wait_for(lambda: last_batch is None or (self._last_heard is not None and self._last_heard >= last_batch),
-                                 timeout=timeout_s)
+        self.wait_heard(last_batch, timeout_s)
         self._closed = True
         self._offer(None)
         self._writer.join(max(0.0, deadline - time.monotonic()))

@@ -219,11 +219,10 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     finally:
         if query is not None and query.isActive:
             query.stop()
-        # The listener's callback may still be delivering the last progress event.
-        time.sleep(0.5)
+        last = query.lastProgress if query is not None else None
+        listener.wait_heard(last.batchId if last else None, timeout_s=5.0)  # the bus delivers it after the stop
         spark.streams.removeListener(listener)
         if reporter is not None:
-            last = query.lastProgress if query is not None else None
             reporter.close(last_batch=last.batchId if last else None)
             spark.streams.removeListener(reporter)
         faults.stop()

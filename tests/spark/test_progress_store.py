@@ -158,6 +158,8 @@ def _report(batch_id: int, end_s: float, ran: bool = True):
 
 
 def test_the_listener_skips_idle_reports_and_counts_the_backlog_for_its_newest_row(tmp_path, pg_server, pg_conn):
+    from types import SimpleNamespace
+
     from spark_jobs.runtime.progress_store import StoreProgressListener
 
     upgrade(pg_conn)
@@ -168,7 +170,7 @@ def test_the_listener_skips_idle_reports_and_counts_the_backlog_for_its_newest_r
                                      checkpoint=tmp_path / "ck", input_dir=tmp_path / "in")
     now = time.time()
     for report in (_report(0, now - 2), _report(1, now - 1, ran=False), _report(1, now)):
-        listener.on_progress(report)
+        listener.onQueryProgress(SimpleNamespace(progress=report))  # as Spark's listener bus calls it
     t0 = time.monotonic()
     listener.close(last_batch=0)  # batch 0 was heard: no wait for a timeout
     assert time.monotonic() - t0 < 5
@@ -181,12 +183,14 @@ def test_the_listener_skips_idle_reports_and_counts_the_backlog_for_its_newest_r
 
 
 def test_a_store_that_refuses_the_rows_is_told_once_and_not_retried(tmp_path, pg_server, pg_conn, capfd):
+    from types import SimpleNamespace
+
     from spark_jobs.runtime.progress_store import StoreProgressListener
 
     pg_conn.commit()  # an emptied database, never migrated: no ftops_stream_progress table
     listener = StoreProgressListener(pg_server.url(), STREAM, app_id="app-t", role="primary", output_rows=lambda b: 0)
     for b in range(4):
-        listener.on_progress(_report(b, time.time()))
+        listener.onQueryProgress(SimpleNamespace(progress=_report(b, time.time())))
         time.sleep(0.2)
     listener.close(last_batch=3)
     err = capfd.readouterr().err
