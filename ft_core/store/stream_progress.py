@@ -6,7 +6,7 @@ from there holds only when the triggerer shares a disk with the drivers (issue 1
 
 Algorithm: each driver ftops starts writes one row per micro-batch (migration 007; the listener in
 ``spark_jobs.runtime.progress_store``): when the batch ended, the watermark it used, rows in and out, and the
-file sources' backlog after it. A trigger then asks one question of the rows after a moment
+file sources' backlog and the input's watermark after it. A trigger then asks one question of the rows after a moment
 (:meth:`StreamProgressRecords.progress_since`): how many batches ended since, the newest one's backlog, the
 highest watermark, the first batch with output. The drivers of a staged recovery's units also write when the
 input behind each watermark arrived (migration 008), and :meth:`StreamProgressRecords.lag_marks` gives a
@@ -60,6 +60,7 @@ class BatchProgress(BaseModel):
     input_files: int | None = Field(default=None, ge=0)
     lag_files: int | None = Field(default=None, ge=0)
     watermark_arrived: float | None = None  # when the input carrying the watermark arrived (migration 008)
+    input_watermark_ms: int | None = None  # the input's watermark when the row was written (migration 008)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,13 @@ class StreamSince:
     input_files: int | None
     watermark_ms: int | None
     first_output_end: float | None
+    input_watermark_ms: int | None = None
+
+    def lag_s(self) -> float | None:
+        """Event-time seconds the stream's output watermark trails its input's (newest counts; None: unknown)."""
+        if self.watermark_ms is None or self.input_watermark_ms is None:
+            return None
+        return max(0.0, (self.input_watermark_ms - self.watermark_ms) / 1000)
 
     def caught_up(self, max_lag_files: int, watermark_ms: int | None = None) -> tuple[bool, str]:
         """Whether the stream is caught up (a batch ended since the moment, its backlog at most ``max_lag_files``
@@ -96,15 +104,16 @@ class StreamProgressRecords(StoreBase):
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
                 """INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, input_rows,
-                                                      output_rows, input_files, lag_files, watermark_arrived)
-                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s))
+                                                      output_rows, input_files, lag_files, watermark_arrived,
+                                                      input_watermark_ms)
+                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s), %s)
                    ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end,
                        watermark_ms = EXCLUDED.watermark_ms, input_rows = EXCLUDED.input_rows,
                        output_rows = EXCLUDED.output_rows, input_files = EXCLUDED.input_files,
                        lag_files = EXCLUDED.lag_files, watermark_arrived = EXCLUDED.watermark_arrived,
-                       recorded_at = now()""",
+                       input_watermark_ms = EXCLUDED.input_watermark_ms, recorded_at = now()""",
                 (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
-                 p.input_files, p.lag_files, p.watermark_arrived))
+                 p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms))
 
     def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
         """Delete the stream's rows older than ``keep_s``; returns how many."""
@@ -120,13 +129,16 @@ class StreamProgressRecords(StoreBase):
                 """SELECT count(*), extract(epoch FROM max(batch_end)), max(watermark_ms),
                           extract(epoch FROM min(batch_end) FILTER (WHERE output_rows > 0)),
                           (array_agg(lag_files ORDER BY batch_end DESC) FILTER (WHERE lag_files IS NOT NULL))[1],
-                          (array_agg(input_files ORDER BY batch_end DESC) FILTER (WHERE input_files IS NOT NULL))[1]
+                          (array_agg(input_files ORDER BY batch_end DESC) FILTER (WHERE input_files IS NOT NULL))[1],
+                          (array_agg(input_watermark_ms ORDER BY batch_end DESC)
+                               FILTER (WHERE input_watermark_ms IS NOT NULL))[1]
                    FROM ftops_stream_progress WHERE stream = %s AND batch_end > to_timestamp(%s)""",
                 (stream, after_ts))
-            count, last, mark, first_output, lag, inputs = cur.fetchone()
+            count, last, mark, first_output, lag, inputs, input_mark = cur.fetchone()
         return StreamSince(batches=count, last_end=None if last is None else float(last), lag_files=lag,
                            input_files=inputs, watermark_ms=mark,
-                           first_output_end=None if first_output is None else float(first_output))
+                           first_output_end=None if first_output is None else float(first_output),
+                           input_watermark_ms=input_mark)
 
     def lag_marks(self, streams: list[str], after_ts: float) -> dict[str, list[tuple[float, float]]]:
         """Per stream, (batch end, arrival of its watermark's input) of the batches that ended after ``after_ts``

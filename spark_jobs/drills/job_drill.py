@@ -116,7 +116,8 @@ def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[s
     steady = steady_lag_files(dep.primary_checkpoint, dep.input)
     probes = Probes(t_fail=0.0, domain=ctx.domain, max_duration_s=s.max_duration_s, max_lag_s=s.max_lag_s,
                     others=other_workers(dep.cluster_state, ctx.domain), input_dir=str(dep.input),
-                    primary_output=str(dep.primary_output), pipeline=dep.pipeline, params=dep.params)
+                    primary_output=str(dep.primary_output), pipeline=dep.pipeline, params=dep.params,
+                    primary_stream=primary_app_name(s.job))
     params = {"failure_domain": s.domain, "kill_driver": s.kill_driver, "replacement_delay_s": s.replacement_delay_s}
     drill_id = store.start_drill(s.job, ctx.plan_id, params)
     pre = {**ctx.model_dump(), "drill_id": drill_id, "checked_at": time.time(), "replacement_delay_s": s.replacement_delay_s,

@@ -10,7 +10,8 @@ experiment (the DAG restores capacity and records the drill as aborted with the 
 - *a second domain lost*: a worker of another domain, alive when the drill started, died (the drill's
   failure is no longer the only one: real trouble, stop adding to it);
 - *too far behind*: once capacity is back, the primary's watermark more than ``max_lag_s`` behind the
-  input's.
+  input's: read from the job's folders, else (a triggerer that does not see them) from the newest progress
+  row the primary's driver wrote to the history store (``primary_stream``), given by the caller.
 
 A :class:`Probes` document travels with the DAG run (XCom) into the triggers.
 
@@ -21,6 +22,7 @@ A :class:`Probes` document travels with the DAG run (XCom) into the triggers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -44,6 +46,7 @@ class Probes(BaseModel):
     pipeline: str | None = None
     params: list[str] = []
     lag_after: float | None = None  # the lag probe counts from here (capacity back)
+    primary_stream: str | None = None  # the primary's progress in the history store (its query name)
 
     @field_validator("others", mode="before")
     @classmethod
@@ -62,18 +65,25 @@ class Probes(BaseModel):
         dead = sorted(name for name, (pid, started) in self.others.items() if not same_process(pid, started))
         return f"a second failure domain was lost during the drill: {', '.join(dead)} died" if dead else None
 
-    def too_far_behind(self, now: float | None = None) -> str | None:
+    def too_far_behind(self, now: float | None = None,
+                       stored_lag: Callable[[], float | None] | None = None) -> str | None:
         if self.max_lag_s is None or self.lag_after is None or (time.time() if now is None else now) < self.lag_after:
             return None
-        lag = event_lag_s(self.pipeline, self.params, Path(self.input_dir), Path(self.primary_output))
+        try:
+            lag = event_lag_s(self.pipeline, self.params, Path(self.input_dir or ""), Path(self.primary_output or ""))
+        except (OSError, ValueError):  # the job's folders, or its pipeline's file, are not on this host
+            lag = None
+        if lag is None and stored_lag is not None:
+            lag = stored_lag()
         if lag is not None and lag > self.max_lag_s:
             return f"the primary is {lag:.0f} s behind its input, more than the bound of {self.max_lag_s:.0f} s"
         return None
 
-    def fired(self) -> tuple[str, str] | None:
-        """The first probe that fires now (its name and reason), or None."""
+    def fired(self, stored_lag: Callable[[], float | None] | None = None) -> tuple[str, str] | None:
+        """The first probe that fires now (its name and reason), or None; ``stored_lag`` gives the primary's lag
+        from the history store when its folders are out of reach."""
         for name, probe in (("too_long", self.too_long), ("second_domain_lost", self.second_domain_lost),
-                            ("too_far_behind", self.too_far_behind)):
+                            ("too_far_behind", lambda: self.too_far_behind(stored_lag=stored_lag))):
             reason = probe()
             if reason is not None:
                 return name, reason

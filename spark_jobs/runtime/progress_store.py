@@ -10,7 +10,8 @@ between batches are not batches and are skipped) and only queues it; a writer th
 neither the bus nor the query waits for the database. Before writing, the writer counts the file sources'
 backlog once for the newest queued batch (from the checkpoint and the input folder:
 :func:`spark_jobs.runtime.stream_lag.file_source_lag`, a listing of the input folder like the one Spark's file
-source makes every trigger, and a read of the source log); the count is taken when the row is written, a
+source makes every trigger, and a read of the source log) and reads the input's watermark from each source's
+newest files (:func:`spark_jobs.pipeline.input_files.input_watermark`); both are taken when the row is written, a
 moment after the batch ended. Costs and failures:
 
 - the backlog count grows with the input folder (O(files) per batch, as Spark's own listing does): a stream
@@ -69,11 +70,12 @@ class StoreProgressListener(ProgressListener):
 
     def __init__(self, url: str, query_name: str, *, app_id: str, role: str | None, output_rows: Callable[[int], int],
                  checkpoint: Path | None = None, input_dir: Path | None = None, stream: str | None = None,
-                 watermark_arrival: Callable[[int], float | None] | None = None):
+                 watermark_arrival: Callable[[int], float | None] | None = None,
+                 input_watermark: Callable[[], int | None] | None = None):
         super().__init__([query_name])
         self.url, self.stream, self.app_id, self.role = url, stream or query_name, app_id, role
         self.output_rows, self.checkpoint, self.input_dir = output_rows, checkpoint, input_dir
-        self.watermark_arrival = watermark_arrival
+        self.watermark_arrival, self.input_watermark = watermark_arrival, input_watermark
         self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=QUEUE_SIZE)
         self._closed = False
         self._writer = threading.Thread(target=self._drain, name=f"ftops-progress-{query_name}", daemon=True)
@@ -130,15 +132,19 @@ class StoreProgressListener(ProgressListener):
             return row
 
     def _backlog(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        if self.input_watermark is not None:
+            with contextlib.suppress(OSError, ValueError):  # a file being written: this row goes without it
+                out["input_watermark_ms"] = self.input_watermark()
         if self.checkpoint is None or self.input_dir is None:
-            return {}
+            return out
         from spark_jobs.runtime.stream_lag import file_source_lag
 
         try:
             lag = file_source_lag(self.checkpoint, self.input_dir)
         except (OSError, ValueError):  # a checkpoint file being written: this row goes without a backlog
-            return {}
-        return {"input_files": lag.input_files, "lag_files": lag.lag_files}
+            return out
+        return {**out, "input_files": lag.input_files, "lag_files": lag.lag_files}
 
 
 class _RowWriter:
@@ -203,14 +209,16 @@ class _RowWriter:
 
 
 def store_listener(spark, query_name: str, *, role: str, output_rows: Callable[[int], int], checkpoint: Path | None,
-                   input_dir: Path | None) -> StoreProgressListener | None:
+                   input_dir: Path | None, input_watermark: Callable[[], int | None] | None = None,
+                   ) -> StoreProgressListener | None:
     """The listener for a driver whose environment names the history store (``FTOPS_DATABASE_URL``), added to
     ``spark``'s streams; None without it (the triggers then read the job's folders)."""
     url = os.environ.get(ENV_VAR)
     if not url:
         return None
     listener = StoreProgressListener(url, query_name, app_id=spark.sparkContext.applicationId, role=role,
-                                     output_rows=output_rows, checkpoint=checkpoint, input_dir=input_dir)
+                                     output_rows=output_rows, checkpoint=checkpoint, input_dir=input_dir,
+                                     input_watermark=input_watermark)
     spark.streams.addListener(listener)
     return listener
 

@@ -178,6 +178,7 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     from spark_jobs.pipeline.metrics import TaskMetricsListener
     from spark_jobs.pipeline.sink import BatchWriter
     from spark_jobs.runtime.executor_faults import ExecutorFaultWatcher
+    from spark_jobs.pipeline.input_files import input_watermark
     from spark_jobs.runtime.progress_store import store_listener
     from spark_jobs.runtime.query_restarts import RestartPolicy, error_summary, record_failure, record_restart
 
@@ -199,7 +200,8 @@ def run_stream(spark, workload: Workload, tasks: frozenset[str] | None, config: 
     restarts = RestartPolicy(config.max_restarts, config.restart_window_s)
     deadline = None if config.duration_s is None else time.monotonic() + config.duration_s
     reporter = store_listener(spark, config.name, role=config.role, output_rows=sink.rows_of,
-                              checkpoint=config.checkpoint, input_dir=config.input)
+                              checkpoint=config.checkpoint, input_dir=config.input,
+                              input_watermark=lambda: input_watermark(workload, config.input))
     query = None
     try:
         while True:

@@ -29,11 +29,12 @@ def test_the_rows_since_a_moment_say_batches_backlog_watermark_and_first_output(
     store = _store(pg_conn)
     store.record_batch(_batch(0, T0 - 10, watermark_ms=1000, output_rows=5))  # before the moment: not counted
     store.record_batch(_batch(1, T0 + 2, watermark_ms=4000, lag_files=9))
-    store.record_batch(_batch(2, T0 + 4, watermark_ms=3000, output_rows=7, lag_files=1))
+    store.record_batch(_batch(2, T0 + 4, watermark_ms=3000, output_rows=7, lag_files=1, input_watermark_ms=9500))
     store.record_batch(_batch(0, T0 + 1, stream="ftops-topk-replica-p1", output_rows=2))  # another stream
     since = store.progress_since("ftops-topk-primary", T0)
     assert since == StreamSince(batches=2, last_end=pytest.approx(T0 + 4), lag_files=1, input_files=12, watermark_ms=4000,
-                                first_output_end=pytest.approx(T0 + 4))
+                                first_output_end=pytest.approx(T0 + 4), input_watermark_ms=9500)
+    assert since.lag_s() == 5.5  # the input's watermark less the highest output watermark
     assert store.progress_since("ftops-topk-primary", T0 + 5).batches == 0
 
 

@@ -12,6 +12,7 @@ import pytest
 from ft_core.store.migrations import upgrade
 from ft_core.store.stream_progress import iso_epoch_s
 from spark_jobs.pipeline import sample_input
+from spark_jobs.pipeline.input_files import input_watermark
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.metrics import read_metrics
 from spark_jobs.pipeline.sink import closed_rows, read_output
@@ -39,7 +40,8 @@ def streamed(spark, tmp_path, pg_server, pg_conn, monkeypatch):
     _run(spark, tmp_path)
     with pg_conn, pg_conn.cursor() as cur:
         cur.execute("""SELECT batch_id, app_id, role, output_rows, input_files, lag_files, watermark_ms,
-                              extract(epoch FROM batch_end)::float8 FROM ftops_stream_progress WHERE stream = %s ORDER BY batch_id""",
+                              extract(epoch FROM batch_end)::float8, input_watermark_ms
+                       FROM ftops_stream_progress WHERE stream = %s ORDER BY batch_id""",
                     (STREAM,))
         rows = cur.fetchall()
     return t0, rows
@@ -56,6 +58,8 @@ def test_every_micro_batch_is_a_row_with_its_output_backlog_and_watermark(stream
     assert all(t0 < r[7] <= time.time() for r in rows)
     marks = [m["watermark"] for m in metrics]
     assert max(r[6] for r in rows) == max(round(iso_epoch_s(w) * 1000) for w in marks if w)
+    # the input's watermark beside the newest row: the whole input was there from the start
+    assert rows[-1][8] == input_watermark(load_workload("topk", []), tmp_path / "in")
 
 
 def test_the_drill_waits_read_the_store_with_the_jobs_folders_out_of_reach(streamed, tmp_path, pg_server, monkeypatch):

@@ -138,7 +138,8 @@ class DrillPreflightOperator(BaseOperator):
                       _fraction(ctx.predicted_accuracy), ctx.domain, steady, lag)
         probes = {"domain": ctx.domain, "max_duration_s": max_duration, "max_lag_s": max_lag,
                   "others": other_workers(dep.cluster_state, ctx.domain), "input_dir": str(dep.input),
-                  "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params}
+                  "primary_output": str(dep.primary_output), "pipeline": dep.pipeline, "params": dep.params,
+                  "primary_stream": primary_app_name(self.job_name)}
         return {**ctx.model_dump(), "drill_id": drill_id, "steady_lag_files": steady,
                 "caught_up_lag_files": caught_up_lag_files(steady), "checked_at": time.time(),
                 "replacement_delay_s": delay,

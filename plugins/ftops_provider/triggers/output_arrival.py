@@ -59,7 +59,7 @@ class OutputArrivalTrigger(BaseTrigger):
                 yield TriggerEvent({"status": "ok", "files": [n for _, n in found], "first_s": round(found[0][0] - self.after_ts, 2),
                                     "source": source})
                 return
-            aborted = await abort_event(self.abort)
+            aborted = await abort_event(self.abort, self.ftops_db_conn_id)
             if aborted is not None:
                 yield TriggerEvent(aborted)
                 return

@@ -75,7 +75,7 @@ class StreamCaughtUpTrigger(BaseTrigger):
                 yield TriggerEvent({"status": "ok", "caught_up_s": round(time.time() - after, 1),
                                     "source": source})
                 return
-            aborted = await abort_event(self.abort)
+            aborted = await abort_event(self.abort, self.ftops_db_conn_id)
             if aborted is not None:
                 yield TriggerEvent(aborted)
                 return

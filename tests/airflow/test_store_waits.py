@@ -1,17 +1,19 @@
-"""QueriesRecoveredTrigger reads a staged recovery's progress from the history store when the units' drivers
-wrote it there (issue 14, item 5): a triggerer that does not see the deployment's folder still judges each
-query's relative latency. Real PostgreSQL; the trigger runs in place (no Airflow scheduler is needed). The
-units' drivers writing these rows on real Spark is tests/spark/test_units.py's, the whole DAG
-tests/airflow/test_recovery_dag.py's."""
+"""Waits that read the history store when the triggerer does not see the job's folders (issue 14, item 5):
+QueriesRecoveredTrigger judges a staged recovery's queries from the progress the units' drivers wrote, and a
+drill's abort probe bounds the primary's lag from its driver's rows. Real PostgreSQL; the triggers run in
+place (no Airflow scheduler is needed). The drivers writing these rows on real Spark are tested in
+tests/spark/test_units.py and tests/spark/test_progress_store.py, the whole DAGs in tests/airflow/."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from ft_core.store.history import HistoryStore
 from ft_core.store.migrations import upgrade
 from ft_core.store.stream_progress import BatchProgress
 from ftops_provider.sensors.waits import first_event
+from ftops_provider.triggers.abort_probes import abort_event
 from ftops_provider.triggers.queries_recovered import QueriesRecoveredTrigger
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -46,3 +48,21 @@ def test_a_query_is_back_from_the_stores_rows_with_the_deployment_out_of_reach(p
                                       streams={"q": "/d#q", "u": "/d#u", "v": "/d#v"}, ftops_db_conn_id="ftops_db")
     event = first_event(trigger, within_s=20)
     assert event["status"] == "timeout" and "no progress of /d#v in the history store" in event["missing"][0]
+
+
+def test_the_lag_probe_reads_the_primarys_rows_when_its_folders_are_out_of_reach(pg_server, pg_conn, monkeypatch, tmp_path):
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    now = time.time()
+    for i, (mark, input_mark) in enumerate([(1_000, 20_000), (2_000, 62_000)]):  # 18 s, then 60 s behind
+        store.record_batch(BatchProgress(stream="ftops-j-primary", app_id="app", batch_id=i, batch_end=now - 5 + i,
+                                         role="primary", watermark_ms=mark, input_watermark_ms=input_mark))
+    gone = tmp_path / "not-shared"
+    probes = {"t_fail": now - 100, "domain": "rack-a", "max_lag_s": 30, "lag_after": now - 50, "pipeline": "topk",
+              "input_dir": str(gone / "in"), "primary_output": str(gone / "out"), "primary_stream": "ftops-j-primary"}
+    event = asyncio.run(abort_event(probes))
+    assert event == {"status": "aborted", "probe": "too_far_behind",
+                     "reason": "the primary is 60 s behind its input, more than the bound of 30 s"}
+    assert asyncio.run(abort_event({**probes, "max_lag_s": 90})) is None  # within its bound
+    assert asyncio.run(abort_event({**probes, "primary_stream": None})) is None  # nothing to read: unknown, no abort
