@@ -273,3 +273,20 @@ def test_reference_since_a_moment_reads_only_the_files_holding_it_and_keeps_thei
     after = event_index.load(index)[source]
     assert after[old]["max_ms"] == 1 and after[touched]["max_ms"] > 1
     assert len(after) == meta["files_read"][source]["of"] > len(doc[source])
+
+
+def test_a_reference_since_a_moment_is_refused_without_its_index_or_for_a_pipeline_with_state_across_windows(tmp_path):
+    common = ["--role", "reference", "--input", tmp_path / "in", "--output", tmp_path / "out"]
+
+    def run(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "spark_jobs.runtime.run_pipeline", *map(str, args)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+    res = run("--pipeline", "topk", *common, "--since-ms", 5)
+    assert res.returncode == 2 and "--since-ms and --event-index go together" in res.stderr
+    stateful = tmp_path / "stateful.py"  # topk, saying its windows are not window-local
+    stateful.write_text("import dataclasses\nfrom spark_jobs.workloads.topk import pipeline as topk\n"
+                        "pipeline = topk\npipeline.output = dataclasses.replace(topk.output, window_local=False)\n")
+    res = run("--pipeline", stateful, *common, "--since-ms", 5, "--event-index", tmp_path / "index.json")
+    assert res.returncode == 2 and "is not window-local" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "index.json").exists()
