@@ -101,6 +101,8 @@ Port = Annotated[int, Field(ge=1024, le=65535)]
 PortBase = Annotated[int, Field(ge=1024, le=65000)]
 # a namespace network's subnet: 198.18.<subnet>.0/24 (spark_jobs.cluster.netns)
 Subnet = Annotated[int, Field(ge=1, le=250)]
+# an event time, epoch milliseconds (a window's start, say)
+EpochMs = Annotated[int, Field(ge=0, le=2**63 - 1)]
 
 
 def _memory_size(text: str) -> str:

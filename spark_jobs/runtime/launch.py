@@ -20,7 +20,8 @@ from pathlib import Path
 
 from ft_core.errors import InputError
 from ft_core.input.documents import read_document
-from ft_core.input.quantities import Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, RestartCount, TaskCount, flag
+from ft_core.input.quantities import (EpochMs, Fraction, MemorySize, PositiveNodeCount, PositiveSeconds, RestartCount,
+                                      TaskCount, flag)
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_file, pipeline_label, pipeline_ref
 from spark_jobs.runtime.processes import group_alive, own_group_alive, same_process, signal_group, start_time
 from spark_jobs.runtime.waiting import wait_while
@@ -62,7 +63,7 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "(default 3; 0: a failure ends the run)")
     run.add_argument("--restart-window-s", type=flag(PositiveSeconds), default=600.0,
                      help="the window of --max-restarts (default 600)")
-    run.add_argument("--since-ms", type=int, metavar="EPOCH_MS",
+    run.add_argument("--since-ms", type=flag(EpochMs), metavar="EPOCH_MS",
                      help="reference role: only the windows starting at or after this event time, read from the files "
                           "--event-index says hold them (a window-local pipeline)")
     run.add_argument("--event-index", type=Path, help="reference role: the per-file event-time index (read and updated)")
