@@ -147,31 +147,32 @@ def executor_domains(state, app_id: str, pool: str = "primary", master_ui: str |
     return out
 
 
-def delivered_until(output: Path) -> int:
-    """The latest window end the run has written (0: none)."""
+def delivered_until(output: Path, files: list[tuple[float, list[dict]]] | None = None) -> int:
+    """The latest window end the run has written (0: none); ``files``: its output files, when already read."""
     from spark_jobs.drills.progress import watermark_of, window_files
 
-    written = max((int(r["window_end"]) for _, rows in window_files(output) for r in rows), default=0)
+    files = window_files(output) if files is None else files
+    written = max((int(r["window_end"]) for _, rows in files for r in rows), default=0)
     return max(written, watermark_of(output) or 0)
 
 
-def verification_start(output: Path, batches: int = 5) -> int | None:
+def verification_start(files: list[tuple[float, list[dict]]], batches: int = 5) -> int | None:
     """The first window a drill checks: the earliest window start in the run's last ``batches`` output files
-    before the fault. A query restarted from its checkpoint replays at most its uncommitted micro-batch, so
-    every window a fault can lose or repeat starts there or later; None when the run has written nothing."""
-    from spark_jobs.drills.progress import window_files
-
-    recent = window_files(output)[-batches:]
-    return min((int(r["window_start"]) for _, rows in recent for r in rows), default=None)
+    (``spark_jobs.drills.progress.window_files``) before the fault. A query restarted from its checkpoint
+    replays at most its uncommitted micro-batch, so every window a fault can lose or repeat starts there or
+    later; None when the run has written nothing."""
+    return min((int(r["window_start"]) for _, rows in files[-batches:] for r in rows), default=None)
 
 
 def inject(dep: JobDeployment, ctx: DrillContext) -> DrillContext:
     """The correlated failure: SIGKILL the domain's workers (with their executors) and, if asked, the driver."""
     from spark_jobs.cluster.standalone import kill_domain
+    from spark_jobs.drills.progress import window_files
 
     ctx = ctx.model_copy()
-    ctx.failure_end_ms = delivered_until(dep.primary_output)
-    ctx.verify_from_ms = verification_start(dep.primary_output) if dep.workload().pipeline.output.window_local else None
+    written = window_files(dep.primary_output)  # read once for both marks
+    ctx.failure_end_ms = delivered_until(dep.primary_output, written)
+    ctx.verify_from_ms = verification_start(written) if dep.workload().pipeline.output.window_local else None
     ctx.t_fail = time.time()
     if ctx.engine_native:
         ctx.killed = [f"executor {e}" for e in _engine_native_fault(dep, ctx, down=True)["executors"]]

@@ -331,9 +331,9 @@ def normal_lags(root: Path, queries: list[str], normal_s: float = 30.0) -> dict[
     return {q: normal_lag(unit_marks(root, q, arrivals), failure.time, normal_s) for q in queries}
 
 
-def query_recovery(root: Path, queries: list[str], normal_s: float = 30.0, window: int = 3) -> dict[str, float | None]:
-    """Per query, seconds from the failure until it is available again (None: not yet, or no normal lag):
-    never before every failed unit of its upstream closure has restarted (:mod:`.latency`). Reads the units'
+def query_recovery(root: Path, queries: list[str] | None = None, normal_s: float = 30.0, window: int = 3) -> dict[str, float | None]:
+    """Per query (default: the failed ones), seconds from the failure until it is available again (None: not yet,
+    or no normal lag): never before every failed unit of its upstream closure has restarted (:mod:`.latency`). Reads the units'
     progress files and the input folder; :func:`recovery_watch` says what the same answer needs from the store."""
     from spark_jobs.recovery_units.latency import unit_marks
 
@@ -373,9 +373,8 @@ class RecoveryWatch(BaseModel):
 
 def recovery_watch(root: Path, queries: list[str] | None = None) -> RecoveryWatch:
     """The :class:`RecoveryWatch` of the deployment's last failure (``queries``: default, its failed queries)."""
-    failure = last_failure(root)
-    units = load(root).units
-    queries = failed_queries(root) if queries is None else queries
+    failure, units = last_failure(root), load(root).units
+    queries = units.failed_queries(failure.units) if queries is None else queries
     return RecoveryWatch(failure_time=failure.time,
                          failed_upstream={q: [u for u in units.query_units(q) if u in failure.units] for q in queries})
 

@@ -24,9 +24,9 @@ NORMAL_S = 30.0  # the steady lag is measured over this many seconds before the 
 
 
 def _from_folders(units_dir: str) -> dict[str, float | None]:
-    from spark_jobs.recovery_units.recovery import failed_queries, query_recovery
+    from spark_jobs.recovery_units.recovery import query_recovery
 
-    return query_recovery(units_dir, failed_queries(units_dir), normal_s=NORMAL_S)
+    return query_recovery(units_dir, normal_s=NORMAL_S)
 
 
 def _from_store(reader: StreamProgressReader, watch: dict, streams: dict[str, str]) -> dict[str, float | None] | None:
