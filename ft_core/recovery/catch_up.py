@@ -11,7 +11,9 @@ each query is back.
 
 Model (times in seconds after the failure):
 
-- a partition of stage ``k`` runs from ``r = stage_times[k] + restart_s``; its backlog then is
+- a partition of stage ``k`` runs from ``r = start_k + restart_s``, where stage ``k`` starts at
+  ``start_k = max(stage_times[k], r_{k-1})``, ``r_{k-1}`` the time the previous non-empty stage's last
+  partition runs (a stage starts only once the previous one runs, in both executors); its backlog then is
   ``λ (pending_s + r)`` rows (``pending_s``: input not yet committed when it failed, e.g. half a
   trigger interval, or the time since the last checkpoint);
 - the partitions placed on one node share it (processor sharing; a node of size ``z`` has ``z``
@@ -145,18 +147,33 @@ def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: 
     node_size = {n: usable / schedule.node_cap for n, usable in schedule.nodes.items()}
     per_node: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
     restarted: dict[str, float | None] = dict.fromkeys(problem.partitions)
-    for stage in schedule.stages:
-        for pid in stage.partitions:
-            rate = model.rates[pid]
-            runs = model.stage_times[stage.stage] + rate.restart_s
-            restarted[pid] = runs
-            per_node[stage.placement[pid]].append((pid, runs, rate.input_rate * (model.pending_s + runs)))
+    node_of = {pid: stage.placement[pid] for stage in schedule.stages for pid in stage.partitions}
+    for pid, runs in stage_runs(schedule, model).items():
+        restarted[pid] = runs
+        per_node[node_of[pid]].append((pid, runs, model.rates[pid].input_rate * (model.pending_s + runs)))
     caught: dict[str, float | None] = dict.fromkeys(problem.partitions)
     for node, starts in per_node.items():
         caught.update(node_catch_up(starts, model.rates, node_size[node]))
     back = {q: _latest([caught[p] for p in problem.queries[q].partitions]) for q in problem.query_ids()}
     return CatchUpPrediction(restarted_s=_rounded(restarted), caught_up_s=_rounded(caught), query_back_s=_rounded(back),
                              weighted_mean_s=weighted_mean(back, {q: problem.queries[q].priority for q in back}))
+
+
+def stage_runs(schedule: StagedSchedule, model: CatchUpModel) -> dict[str, float]:
+    """When each restarted partition runs: its stage starts once the stage's capacity is there *and* every
+    application of the previous non-empty stage runs (both executors, ``execute_schedule`` and the Airflow
+    DAG's ``wait_capacity_k >> start_stage_k >> record_stage_k`` chain, start a stage only then), and the
+    partition runs ``restart_s`` later."""
+    runs: dict[str, float] = {}
+    ready = 0.0
+    for stage in schedule.stages:
+        if not stage.partitions:
+            continue
+        start = max(model.stage_times[stage.stage], ready)
+        mine = {pid: start + model.rates[pid].restart_s for pid in stage.partitions}
+        runs.update(mine)
+        ready = max(mine.values())
+    return runs
 
 
 def with_prediction(problem: RecoveryProblem, schedule: StagedSchedule, model: CatchUpModel) -> StagedSchedule:

@@ -84,6 +84,18 @@ def test_prediction_follows_the_schedule_backlog_grows_with_time_down():
     assert got.weighted_mean_s == pytest.approx((got.query_back_s["Q1"] + 4 * got.query_back_s["Q2"]) / 5, abs=1e-3)
 
 
+def test_a_stage_starts_only_once_the_previous_stage_runs():
+    """Both executors (``execute_schedule``, the DAG's wait >> start >> record chain per stage) wait until a
+    stage's applications run before they start the next: a node that arrives earlier waits for them."""
+    schedule = plan_stages(PROBLEM, 0.0, [0.5, 0.5])
+    model = CatchUpModel(rates=_rates(a=(1, 11, 30), b=(1, 11, 30)), stage_times=[0, 20, 25], pending_s=0)
+    got = predict_catch_up(PROBLEM, schedule, model)
+    first, second = schedule.stages[1].partitions[0], schedule.stages[2].partitions[0]
+    assert got.restarted_s[first] == 50  # 20 + 30
+    assert got.restarted_s[second] == 80  # its node came at 25 s, but stage 1 ran only at 50 s: 50 + 30
+    assert got.caught_up_s[second] == pytest.approx(80 + 80 / 4.5, abs=1e-3)  # 80 s of input, 5.5 - 1 rows/s
+
+
 def test_unscheduled_partitions_and_missing_inputs():
     schedule = plan_stages(PROBLEM, 0.0, [0.5])  # room for one partition only
     model = CatchUpModel(rates=_rates(a=(1, 11, 0), b=(1, 11, 0)), stage_times=[0, 20])
