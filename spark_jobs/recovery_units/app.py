@@ -45,14 +45,17 @@ from spark_jobs.runtime.waiting import wait_while
 
 def _listener(units_by_query: dict[str, str], root: Path, app: str):
     from spark_jobs.runtime.progress_listener import ProgressListener
+    from spark_jobs.runtime.progress_store import batch_end
 
     class ProgressLog(ProgressListener):
         """Appends each unit's micro-batch progress to its progress.jsonl."""
 
         def on_progress(self, p) -> None:
+            # stamped with Spark's batch end, as the history store's rows: when the listener hears
+            # the batch lags under load, and the two sources then disagreed by seconds on when a query was back
             rec = {"app": app, "run_id": str(p.runId), "batch_id": p.batchId, "timestamp": p.timestamp,
                    "batch_duration_ms": p.batchDuration, "num_input_rows": p.numInputRows,
-                   "watermark": (p.eventTime or {}).get("watermark"), "reported_at": time.time()}
+                   "watermark": (p.eventTime or {}).get("watermark"), "reported_at": batch_end(p)}
             path = unit_dir(root, units_by_query[p.name]) / "progress.jsonl"
             with path.open("a") as fh:
                 fh.write(json.dumps(rec, default=str) + "\n")

@@ -53,11 +53,17 @@ def ran_a_batch(p) -> bool:
     return "addBatch" in (p.durationMs or {})
 
 
+def batch_end(p) -> float:
+    """When a ``StreamingQueryProgress``'s batch ended (epoch s), by Spark's clock: its start plus its duration
+    (not when a listener heard it, which lags under load)."""
+    return iso_epoch_s(p.timestamp) + (p.batchDuration or 0) / 1000
+
+
 def batch_row(p, *, app_id: str, role: str | None, output_rows: int) -> dict:
     """The row of one ``StreamingQueryProgress`` (its backlog is counted later, by the writer)."""
-    start, mark = iso_epoch_s(p.timestamp), iso_epoch_s((p.eventTime or {}).get("watermark"))
+    mark = iso_epoch_s((p.eventTime or {}).get("watermark"))
     return {"stream": p.name, "app_id": app_id, "batch_id": p.batchId, "role": role,
-            "batch_end": start + (p.batchDuration or 0) / 1000, "watermark_ms": None if mark is None else round(mark * 1000),
+            "batch_end": batch_end(p), "watermark_ms": None if mark is None else round(mark * 1000),
             "input_rows": max(0, p.numInputRows or 0), "output_rows": output_rows}
 
 
