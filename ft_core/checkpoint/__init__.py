@@ -7,7 +7,14 @@
   interval that meets a recovery-time bound with the lowest latency.
 """
 
-from ft_core.checkpoint.profiles import ProfilesDocument, load_profiles, parse_profiles
-from ft_core.checkpoint.tuning import CheckpointPlan, plan_checkpoint
+import lazy_loader
 
-__all__ = ["ProfilesDocument", "load_profiles", "parse_profiles", "CheckpointPlan", "plan_checkpoint"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "profiles": ["ProfilesDocument", "load_profiles", "parse_profiles"],
+        "tuning": ["CheckpointPlan", "plan_checkpoint"],
+    },
+)

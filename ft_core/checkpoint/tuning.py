@@ -63,6 +63,8 @@ from ft_core.checkpoint.profiles import IntervalSummary, ProfilesDocument, summa
 from ft_core.errors import InfeasibleError, InputError
 from ft_core.checkpoint.recovery_time import (
     CASES,
+    DEFAULT_CASE,
+    DEFAULT_VARIANT,
     PAPER_EPS_MS,
     Case,
     Variant,
@@ -72,8 +74,6 @@ from ft_core.checkpoint.recovery_time import (
     young_interval,
 )
 
-DEFAULT_CASE: Case = "max"
-DEFAULT_VARIANT: Variant = "paper_eq4"
 _ROOT_IMAG_TOL = 1e-9
 
 

@@ -42,7 +42,6 @@ from pydantic import BaseModel
 
 from ft_core.checkpoint.profiles import ProfilesDocument, summarise
 from ft_core.checkpoint.recovery_time import CASES, VARIANTS, Case, Variant
-from ft_core.checkpoint.tuning import fit_quadratic, recovery_points
 from ft_core.errors import InputError
 
 AUTO = "auto"
@@ -78,6 +77,8 @@ def choose_variant(doc: ProfilesDocument, case: Case = MEASURED_CASE) -> Variant
                          "measured (ftops profile checkpoint writes them), or name a --variant")
     x = [r.checkpoint_interval_ms / 1000.0 for r in rows]
     measured = [float(r.total_recovery_time_s) for r in rows]
+    from ft_core.checkpoint.tuning import fit_quadratic, recovery_points  # numpy: only when choosing
+
     predicted = {v: [float(p) for p in fit_quadratic(x, recovery_points(rows, case, v)).predict(x)] for v in VARIANTS}
     errors = {v: statistics.fmean(abs(p - m) / m for p, m in zip(predicted[v], measured)) for v in VARIANTS}
     chosen = min(VARIANTS, key=lambda v: errors[v])

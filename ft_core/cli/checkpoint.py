@@ -17,13 +17,16 @@ only the worst case bounds recovery), see :mod:`ft_core.checkpoint.tuning`.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from ft_core.checkpoint.profiles import load_profiles
-from ft_core.checkpoint.recovery_time import CASES, PAPER_EPS_MS, VARIANTS
-from ft_core.checkpoint.tuning import DEFAULT_CASE, DEFAULT_VARIANT, CheckpointPlan, plan_checkpoint
+from ft_core.checkpoint.recovery_time import CASES, DEFAULT_CASE, DEFAULT_VARIANT, PAPER_EPS_MS, VARIANTS
 from ft_core.checkpoint.variant_choice import AUTO, VariantChoice, resolve_variant
 from ft_core.cli.output import print_json, print_table
 from ft_core.input.quantities import Positive, PositiveSeconds, flag
+
+if TYPE_CHECKING:
+    from ft_core.checkpoint.tuning import CheckpointPlan
 
 
 def register(sub, groups) -> None:
@@ -46,6 +49,8 @@ def register(sub, groups) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from ft_core.checkpoint.tuning import plan_checkpoint  # numpy: only when planning
+
     doc = load_profiles(args.profiles)
     variant, choice = resolve_variant(doc, args.variant)
     plan = plan_checkpoint(doc, args.max_recovery_s, case=args.case, variant=variant, eps_ms=args.eps_ms,

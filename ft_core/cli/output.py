@@ -9,10 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 
 def command_line(default: Sequence[str] = ()) -> str:
@@ -74,6 +70,11 @@ def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     O1[0]       2.0000
     O1[rack-a]  0.5000
     """
+    from rich import box  # only where a table is printed: `ftops` starts faster without rich
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(*headers, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, header_style="", padding=(0, 1, 0, 0))
     for row in rows:
         table.add_row(*(Text(_cell(v)) for v in row))  # Text: no rich markup in task ids like O1[rack-a]

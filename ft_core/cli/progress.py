@@ -27,11 +27,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
 
 
 class Progress:
@@ -62,9 +61,7 @@ class Progress:
         """Begin the next step, described by ``message``."""
         self.done += 1
         if self._live is None and not self.quiet and self.stream.isatty():
-            self._live = RichProgress(TextColumn(f"{self.label} {{task.description}}", markup=False), BarColumn(),
-                                      MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-                                      console=Console(file=self.stream), transient=True)
+            self._live = _live_line(self.label, self.stream)
             self._live.start()
             self._task = self._live.add_task("", total=self.total)
         if self._live is not None:
@@ -111,3 +108,13 @@ def _duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _live_line(label: str, stream: TextIO) -> RichProgress:
+    """rich's live progress line (imported here: a command that never shows one does not load rich)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import Progress as RichProgress
+
+    return RichProgress(TextColumn(f"{label} {{task.description}}", markup=False), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TimeRemainingColumn(), console=Console(file=stream), transient=True)

@@ -13,9 +13,16 @@ A bad input raises :class:`ft_core.errors.InputError` (exit 2) with its ``field`
 started or written before the input has passed.
 """
 
-from ft_core.input.documents import read_document, read_json_lines
-from ft_core.input.limits import Limits, current_limits
-from ft_core.input.quantities import check, comma_list, flag, param_schema
-from ft_core.input.validation import validate
+import lazy_loader
 
-__all__ = ["Limits", "check", "comma_list", "current_limits", "flag", "param_schema", "read_document", "read_json_lines", "validate"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "documents": ["read_document", "read_json_lines"],
+        "limits": ["Limits", "current_limits"],
+        "quantities": ["check", "comma_list", "flag", "param_schema"],
+        "validation": ["validate"],
+    },
+)

@@ -11,8 +11,15 @@ need all their failed partitions back, a budget per stage; maximise the recovere
 - :mod:`~ft_core.recovery.instances`: the synthetic instances of the paper's evaluation (Sec. 7.3).
 """
 
-from ft_core.recovery.problem import RecoveryPlan, RecoveryProblem, load_problem, parse_problem
-from ft_core.recovery.planners import ALGORITHMS, plan_recovery
-from ft_core.recovery.staged import StagedSchedule, plan_stages
+import lazy_loader
 
-__all__ = ["RecoveryPlan", "RecoveryProblem", "load_problem", "parse_problem", "ALGORITHMS", "plan_recovery", "StagedSchedule", "plan_stages"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "problem": ["RecoveryPlan", "RecoveryProblem", "load_problem", "parse_problem"],
+        "planners": ["ALGORITHMS", "plan_recovery"],
+        "staged": ["StagedSchedule", "plan_stages"],
+    },
+)

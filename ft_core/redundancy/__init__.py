@@ -8,8 +8,15 @@
   faults) and their seeded schedules (Sec. 3.1), used by the chaos drills too.
 """
 
-from ft_core.redundancy.allocation import plan_allocation, speculation_settings
-from ft_core.redundancy.controller import RedundancyController
-from ft_core.redundancy.fault_profile import FaultProfile, fault_schedule, load_fault_profile
+import lazy_loader
 
-__all__ = ["plan_allocation", "speculation_settings", "RedundancyController", "FaultProfile", "fault_schedule", "load_fault_profile"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "allocation": ["plan_allocation", "speculation_settings"],
+        "controller": ["RedundancyController"],
+        "fault_profile": ["FaultProfile", "fault_schedule", "load_fault_profile"],
+    },
+)

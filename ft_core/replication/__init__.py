@@ -17,9 +17,16 @@ whose replicas keep OF highest under a worst-case correlated failure.
   :mod:`~ft_core.replication.planners`: the planner chosen by name.
 """
 
-from ft_core.replication.fidelity import fidelity_report, information_loss, output_fidelity, replicated_fidelity
-from ft_core.replication.mctree import count_mc_trees
-from ft_core.replication.plan import ReplicationPlan
-from ft_core.replication.planners import ALGORITHMS, plan_replication
+import lazy_loader
 
-__all__ = ["fidelity_report", "information_loss", "output_fidelity", "replicated_fidelity", "count_mc_trees", "ReplicationPlan", "ALGORITHMS", "plan_replication"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "fidelity": ["fidelity_report", "information_loss", "output_fidelity", "replicated_fidelity"],
+        "mctree": ["count_mc_trees"],
+        "plan": ["ReplicationPlan"],
+        "planners": ["ALGORITHMS", "plan_replication"],
+    },
+)

@@ -5,6 +5,13 @@ replicas (paper 000), the staged restart as capacity arrives (paper 003) and the
 backlog, into per-query recovery times and an OF curve.
 """
 
-from ft_core.simulation.failure_timeline import Arrival, Timeline, TimelineParams, simulate
+import lazy_loader
 
-__all__ = ["Arrival", "Timeline", "TimelineParams", "simulate"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "failure_timeline": ["Arrival", "Timeline", "TimelineParams", "simulate"],
+    },
+)

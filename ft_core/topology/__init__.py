@@ -8,7 +8,14 @@
   benchmarks and property tests.
 """
 
-from ft_core.topology.document import Operator, Stream, Topology, load_topology, parse_topology, split_task_id
-from ft_core.topology.task_graph import TaskGraph, build_task_graph
+import lazy_loader
 
-__all__ = ["Operator", "Stream", "Topology", "load_topology", "parse_topology", "split_task_id", "TaskGraph", "build_task_graph"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "document": ["Operator", "Stream", "Topology", "load_topology", "parse_topology", "split_task_id"],
+        "task_graph": ["TaskGraph", "build_task_graph"],
+    },
+)

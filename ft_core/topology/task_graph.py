@@ -25,10 +25,12 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from ft_core.topology.document import Stream, Topology, split_task_id
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,8 @@ class TaskGraph:
 
     def to_networkx(self) -> nx.DiGraph:
         """The task DAG as a networkx graph: node attrs ``operator``, ``rate``; edge attr ``rate``."""
+        import networkx as nx  # for analysis and drawing only; the planners work on the arrays
+
         g = nx.DiGraph(name=self.topology.name)
         for i, tid in enumerate(self.task_ids):
             g.add_node(tid, operator=self.operator_of[i], rate=self.rate[i], correlated=self.correlated[i])

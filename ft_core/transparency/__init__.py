@@ -5,7 +5,14 @@
 - :mod:`~ft_core.transparency.placement`: replica nodes per task across failure domains (Alg. 5/6).
 """
 
-from ft_core.transparency.duplicate_filter import check_transparency, serving_view
-from ft_core.transparency.placement import load_placement_problem, place_replicas
+import lazy_loader
 
-__all__ = ["check_transparency", "serving_view", "load_placement_problem", "place_replicas"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "duplicate_filter": ["check_transparency", "serving_view"],
+        "placement": ["load_placement_problem", "place_replicas"],
+    },
+)

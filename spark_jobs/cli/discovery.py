@@ -20,7 +20,7 @@ from pathlib import Path
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.input.quantities import PositiveSeconds, TaskCount, flag
-from spark_jobs.discovery.rest_client import DEFAULT_TIMEOUT_S
+from spark_jobs.cluster.web_ui import DEFAULT_TIMEOUT_S
 
 DISCOVERED_WORKLOAD = "discovered"
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from ft_core.errors import ExternalError
 
 DEFAULT_TIMEOUT_S = 5.0
@@ -24,6 +22,8 @@ DEFAULT_TIMEOUT_S = 5.0
 
 def get_json(url: str, *, what: str = "the Spark UI", timeout_s: float = DEFAULT_TIMEOUT_S) -> Any:
     """The JSON document at ``url``; ExternalError naming ``what`` and ``url`` when there is none."""
+    import httpx  # on the first request: the CLI reads this module's default when it starts, and httpx loads rich
+
     try:
         resp = httpx.get(url, timeout=timeout_s, follow_redirects=True)
         resp.raise_for_status()
@@ -49,6 +49,8 @@ def master_state(ui_url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[s
 
 def post_form(url: str, data: dict[str, str], *, what: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """POST a form (the master's ``/app/kill/``); ExternalError naming ``what`` when it fails."""
+    import httpx
+
     try:
         httpx.post(url, data=data, timeout=timeout_s).raise_for_status()
     except httpx.HTTPError as exc:

@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from ft_core.errors import ExternalError, InputError
-from spark_jobs.cluster.web_ui import get_json
+from spark_jobs.cluster.web_ui import DEFAULT_TIMEOUT_S, get_json
 
-DEFAULT_TIMEOUT_S = 5.0
 WHAT = "the Spark UI"
 
 

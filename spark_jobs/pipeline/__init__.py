@@ -39,10 +39,16 @@ column(s) and number of tasks (key groups, :mod:`.keys`); the transforms stay pl
   input), :mod:`.loading` (``--pipeline`` references).
 """
 
-from spark_jobs.pipeline.accuracy import RelativeError, SetOverlap, TopKOverlap
-from spark_jobs.pipeline.definition import NoParams, Output, Params, Pipeline, SampleInput, Workload
-from spark_jobs.pipeline.operators import Operator
-from spark_jobs.pipeline.sources import FileSource, RateSource, Source, StaticTable
+import lazy_loader
 
-__all__ = ["FileSource", "NoParams", "Operator", "Output", "Params", "Pipeline", "RateSource", "RelativeError",
-           "SampleInput", "SetOverlap", "Source", "StaticTable", "TopKOverlap", "Workload"]
+# Public names load on first use, so importing one module of the package (the CLI does, for every
+# command) does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "accuracy": ["RelativeError", "SetOverlap", "TopKOverlap"],
+        "definition": ["NoParams", "Output", "Params", "Pipeline", "SampleInput", "Workload"],
+        "operators": ["Operator"],
+        "sources": ["FileSource", "RateSource", "Source", "StaticTable"],
+    },
+)

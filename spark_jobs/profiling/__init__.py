@@ -104,27 +104,18 @@ Everything a run starts is stopped whatever happens; a failure raises :class:`Pr
 the copy and the step.
 """
 
-from spark_jobs.profiling.bench import BenchConfig, run_bench
-from spark_jobs.profiling.profiles import run_profiling
-from spark_jobs.profiling.settings import (
-           ProfileConfig,
-           ProfilingError,
-           ValidateConfig,
-           check_intervals,
+import lazy_loader
+
+# Public names load on first use: the CLI imports this package to register its commands, and every
+# `ftops` start would otherwise pay for the whole profiler (and matplotlib, through bench_report).
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "bench": ["BenchConfig", "run_bench"],
+        "bench_report": ["render_bench"],
+        "profiles": ["run_profiling"],
+        "settings": ["ProfileConfig", "ProfilingError", "ValidateConfig", "check_intervals"],
+        "validation": ["validate_profiles"],
+        "vector": ["CheckpointVector", "lineage_check", "pinned_settings"],
+    },
 )
-from spark_jobs.profiling.validation import validate_profiles
-from spark_jobs.profiling.vector import CheckpointVector, lineage_check, pinned_settings
-
-__all__ = ["BenchConfig", "CheckpointVector", "ProfileConfig", "ProfilingError", "ValidateConfig", "check_intervals",
-           "lineage_check", "pinned_settings", "render_bench", "run_bench", "run_profiling",
-           "validate_profiles"]
-
-
-def __getattr__(name: str):
-    """``render_bench`` on first use: it imports matplotlib, which every ``ftops`` start would pay for
-    otherwise (the CLI imports this package to register its commands)."""
-    if name == "render_bench":
-        from spark_jobs.profiling.bench_report import render_bench
-
-        return render_bench
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

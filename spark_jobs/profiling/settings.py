@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ft_core.checkpoint.recovery_time import Case, Variant
-from ft_core.checkpoint.tuning import DEFAULT_CASE
+from ft_core.checkpoint.recovery_time import DEFAULT_CASE
 from ft_core.errors import ExternalError, InputError
 from spark_jobs.profiling.vector import CheckpointVector
 from spark_jobs.pipeline.definition import Workload
