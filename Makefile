@@ -5,8 +5,10 @@
 setup:
 	./scripts/bootstrap.sh
 
+# Bytecode caches in .state/pycache even where PYTHONDONTWRITEBYTECODE is set (as on the project's own
+# machines): otherwise every Airflow process of the stack compiles Airflow again (6.4 s instead of 2.4 s).
 demo: setup
-	.venv/bin/ftops stack demo
+	PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX="$(CURDIR)/.state/pycache" .venv/bin/ftops stack demo
 
 demo-stop: setup
 	.venv/bin/ftops stack down
