@@ -2,11 +2,6 @@
 # Run the whole test suite in the project's venv (CI runs this through `make test`).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# Bytecode caches in .state/pycache, outside the tree. The tests start hundreds of Python processes (ftops
-# commands, Airflow's components and tasks, Spark drivers); with PYTHONDONTWRITEBYTECODE set (as on these machines;
-# uv installs no .pyc files) each of them compiled everything it imported (importing Airflow: 6.4 s, against 2.4 s).
-unset PYTHONDONTWRITEBYTECODE
-export PYTHONPYCACHEPREFIX="$PWD/.state/pycache"
 # Debian packages the tests use (the compose parser, ...): scripts/system-packages.txt
 ./scripts/system-packages.sh
 # Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.

@@ -11,6 +11,7 @@ import argparse
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.progress import Progress
+from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
 from ft_core.samples import load_sample
 
@@ -25,8 +26,6 @@ def register(sub, groups) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ft_core.replication.mctree import count_mc_trees  # networkx: when the demo runs
-
     rows, docs = [], []
     jobs = [(name, ratio) for name in DEMO_SAMPLES for ratio in RATIOS]
     progress = Progress("demo", total=len(jobs))

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
 from ft_core.cli.output import print_json, print_table
 from ft_core.input.quantities import PositiveSeconds, TaskBudget, flag
+from ft_core.replication.fidelity import fidelity_report
+from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
-
-if TYPE_CHECKING:
-    from ft_core.topology.task_graph import TaskGraph
+from ft_core.topology.document import load_topology
+from ft_core.topology.task_graph import TaskGraph, build_task_graph
 
 
 def register(sub, groups) -> None:
@@ -38,10 +38,6 @@ def register(sub, groups) -> None:
 
 
 def load_graph(path: str) -> TaskGraph:
-    # networkx and the models load when a command runs, not when `ftops` builds its parser
-    from ft_core.topology.document import load_topology
-    from ft_core.topology.task_graph import build_task_graph
-
     return build_task_graph(load_topology(path))
 
 
@@ -51,8 +47,6 @@ def parse_task_list(graph: TaskGraph, text: str, what: str) -> set[int]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ft_core.replication.mctree import count_mc_trees
-
     graph = load_graph(args.topology)
     summary = {
         "name": graph.topology.name,
@@ -71,8 +65,6 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _fidelity(args: argparse.Namespace) -> int:
-    from ft_core.replication.fidelity import fidelity_report
-
     graph = load_graph(args.topology)
     report = fidelity_report(graph, parse_task_list(graph, args.failed, "failed task"))
     if args.json:

@@ -7,13 +7,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ft_core.errors import InputError
-
-if TYPE_CHECKING:  # networkx: the planners import it when they run, not when the CLI lists their names
-    from ft_core.replication.plan import ReplicationPlan
-    from ft_core.topology.task_graph import TaskGraph
+from ft_core.replication.plan import ReplicationPlan
+from ft_core.topology.task_graph import TaskGraph
 
 ALGORITHMS = ("exact", "structure-aware", "greedy")
 

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import TYPE_CHECKING
-
 from ft_core.errors import InputError
-
-if TYPE_CHECKING:
-    from ft_core.topology.task_graph import TaskGraph
+from ft_core.topology.task_graph import TaskGraph, build_task_graph
+from ft_core.topology.document import load_topology
 
 SAMPLES_DIR = Path(__file__).parent
 
@@ -36,7 +33,4 @@ def sample_path(name: str) -> Path:
 
 def load_sample(name: str) -> TaskGraph:
     """The task graph of a shipped sample topology."""
-    from ft_core.topology.document import load_topology  # networkx: only when a sample is loaded
-    from ft_core.topology.task_graph import build_task_graph
-
     return build_task_graph(load_topology(sample_path(name)))
