@@ -27,8 +27,14 @@ if WORKER:  # before anything imports airflow (it reads AIRFLOW_HOME once)
 # Every JVM the tests start (Spark masters, workers, drivers, executors) compiles with C1 only and
 # collects with the serial collector: a test's JVMs live minutes, and C2's compiler threads were half
 # of their CPU on this 2-core machine (a DAG test went from 267 s to 155 s). Semantics are unchanged;
-# users' jobs and ftops's own stack keep the JVM's defaults.
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# users' jobs and ftops's own stack keep the JVM's defaults. They also map Spark's classes from a
+# class-data archive instead of loading them from the jars (tests/spark_class_archive.py). Set once, by the
+# first process (xdist's controller); its workers inherit it. A JDK_JAVA_OPTIONS of your own wins.
+if "JDK_JAVA_OPTIONS" not in os.environ:
+    os.environ["JDK_JAVA_OPTIONS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    from tests.spark_class_archive import java_options
+
+    os.environ["JDK_JAVA_OPTIONS"] = " ".join([os.environ["JDK_JAVA_OPTIONS"], *java_options(ROOT / ".state")])
 
 
 def test_port(port: int) -> int:
