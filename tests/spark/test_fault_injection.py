@@ -37,6 +37,7 @@ WARMUP = 3  # the first micro-batches pay for JVM start-up and code generation
 # one's shuffle blocks): no task has finished, so Spark has nothing to speculate against. Level 1
 # gets up to three pauses to meet a stage where a copy can run; level 0 must copy nothing at all.
 LEVEL_1_PAUSES = 3
+LEVEL_1_AT_S = [10.0 * k + 1.0 for k in range(LEVEL_1_PAUSES)]
 # Three input splits per one-second file: every stage has several tasks, so a stalled task always
 # has a finished sibling to be compared with (Spark never speculates a stage's only task).
 SPLITS = ["spark.sql.files.maxPartitionBytes=3k", "spark.sql.files.openCostInBytes=0"]
@@ -45,9 +46,9 @@ SPLITS = ["spark.sql.files.maxPartitionBytes=3k", "spark.sql.files.openCostInByt
 CONFS = [*SPLITS, "spark.locality.wait=0s"]
 
 
-def _profile():
+def _profile(at_s: list[float]):
     return parse_fault_profile({"name": "pauses", "operators": {"executor": {"instances": [0], "slowdown": {
-        "at_s": PAUSES_AT_S, "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
+        "at_s": at_s, "magnitude_ms": {"mean": PAUSE_MS, "stddev": 0}}}}})
 
 
 def _cluster(tmp: Path, base: int):
@@ -61,7 +62,7 @@ def _cluster(tmp: Path, base: int):
     return state
 
 
-def _run_with_pauses(tmp: Path, extra: list[str], base: int) -> tuple[Path, object, list[dict]]:
+def _run_with_pauses(tmp: Path, extra: list[str], base: int, at_s: list[float]) -> tuple[Path, object, list[dict]]:
     from spark_jobs.cluster.standalone import cluster_down
 
     spec = load_workload("topk", PARAMS)
@@ -69,7 +70,7 @@ def _run_with_pauses(tmp: Path, extra: list[str], base: int) -> tuple[Path, obje
     out = tmp / "out"
     try:
         state = _cluster(tmp, base)
-        return _measured_run(tmp, out, state.master_url("primary"), extra)
+        return _measured_run(tmp, out, state.master_url("primary"), extra, at_s)
     finally:
         cluster_down(tmp / "spark")
 
@@ -81,13 +82,13 @@ def _argv(tmp: Path, out: Path, master: str, extra: list[str]) -> list:
             *[a for p in PARAMS for a in ("--param", p)], *extra]
 
 
-def _measured_run(tmp: Path, out: Path, master: str, extra: list[str]) -> tuple[Path, object, list[dict]]:
+def _measured_run(tmp: Path, out: Path, master: str, extra: list[str], at_s: list[float]) -> tuple[Path, object, list[dict]]:
     proc, log = launch_run(run_args(_argv(tmp, out, master, extra)))
     try:
         _wait_for_batches(out, WARMUP, proc, log)
         executors = find_executors(app_of_run(out))
         assert len(executors) == 2 and all(e.app_id == app_of_run(out) for e in executors)
-        report = inject(_profile(), duration_s=PAUSES_AT_S[-1] + 0.5, seed=1, output=out)
+        report = inject(_profile(at_s), duration_s=at_s[-1] + 0.5, seed=1, output=out)
         last = max(r["batch_id"] for r in read_metrics(out / "_metrics" / "metrics.jsonl"))
         _wait_for_batches(out, last + 3, proc, log)
         assert all(_state(e.pid) != "T" for e in executors)  # every paused executor was resumed
@@ -126,7 +127,7 @@ def _pauses(report) -> list[tuple[float, float]]:
 
 
 def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculated(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, [], test_port(15600))
+    out, report, records = _run_with_pauses(tmp_path, [], test_port(15600), PAUSES_AT_S)
 
     assert report.applied == {"slowdown": len(PAUSES_AT_S)} and report.skipped == 0
     (executor, paused), = report.paused_s.items()
@@ -144,9 +145,9 @@ def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculate
 
 
 def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_tasks(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(16000))
+    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(16000), LEVEL_1_AT_S)
 
-    assert report.applied == {"slowdown": len(PAUSES_AT_S)}
+    assert report.applied == {"slowdown": len(LEVEL_1_AT_S)}
     props = _spark_properties(tmp_path / "events")
     assert {k: props.get(k) for k in speculation_settings(1.0)} == speculation_settings(1.0)
     copies = speculative_attempts(tmp_path / "events")
