@@ -12,4 +12,8 @@ export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
 # in one process.
 # --durations: the slowest tests are named in every run (CI time is watched against its 20-min aim).
 workers="${FTOPS_TEST_WORKERS:-2}"
+# The tests' Spark JVMs map Spark's classes from an archive built once per JDK and Spark (about a minute;
+# tests/spark_class_archive.py). Importing the conftest here builds it where its progress shows: inside
+# pytest the message would only appear at the end.
+.venv/bin/python -c "import tests.conftest"
 exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder --durations=25 "$@"
