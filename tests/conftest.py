@@ -30,11 +30,11 @@ if WORKER:  # before anything imports airflow (it reads AIRFLOW_HOME once)
 # users' jobs and ftops's own stack keep the JVM's defaults. They also map Spark's classes from a
 # class-data archive instead of loading them from the jars (tests/spark_class_archive.py). Set once, by the
 # first process (xdist's controller); its workers inherit it. A JDK_JAVA_OPTIONS of your own wins.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 if "JDK_JAVA_OPTIONS" not in os.environ:
-    os.environ["JDK_JAVA_OPTIONS"] = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     from tests.spark_class_archive import java_options
 
-    os.environ["JDK_JAVA_OPTIONS"] = " ".join([os.environ["JDK_JAVA_OPTIONS"], *java_options(ROOT / ".state")])
+    os.environ["JDK_JAVA_OPTIONS"] = " ".join([TEST_JVM_OPTIONS, *java_options(ROOT / ".state", TEST_JVM_OPTIONS)])
 
 
 def test_port(port: int) -> int:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-import pytest
-
 from spark_jobs.cluster.standalone import spark_env
+from tests.conftest import ROOT, TEST_JVM_OPTIONS
+from tests.spark_class_archive import java_options
 
 
 def test_a_spark_daemon_maps_the_archive_and_the_jdk_warning_is_silenced(tmp_path):
-    options = os.environ["JDK_JAVA_OPTIONS"]
-    if "-XX:SharedArchiveFile=" not in options:
-        pytest.skip(f"JDK_JAVA_OPTIONS has no class archive (set by hand, or it could not be built): {options}")
+    archive = java_options(ROOT / ".state", TEST_JVM_OPTIONS)  # built here if it is not there yet
+    assert archive, "the class archive could not be built: see .state/jvm-class-archive/*.log"
+    options = " ".join([TEST_JVM_OPTIONS, *archive])
     log = tmp_path / "cds-%p.log"
     env = spark_env({"JDK_JAVA_OPTIONS": f"{options} -Xlog:cds=info:file={log}"})  # a log file per JVM
     # The master prints its usage and exits; its JVM has the daemons' class path, Spark's launcher another.
