@@ -32,8 +32,10 @@ Costs are declared (0.25 of a node per unit) rather than measured: on this 2-cor
 share of a unit is a few percent, so every failed unit would fit on the first node and the three strategies
 would coincide; ``ftops units problem --cost measured`` gives the measured costs of a live deployment.
 
-Plot beside the report (:mod:`ft_core.bench.plots`, when ``render`` is given the report's path): seconds
-from the failure until each query is back, per strategy, with the priority-weighted mean and the node arrivals.
+The report and its plot are :mod:`.bench_report`'s. The full benchmark (three runs per strategy) takes about
+2 h 40 min here, so it can be continued: each run writes its result (``run.json``) into its own folder of the
+work dir when it ends, and ``--resume --work-dir DIR`` with the same flags keeps those and runs the rest
+(:func:`bench_config` checks the flags against the ``bench.json`` the first invocation wrote).
 """
 
 from __future__ import annotations
@@ -320,169 +322,73 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
                        duplicated_rows=report.duplicated_rows)
 
 
+CONFIG_FILE = "bench.json"  # the benchmark's configuration, in its work dir: what --resume continues
+RUN_FILE = "run.json"  # a finished run's result, in the run's own folder
+
+
 def run_bench(config: RecoveryBenchConfig, progress: Progress) -> RecoveryBenchResult:
+    """Every repetition of every strategy, repetition by repetition. A run whose folder holds its result
+    (``run.json``, written when it ends) from an earlier, interrupted invocation is kept, not run again
+    (``--resume``); one that failed, or was cut off before its result, runs again from a clean folder."""
     runs = []
     progress.set_total(config.repetitions * len(config.strategies))
     for repetition in range(1, config.repetitions + 1):
         for strategy in config.strategies:
+            kept = _finished_run(config.work_dir / f"{strategy}-{repetition}")
+            if kept is not None:
+                progress.step(f"{strategy} (repetition {repetition}): kept from the earlier invocation")
+                runs.append(kept)
+                continue
             progress.step(f"{strategy} (repetition {repetition})")
-            try:
-                runs.append(run_strategy(config, strategy, repetition, progress))
-            except FtopsError as exc:
-                runs.append(StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s={},
-                                        weighted_mean_recovery_s=None, planned_stage={}, stages=[], lost_rows=0,
-                                        duplicated_rows=0, error=str(exc)))
+            runs.append(_run_and_keep(config, strategy, repetition, progress))
     return RecoveryBenchResult(command="", config=config, runs=runs)
 
 
-# --- report ---------------------------------------------------------------------------------------
-
-def targets(result: RecoveryBenchResult) -> list[str]:
-    """The issue's targets, assessed: the top-priority query no later under incremental than blocking, and
-    strictly earlier when the first capacity step suffices for it; zero lost or duplicated output."""
-    summary = result.summary()["strategies"]
-    inc, blk = summary.get("incremental"), summary.get("blocking")
-    lines = []
-    if inc and blk:
-        runs = [r for r in result.runs if r.strategy == "incremental" and r.error is None]
-        top = _top_query(runs[0]) if runs else None
-        first_step = bool(runs) and all(r.planned_stage.get(top) == 1 for r in runs)
-        t_inc, t_blk = inc["query_recovered_s"].get(top), blk["query_recovered_s"].get(top)
-        ok = t_inc is not None and t_blk is not None and (t_inc < t_blk if first_step else t_inc <= t_blk)
-        lines.append(f"- top-priority query {top}: incremental {t_inc} s, blocking {t_blk} s; the first capacity "
-                     f"step {'suffices' if first_step else 'does not suffice'} for it, so the target is "
-                     f"{'strictly earlier' if first_step else 'no later'}: {'met' if ok else 'NOT met'}")
-    lines += _catch_up_targets(result)
-    lost = sum(r.lost_rows for r in result.runs)
-    dup = sum(r.duplicated_rows for r in result.runs)
-    failed = [r for r in result.runs if r.error]
-    lines.append(f"- lost rows {lost}, duplicated rows {dup} over {len(result.runs) - len(failed)} runs: "
-                 f"{'met' if lost == dup == 0 and not failed else 'NOT met'}"
-                 + (f"; {len(failed)} runs failed: " + "; ".join(f"{r.strategy}: {r.error}" for r in failed) if failed else ""))
-    return lines
-
-
-def prediction_errors(result: RecoveryBenchResult) -> dict[str, dict[str, float | None]]:
-    """Per strategy and query, |predicted - measured| / measured of every run that measured both (median
-    over the repetitions)."""
-    out: dict[str, dict[str, float | None]] = {}
-    for strategy in result.config.strategies:
-        runs = [r for r in result.runs if r.strategy == strategy and r.error is None and r.predicted_s]
-        queries = sorted({q for r in runs for q in r.query_recovered_s})
-        errors = {q: [abs(r.predicted_s[q] - r.query_recovered_s[q]) / r.query_recovered_s[q] for r in runs
-                      if r.predicted_s.get(q) is not None and r.query_recovered_s.get(q)] for q in queries}
-        out[strategy] = {q: round(statistics.median(e), 3) if e else None for q, e in errors.items()}
-    return out
-
-
-def _catch_up_targets(result: RecoveryBenchResult) -> list[str]:
-    """Issue 15's targets: the catch-up policy has the best priority-weighted mean, and its predicted per-query
-    times are within 25 % of the measured ones."""
-    summary = result.summary()["strategies"]
-    if "catch-up" not in summary or not summary["catch-up"]["runs"]:
-        return []
-    means = {name: s["weighted_mean_recovery_s"] for name, s in summary.items() if s["runs"]}
-    mine = means["catch-up"]
-    best = mine is not None and all(v is None or mine <= v for v in means.values())
-    errors = [e for e in prediction_errors(result)["catch-up"].values()]
-    within = bool(errors) and all(e is not None and e <= 0.25 for e in errors)
-    worst = max((e for e in errors if e is not None), default=None)
-    return [f"- catch-up's priority-weighted mean {mine} s against " + ", ".join(
-                f"{name} {v} s" for name, v in means.items() if name != "catch-up") + f": {'best, met' if best else 'NOT the best'}",
-            f"- catch-up's predicted time back within 25 % of the measured one for every query: worst error "
-            f"{'-' if worst is None else f'{worst:.0%}'}: {'met' if within else 'NOT met'}"]
-
-
-def _top_query(run: StrategyRun) -> str | None:
-    """The highest-priority failed query the incremental plan brings back first (ties: name order)."""
-    if not run.priority:
+def _finished_run(work: Path) -> StrategyRun | None:
+    path = work / RUN_FILE
+    if not path.exists():
         return None
-    best = max(run.priority.values())
-    tops = [q for q, v in run.priority.items() if v == best]
-    return min(tops, key=lambda q: (run.planned_stage.get(q) or 99, q))
+    run = StrategyRun.model_validate_json(path.read_text())
+    return run if run.error is None else None
 
 
-def render(result: RecoveryBenchResult, out: Path | None = None) -> str:
-    """The markdown report; with ``out`` (the report's path) the plot is saved beside it and linked."""
-    summary = result.summary()
-    queries = sorted({q for s in summary["strategies"].values() for q in s["query_recovered_s"]})
-    c, sc = result.config, result.config.scenario
-    priority = next((r.priority for r in result.runs if r.priority), {})
-    nodes = "; ".join(f"{a} = {' '.join(units)} in `{sc.domains[a]}`" for a, units in sc.apps.items())
-    lines = ["# Incremental recovery on Spark: time back to normal per query (paper 003, §7.2)", "",
-             f"Produced by `{result.command}` on the project's 2-core machine; median of {c.repetitions} run(s) per "
-             "strategy, each on a fresh local standalone cluster.", "",
-             f"Recovery units of pipeline `{sc.pipeline}` (`spark_jobs/recovery_units/`); the failed queries and their "
-             "priorities: " + ", ".join(f"`{q}` {v:g}" for q, v in sorted(priority.items())) + f". One-core nodes: {nodes}; "
-             f"`{sc.fail}` fails; {c.arrivals} one-core nodes arrive {c.first_arrival_s:.0f} s after the failure "
-             f"and then every {c.arrival_interval_s:.0f} s; every unit costs {c.cost_per_unit} of a node (80 % cap: "
-             f"{int(0.8 / c.cost_per_unit + 1e-9)} units per node). A query is back when its relative latency (event-time "
-             "lag over its pre-failure median) stays below 1.2. Seconds from the failure:", "",
-             "| strategy | " + " | ".join(queries) + " | priority-weighted mean |",
-             "|---|" + "---|" * (len(queries) + 1)]
-    for name, s in summary["strategies"].items():
-        cells = [str(s["query_recovered_s"].get(q, "-")) for q in queries]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['weighted_mean_recovery_s']} |")
-    lines += _predicted_table(result, queries)
-    if out is not None and queries:
-        from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
+def _run_and_keep(config: RecoveryBenchConfig, strategy: str, repetition: int, progress) -> StrategyRun:
+    import shutil
 
-        lines += ["", markdown_image(recovery_plot(result, out), "seconds until each query is back, per strategy")]
-    lines += ["", "Stage at which each schedule recovers the queries (plan): " + "; ".join(
-        f"{r.strategy}: " + ", ".join(f"{q} {st}" for q, st in sorted(r.planned_stage.items()))
-        for r in result.runs if r.repetition == 1 and r.error is None), "", "## Targets", "", *targets(result), "",
-        f"Pipeline parameters: `{' '.join(sc.params)}`; trigger {c.trigger_s} s.", ""]
-    return "\n".join(lines)
+    work = config.work_dir / f"{strategy}-{repetition}"
+    if work.exists():  # cut off (or failed) in an earlier invocation: stop what it left running, start clean
+        _teardown(work / "units", work / "spark")
+        shutil.rmtree(work)
+    try:
+        run = run_strategy(config, strategy, repetition, progress)
+    except FtopsError as exc:
+        run = StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s={}, weighted_mean_recovery_s=None,
+                          planned_stage={}, stages=[], lost_rows=0, duplicated_rows=0, error=str(exc))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / RUN_FILE).write_text(run.model_dump_json(indent=2))
+    return run
 
 
-def _predicted_table(result: RecoveryBenchResult, queries: list[str]) -> list[str]:
-    """Predicted (catch-up model, from the rates measured before the failure) against measured seconds per
-    query, first repetition, and the median relative error over the repetitions."""
-    first = [r for r in result.runs if r.repetition == 1 and r.error is None and r.predicted_s]
-    if not first:
-        return []
-    errors = prediction_errors(result)
-    lines = ["", "Predicted by the catch-up model (`ft_core.recovery.catch_up`, rates measured before the failure: "
-             "`spark_jobs/recovery_units/rates.py`) against measured, seconds (repetition 1), and the median relative "
-             "error over the repetitions:", "",
-             "| strategy | " + " | ".join(queries) + " | weighted mean |", "|---|" + "---|" * (len(queries) + 1)]
-    for r in first:
-        cells = [f"{_num(r.predicted_s.get(q))} / {_num(r.query_recovered_s.get(q))} ({_pct(errors[r.strategy].get(q))})"
-                 for q in queries]
-        lines.append(f"| {r.strategy} | " + " | ".join(cells) + f" | {_num(r.predicted_weighted_s)} / "
-                     f"{_num(r.weighted_mean_recovery_s)} |")
-    return lines
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def recovery_plot(result: RecoveryBenchResult, out: Path) -> Path:
-    """Seconds from the failure until each query is back (median over repetitions), one bar per strategy
-    over each query (its priority in the label) and over the priority-weighted mean; dotted lines mark the
-    node arrivals, so what lies above them is catch-up rather than waiting for capacity. A query that did
-    not come back has no bar."""
-    from ft_core.bench.plots import grouped_bars, new_figure, save_next_to
-
-    summary = result.summary()["strategies"]
-    queries = sorted({q for s in summary.values() for q in s["query_recovered_s"]})
-    priority = next((r.priority for r in result.runs if r.priority), {})
-    groups = [f"{q} (prio {priority[q]:g})" if q in priority else q for q in queries] + ["weighted mean"]
-    fig, ax = new_figure("Time back to normal per query (paper 003, §7.2)", "query", "seconds after the failure",
-                         size=(8.0, 4.0))
-    grouped_bars(ax, groups, {name: [s["query_recovered_s"].get(q) for q in queries] + [s["weighted_mean_recovery_s"]]
-                              for name, s in summary.items()})
-    c = result.config
-    for k in range(c.arrivals):
-        ax.axhline(c.first_arrival_s + k * c.arrival_interval_s, color="grey", linestyle=":", linewidth=1,
-                   label="node arrives" if k == 0 else None)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # beside the bars, never over them
-    return save_next_to(fig, out, "queries")
+def bench_config(work_dir: Path, wanted: RecoveryBenchConfig, resume: bool) -> RecoveryBenchConfig:
+    """The configuration to run in ``work_dir``: a new benchmark needs a folder without one; ``resume`` needs
+    the one an earlier invocation wrote there, with the same settings as the flags given now."""
+    path = work_dir / CONFIG_FILE
+    if not resume:
+        if work_dir.exists() and any(work_dir.iterdir()):
+            hint = " (an earlier benchmark's: add --resume to continue it)" if path.exists() else ""
+            raise InputError(f"--work-dir: {work_dir} is not empty{hint}; use a fresh work dir")
+        work_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(wanted.model_dump_json(indent=2))
+        return wanted
+    if not path.exists():
+        raise InputError(f"--resume: {work_dir} holds no benchmark to continue (no {CONFIG_FILE})")
+    stored = RecoveryBenchConfig.model_validate_json(path.read_text())
+    before, now = stored.model_dump(exclude={"work_dir"}), wanted.model_dump(exclude={"work_dir"})
+    changed = sorted(k for k in now if before.get(k) != now[k])
+    if changed:
+        raise InputError(f"--resume: the flags differ from the benchmark in {work_dir} in {', '.join(changed)} "
+                         f"(it was: {', '.join(f'{k}={before.get(k)!r}' for k in changed)}); give the same flags")
+    return stored.model_copy(update={"work_dir": work_dir})
 
 
 def register_bench(bench_group) -> None:
@@ -495,6 +401,8 @@ def register_bench(bench_group) -> None:
     b.add_argument("--placement", type=Path, help='{"apps": {"A": ["O1[0]", ...]}, "domains": {"A": "rack-a"}, "fail": '
                    '"rack-a"}; default: the smart-city scenario (needed with --pipeline)')
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
+    b.add_argument("--resume", action="store_true", help="continue the interrupted benchmark in --work-dir (same flags): "
+                   "its finished runs are kept, the others run")
     b.add_argument("--port-base", type=flag(PortBase), default=24000, help="ports: masters and UIs above BASE, workers "
                    "BASE+100.., their UIs BASE+200.., the units' UIs BASE+300.. (default 24000)")
     b.add_argument("--out", type=Path, help="report (default docs/benchmarks/recovery-runtime.md; --quick: none)")
@@ -533,15 +441,24 @@ def _bench(args) -> int:
     reps = args.repetitions if args.repetitions is not None else (1 if args.quick else 3)
     scenario = scenario_of(args)
     scenario.check()
-    work = args.work_dir or Path(tempfile.mkdtemp(prefix="ftops-bench-recovery-"))
-    config = RecoveryBenchConfig(work_dir=work.resolve(), scenario=scenario, strategies=strategies, repetitions=reps,
+    if args.resume and args.work_dir is None:
+        raise InputError("--resume: give the --work-dir of the benchmark to continue")
+    work = (args.work_dir or Path(tempfile.mkdtemp(prefix="ftops-bench-recovery-"))).resolve()
+    wanted = RecoveryBenchConfig(work_dir=work, scenario=scenario, strategies=strategies, repetitions=reps,
                                  port_base=args.port_base, arrival_interval_s=20.0 if args.quick else 30.0)
+    config = bench_config(work, wanted, args.resume)
 
     progress = Progress("bench recovery-runtime")
-    result = run_bench(config, progress)
+    try:
+        result = run_bench(config, progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted; the finished runs are kept: add --resume --work-dir {work} to the same command to continue")
+        raise
     result.command = command_line(["bench", "recovery-runtime"])
     (config.work_dir / "result.json").write_text(result.model_dump_json(indent=2))
     out = args.out or (None if args.quick else Path("docs/benchmarks/recovery-runtime.md"))
+    from spark_jobs.recovery_units.bench_report import render
+
     report = render(result, out)  # with out: the plot beside it; --quick without --out: stdout only, no plot
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

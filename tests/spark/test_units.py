@@ -198,7 +198,8 @@ def test_units_cli_rejects_bad_input_with_one_line(cli, tmp_path):
 def test_bench_report_plots_the_time_back_per_query_and_strategy(tmp_path):
     """``ftops bench recovery-runtime``'s report (no Spark: its result built from the numbers of
     docs/benchmarks/recovery-runtime.md) saves the seconds until each query is back beside the table."""
-    from spark_jobs.recovery_units.bench import RecoveryBenchConfig, RecoveryBenchResult, StrategyRun, render
+    from spark_jobs.recovery_units.bench import RecoveryBenchConfig, RecoveryBenchResult, StrategyRun
+    from spark_jobs.recovery_units.bench_report import render
 
     priority = {"O1[0]": 1, "O1[1]": 1, "O2[0]": 2, "O3[0]": 4, "O3[1]": 4}
     measured = {"incremental": [114.98, 263.94, 112.35, 124.78, 232.31], "blocking": [249.99, 144.19, 247.17, 212.18, 167.43],
