@@ -365,7 +365,9 @@ def _run_and_keep(config: RecoveryBenchConfig, strategy: str, repetition: int, p
         run = StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s={}, weighted_mean_recovery_s=None,
                           planned_stage={}, stages=[], lost_rows=0, duplicated_rows=0, error=str(exc))
     work.mkdir(parents=True, exist_ok=True)
-    (work / RUN_FILE).write_text(run.model_dump_json(indent=2))
+    partial = work / f"{RUN_FILE}.partial"  # renamed when whole: a kill mid-write leaves no half a result
+    partial.write_text(run.model_dump_json(indent=2))
+    partial.replace(work / RUN_FILE)
     return run
 
 
