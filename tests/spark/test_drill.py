@@ -76,8 +76,12 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
 
 
 def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_its_checkpoint(tmp_path):
-    report = run_drill(_drill(tmp_path, BASE_EMPTY, budget=0, kill_driver=True))
+    """As root, across hosts too (issue 14), the other fault kind: the primary's rack host is down (every process
+    on it killed, its link cut), and its driver, on the drivers' host, is killed as well."""
+    network = test_network()
+    report = run_drill(_drill(tmp_path, BASE_EMPTY, budget=0, kill_driver=True, network=network, fault="host-down"))
 
+    assert (report.fault, report.network) == ("host-down", network) and report.detection_s is not None
     assert report.plan_tasks == [] and report.predicted_output_fidelity == 0.0
     assert not (tmp_path / "drill" / "replica" / "_run.json").exists()  # R = 0: no replica was started
     assert report.time_to_first_tentative_s is None
@@ -85,6 +89,8 @@ def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_
     assert report.killed[-1] == "primary driver" and report.primary_driver_restarts == 1
     assert report.output_equals_reference and report.lost_windows == 0 and report.duplicated_windows == 0
     assert _processes_mentioning(str(tmp_path)) == []
+    if network == "namespaces":
+        assert namespaces_of(report.subnet) == []
 
 
 def test_bad_plan_exits_2_before_anything_starts(tmp_path, cli):
