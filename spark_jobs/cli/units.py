@@ -124,7 +124,7 @@ def register(sub, groups) -> None:
     rec.set_defaults(func=_recover)
     add_old_name(sub, "recover", "units recover", _recover_arguments, _recover)
 
-    from spark_jobs.recovery_units.bench import register_bench
+    from spark_jobs.cli.recovery_bench import register_bench
 
     register_bench(groups["bench"])
 

@@ -56,6 +56,9 @@ def load_domain_map(path: Path, field: str = "--domains") -> dict[str, str]:
     if not isinstance(doc, dict) or not doc or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
         raise InputError(f"{field}: expected a mapping of worker host (or worker id) to failure domain name",
                          field=field)
+    blank = next((k for k, v in doc.items() if not k.strip() or not v.strip()), None)
+    if blank is not None:  # an empty host matches no executor, an empty domain names none
+        raise InputError(f"{field}: {blank!r}: a worker host and its failure domain must not be empty", field=field)
     return doc
 
 

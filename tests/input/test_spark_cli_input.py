@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ft_core.input.limits import current_limits
@@ -148,6 +148,9 @@ def test_unreadable_documents_are_refused_before_anything_starts(work, name, kin
 @given(name=st.sampled_from(DOC_NAMES), doc=_JSON.filter(lambda d: d != {} and d != []))
 def test_documents_of_the_wrong_shape_are_refused(work, name, doc):
     argv, what = DOCUMENTS[name]
+    # any mapping of non-empty names to non-empty names is a well-formed failure-domain map (then --domain is refused)
+    assume(not (name.endswith("--domains") and isinstance(doc, dict) and doc
+                and all(isinstance(k, str) and k.strip() and isinstance(v, str) and v.strip() for k, v in doc.items())))
     rejected(argv(write_document(work, "shape.json", doc)), work, what)
 
 
@@ -167,3 +170,12 @@ def test_a_metrics_file_with_a_bad_line_names_the_line(work):
                                            ("n_pages=1e18", "--param n_pages"), ("window_s=99999999999", "--param window_s")])
 def test_workload_parameters_are_bounded(work, param, needle):
     rejected(["workload", "topology", "topk", "--param", param], work, needle)
+
+
+def test_a_failure_domain_map_with_an_empty_host_or_domain_is_refused(work):
+    """An empty host matches no executor and an empty domain names none: the map is refused as ``--domains``
+    (Hypothesis found ``{"": ""}`` reported as a missing ``--domain`` instead)."""
+    for doc in ({"": "rack-a"}, {"10.0.0.5": " "}):
+        path = write_document(work, "domains.json", doc)
+        rejected(["faults", "domain-down", "--output", NOWHERE, "--domain", "rack-a", "--domains", path], work,
+                 "--domains: ")
