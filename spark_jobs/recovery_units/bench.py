@@ -32,10 +32,11 @@ Costs are declared (0.25 of a node per unit) rather than measured: on this 2-cor
 share of a unit is a few percent, so every failed unit would fit on the first node and the three strategies
 would coincide; ``ftops units problem --cost measured`` gives the measured costs of a live deployment.
 
-The report and its plot are :mod:`.bench_report`'s, the command line :mod:`spark_jobs.cli.recovery_bench`'s. The
-full benchmark (three runs per strategy) takes about 4 h 40 min here, so it can be continued: each run writes its result (``run.json``) into its own folder of the
-work dir when it ends, and ``--resume --work-dir DIR`` with the same flags keeps those and runs the rest
-(:func:`bench_config` checks the flags against the ``bench.json`` the first invocation wrote).
+The report and its plot are :mod:`.bench_report`'s, the command line :mod:`spark_jobs.cli.recovery_bench`'s.
+The full benchmark (three runs per strategy) takes about 4 h 40 min here, so it can be continued: each run
+writes its result (``run.json``) into its own folder of the work dir when it ends, and ``--resume --work-dir
+DIR`` with the same flags keeps those and runs the rest (:func:`bench_config` checks the flags against the
+``bench.json`` the first invocation wrote).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError, InputError
+from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.runtime.waiting import wait_for
 
 STRATEGIES = ("incremental", "blocking", "operator-centric", "catch-up")
@@ -184,9 +186,7 @@ def schedule_for(strategy: str, problem_doc: dict, arrivals: int, model):
 def run_strategy(config: RecoveryBenchConfig, strategy: str, repetition: int, progress) -> StrategyRun:
     from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
 
-    work = config.work_dir / f"{strategy}-{repetition}"
-    if work.exists() and any(work.iterdir()):
-        raise InputError(f"--work-dir: {work} is not empty; use a fresh work dir")
+    work = config.work_dir / f"{strategy}-{repetition}"  # fresh: _run_and_keep clears what a cut-off run left
     state_dir, root = work / "spark", work / "units"
     p = config.port_base
     scenario = config.scenario
@@ -359,10 +359,7 @@ def _run_and_keep(config: RecoveryBenchConfig, strategy: str, repetition: int, p
     except FtopsError as exc:
         run = StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s={}, weighted_mean_recovery_s=None,
                           planned_stage={}, stages=[], lost_rows=0, duplicated_rows=0, error=str(exc))
-    work.mkdir(parents=True, exist_ok=True)
-    partial = work / f"{RUN_FILE}.partial"  # renamed when whole: a kill mid-write leaves no half a result
-    partial.write_text(run.model_dump_json(indent=2))
-    partial.replace(work / RUN_FILE)
+    write_json(work / RUN_FILE, run)  # whole or not at all: a kill mid-write leaves no half a result
     return run
 
 
