@@ -6,10 +6,12 @@ lines scroll above it; elsewhere (CI logs, pipes) every line is plain text:
 ``[drill 12:03:04 3/9 41s ~1m left] waiting for steady operation``.
 
 - :meth:`Progress.step` starts the next step (k/n and the estimate move on);
+- :meth:`Progress.skip` counts a step done elsewhere (e.g. kept from an interrupted run): k/n moves on,
+  the estimate leaves it out;
 - calling the object (``progress("...")``) reports news within the current step, so any function
   that takes a plain ``Callable[[str], None]`` callback can be handed a :class:`Progress`.
 
-The estimate is linear: the mean time of the steps done so far times the steps left.
+The estimate is linear: the mean time of the steps done so far (skipped ones left out) times the steps left.
 
     >>> import io, re
     >>> out = io.StringIO()
@@ -20,6 +22,16 @@ The estimate is linear: the mean time of the steps done so far times the steps l
     [demo HH:MM:SS 1/2 0s] first
     [demo HH:MM:SS 2/2 10s ~10s left] second
     [demo HH:MM:SS 2/2 20s] done in 20s
+    >>> out = io.StringIO()
+    >>> with Progress("demo", total=3, stream=out, clock=iter([0.0, 0.0, 0.0, 30.0, 40.0, 40.0]).__next__) as p:
+    ...     p.skip("kept")
+    ...     p.step("second")
+    ...     p.step("third")
+    >>> print(re.sub(r"\d\d:\d\d:\d\d", "HH:MM:SS", out.getvalue()), end="")
+    [demo HH:MM:SS 1/3 0s] kept
+    [demo HH:MM:SS 2/3 0s] second
+    [demo HH:MM:SS 3/3 30s ~30s left] third
+    [demo HH:MM:SS 3/3 40s] done in 40s
 """
 
 from __future__ import annotations
@@ -42,6 +54,7 @@ class Progress:
         self.label, self.total, self.quiet, self._clock = label, total, quiet, clock
         self.stream = stream if stream is not None else sys.stderr
         self.done = 0
+        self._skipped = 0
         self._start = clock()
         self._live: RichProgress | None = None  # the live line, from the first step on a terminal
         self._task = None
@@ -59,6 +72,14 @@ class Progress:
 
     def step(self, message: str) -> None:
         """Begin the next step, described by ``message``."""
+        self._advance(message, with_estimate=True)
+
+    def skip(self, message: str) -> None:
+        """Count a step that needs no work here (done by an earlier invocation); the estimate ignores it."""
+        self._skipped += 1
+        self._advance(message, with_estimate=False)
+
+    def _advance(self, message: str, *, with_estimate: bool) -> None:
         self.done += 1
         if self._live is None and not self.quiet and self.stream.isatty():
             self._live = _live_line(self.label, self.stream)
@@ -66,7 +87,7 @@ class Progress:
             self._task = self._live.add_task("", total=self.total)
         if self._live is not None:
             self._live.update(self._task, completed=self.done - 1, description=message)
-        self._say(message, with_estimate=True)
+        self._say(message, with_estimate=with_estimate)
 
     def __call__(self, message: str) -> None:
         """News within the current step."""
@@ -91,8 +112,9 @@ class Progress:
         elapsed = self._clock() - self._start
         where = f" {self.done}/{self.total}" if self.total else (f" {self.done}" if self.done else "")
         left = ""
-        if with_estimate and self.total and 1 < self.done <= self.total:
-            left = f" ~{_duration(elapsed / (self.done - 1) * (self.total - self.done + 1))} left"
+        timed = self.done - 1 - self._skipped  # steps finished here, each with its own time
+        if with_estimate and self.total and timed > 0 and self.done <= self.total:
+            left = f" ~{_duration(elapsed / timed * (self.total - self.done + 1))} left"
         line = f"[{self.label} {time.strftime('%H:%M:%S')}{where} {_duration(elapsed)}{left}] {message}"
         if self._live is not None:
             self._live.console.print(line, markup=False, highlight=False)

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -148,7 +149,7 @@ def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: 
     per_node: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
     restarted: dict[str, float | None] = dict.fromkeys(problem.partitions)
     node_of = {pid: stage.placement[pid] for stage in schedule.stages for pid in stage.partitions}
-    for pid, runs in stage_runs(schedule, model).items():
+    for pid, runs in stage_runs([(s.stage, s.partitions) for s in schedule.stages], model).items():
         restarted[pid] = runs
         per_node[node_of[pid]].append((pid, runs, model.rates[pid].input_rate * (model.pending_s + runs)))
     caught: dict[str, float | None] = dict.fromkeys(problem.partitions)
@@ -159,18 +160,18 @@ def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: 
                              weighted_mean_s=weighted_mean(back, {q: problem.queries[q].priority for q in back}))
 
 
-def stage_runs(schedule: StagedSchedule, model: CatchUpModel) -> dict[str, float]:
-    """When each restarted partition runs: its stage starts once the stage's capacity is there *and* every
-    application of the previous non-empty stage runs (both executors, ``execute_schedule`` and the Airflow
-    DAG's ``wait_capacity_k >> start_stage_k >> record_stage_k`` chain, start a stage only then), and the
-    partition runs ``restart_s`` later."""
+def stage_runs(stages: Sequence[tuple[int, Sequence[str]]], model: CatchUpModel) -> dict[str, float]:
+    """When each restarted partition runs, given each stage's number and the partitions it starts, in order:
+    a stage starts once its capacity is there *and* every application of the previous non-empty stage runs
+    (both executors, ``execute_schedule`` and the Airflow DAG's ``wait_capacity_k >> start_stage_k >>
+    record_stage_k`` chain, start a stage only then), and the partition runs ``restart_s`` later."""
     runs: dict[str, float] = {}
     ready = 0.0
-    for stage in schedule.stages:
-        if not stage.partitions:
+    for number, partitions in stages:
+        if not partitions:
             continue
-        start = max(model.stage_times[stage.stage], ready)
-        mine = {pid: start + model.rates[pid].restart_s for pid in stage.partitions}
+        start = max(model.stage_times[number], ready)
+        mine = {pid: start + model.rates[pid].restart_s for pid in partitions}
         runs.update(mine)
         ready = max(mine.values())
     return runs

@@ -331,7 +331,7 @@ def run_bench(config: RecoveryBenchConfig, progress: Progress) -> RecoveryBenchR
         for strategy in config.strategies:
             kept = _finished_run(config.work_dir / f"{strategy}-{repetition}")
             if kept is not None:
-                progress.step(f"{strategy} (repetition {repetition}): kept from the earlier invocation")
+                progress.skip(f"{strategy} (repetition {repetition}): kept from the earlier invocation")
                 runs.append(kept)
                 continue
             progress.step(f"{strategy} (repetition {repetition})")

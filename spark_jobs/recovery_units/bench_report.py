@@ -96,6 +96,7 @@ def render(result: RecoveryBenchResult, out: Path | None = None) -> str:
         cells = [str(s["query_recovered_s"].get(q, "-")) for q in queries]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {s['weighted_mean_recovery_s']} |")
     lines += _predicted_table(result, queries)
+    lines += _breakdown_table(result, "catch-up")
     if out is not None and queries:
         from ft_core.bench.plots import markdown_image  # matplotlib: only when a report is written
 
@@ -124,6 +125,40 @@ def _predicted_table(result: RecoveryBenchResult, queries: list[str]) -> list[st
         lines.append(f"| {r.strategy} | " + " | ".join(cells) + f" | {_num(r.predicted_weighted_s)} / "
                      f"{_num(r.weighted_mean_recovery_s)} |")
     return lines
+
+
+def _breakdown_table(result: RecoveryBenchResult, strategy: str) -> list[str]:
+    """Where ``strategy``'s predictions miss, per query, median over its repetitions (:mod:`.prediction_breakdown`,
+    from the runs' folders in the work dir: nothing when they are gone)."""
+    from spark_jobs.recovery_units.prediction_breakdown import query_misses
+
+    c = result.config
+    stage_times = [0.0] + [c.first_arrival_s + i * c.arrival_interval_s for i in range(c.arrivals)]
+    misses = [query_misses(c.work_dir / f"{r.strategy}-{r.repetition}", r, stage_times, c.normal_s)
+              for r in result.runs if r.strategy == strategy]
+    queries = sorted({q for m in misses for q in m})
+    if not queries:
+        return []
+
+    def med(q: str, field: str) -> str:
+        return _num(_median_of([getattr(m[q], field) for m in misses if q in m]))
+
+    lines = ["", f"Where {strategy}'s predictions miss (`spark_jobs/recovery_units/prediction_breakdown.py`), seconds after "
+             "the failure, median over the repetitions: the restart (its last failed partition's first batch), the "
+             "backlog gone (the first batch after it whose lag is below twice the lag before the failure; the model's "
+             "time back), back (relative latency below 1.2), and the time-averaged lag before the failure and in the "
+             "minute after the backlog is gone:", "",
+             "| query | restart predicted / measured | backlog gone predicted / measured | back measured | lag before / after |",
+             "|---|---|---|---|---|"]
+    for q in queries:
+        lines.append(f"| {q} | {med(q, 'predicted_restart_s')} / {med(q, 'restarted_s')} | {med(q, 'predicted_back_s')} / "
+                     f"{med(q, 'drained_s')} | {med(q, 'back_s')} | {med(q, 'lag_before_s')} / {med(q, 'lag_after_s')} |")
+    return lines
+
+
+def _median_of(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def _num(value: float | None) -> str:
