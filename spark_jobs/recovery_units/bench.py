@@ -119,6 +119,11 @@ class RecoveryBenchConfig(BaseModel):
     arrival_domain: str = "rack-c"
     timeout_s: float = 600.0
 
+    def stage_times(self) -> list[float]:
+        """When each stage's capacity is due, seconds after the failure: stage 0 (the survivors) at once, then
+        the planned node arrivals (what the catch-up model is given)."""
+        return [0.0] + [self.first_arrival_s + i * self.arrival_interval_s for i in range(self.arrivals)]
+
 
 class StrategyRun(BaseModel):
     strategy: str
@@ -149,14 +154,14 @@ class RecoveryBenchResult(BaseModel):
             runs = [r for r in self.runs if r.strategy == strategy and r.error is None]
             queries = sorted({q for r in runs for q in r.query_recovered_s})
             out["strategies"][strategy] = {
-                "weighted_mean_recovery_s": _median([r.weighted_mean_recovery_s for r in runs]),
-                "query_recovered_s": {q: _median([r.query_recovered_s.get(q) for r in runs]) for q in queries},
+                "weighted_mean_recovery_s": median_of_runs([r.weighted_mean_recovery_s for r in runs]),
+                "query_recovered_s": {q: median_of_runs([r.query_recovered_s.get(q) for r in runs]) for q in queries},
                 "runs": len(runs), "failed_runs": sum(r.strategy == strategy and r.error is not None for r in self.runs),
             }
         return out
 
 
-def _median(values: list[float | None]) -> float | None:
+def median_of_runs(values: list[float | None]) -> float | None:
     """Median of the runs; None when any run did not recover (an honest 'not back')."""
     if not values or any(v is None for v in values):
         return None
@@ -298,8 +303,7 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     arrivals = _arrivals_thread(config, state_dir, failure.time, errors, progress)
     units = load(root).units
     problem = units.problem(failure.units, units.declared_cost(config.cost_per_unit))
-    stage_times = [0.0] + [config.first_arrival_s + i * config.arrival_interval_s for i in range(config.arrivals)]
-    model = catch_up_model(root, failure.time, stage_times, units=failure.units)
+    model = catch_up_model(root, failure.time, config.stage_times(), units=failure.units)
     schedule = schedule_for(strategy, problem, config.arrivals, model)
     report = execute_schedule(root, schedule, prefix=strategy, timeout_s=config.timeout_s,
                               wait_recovered_s=config.timeout_s, progress=lambda m: progress(f"  {m}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from spark_jobs.recovery_units.bench import RecoveryBenchResult, StrategyRun
+from spark_jobs.recovery_units.bench import RecoveryBenchResult, StrategyRun, median_of_runs
 
 
 def targets(result: RecoveryBenchResult) -> list[str]:
@@ -133,15 +133,14 @@ def _breakdown_table(result: RecoveryBenchResult, strategy: str) -> list[str]:
     from spark_jobs.recovery_units.prediction_breakdown import query_misses
 
     c = result.config
-    stage_times = [0.0] + [c.first_arrival_s + i * c.arrival_interval_s for i in range(c.arrivals)]
-    misses = [query_misses(c.work_dir / f"{r.strategy}-{r.repetition}", r, stage_times, c.normal_s)
+    misses = [query_misses(c.work_dir / f"{r.strategy}-{r.repetition}", r, c.stage_times(), c.normal_s)
               for r in result.runs if r.strategy == strategy]
     queries = sorted({q for m in misses for q in m})
     if not queries:
         return []
 
     def med(q: str, field: str) -> str:
-        return _num(_median_of([getattr(m[q], field) for m in misses if q in m]))
+        return _num(median_of_runs([getattr(m[q], field) for m in misses if q in m]))
 
     lines = ["", f"Where {strategy}'s predictions miss (`spark_jobs/recovery_units/prediction_breakdown.py`), seconds after "
              "the failure, median over the repetitions: the restart (its last failed partition's first batch), the "
@@ -154,11 +153,6 @@ def _breakdown_table(result: RecoveryBenchResult, strategy: str) -> list[str]:
         lines.append(f"| {q} | {med(q, 'predicted_restart_s')} / {med(q, 'restarted_s')} | {med(q, 'predicted_back_s')} / "
                      f"{med(q, 'drained_s')} | {med(q, 'back_s')} | {med(q, 'lag_before_s')} / {med(q, 'lag_after_s')} |")
     return lines
-
-
-def _median_of(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return statistics.median(known) if known else None
 
 
 def _num(value: float | None) -> str:

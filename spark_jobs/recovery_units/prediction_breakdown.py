@@ -38,7 +38,7 @@ from spark_jobs.recovery_units.deployment import load, read_progress
 from spark_jobs.recovery_units.latency import InputArrivals, normal_lag, unit_marks
 from spark_jobs.recovery_units.recovery import last_failure
 
-AFTER_S = 60.0  # the seconds after a query is back over which its new steady lag is averaged
+AFTER_S = 60.0  # the seconds after the backlog is gone over which a query's new steady lag is averaged
 
 
 class QueryMiss(BaseModel):
@@ -65,11 +65,12 @@ def query_misses(run_dir: Path, run: StrategyRun, stage_times: list[float], norm
     model = CatchUpModel(rates={u: UnitRates(**r) for u, r in run.rates.items()}, stage_times=stage_times)
     predicted = stage_runs([(s["stage"], s["units"]) for s in run.stages], model)
     arrivals = InputArrivals(dep.workload, Path(dep.input))
+    first_batch = {u: _first_batch_after(root, u, failure.time) for u in failure.units}  # read once, shared by queries
     out = {}
     for q, spec in queries.items():
         parts, back = spec["partitions"], run.query_recovered_s.get(q)
         marks = unit_marks(root, q, arrivals)
-        restarted = _latest(_first_batch_after(root, p, failure.time) for p in parts)
+        restarted = _latest(first_batch[p] for p in parts)
         before = normal_lag(marks, failure.time, normal_s)
         drained = _drained(marks, failure.time, restarted, before)
         after = None if drained is None else normal_lag(marks, failure.time + drained + AFTER_S, AFTER_S)
