@@ -213,6 +213,18 @@ class LocalAirflow:
         doc = self.api("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances?limit=100")
         return {ti["task_id"]: ti for ti in doc["task_instances"]}
 
+    def failed_task_logs(self, dag_id: str, run_id: str, lines: int = 15) -> str:
+        """The last ``lines`` of the newest attempt's log of each task of the run that failed or waits for a
+        retry (what explains a failed run in a test's or the demo's message); empty when none did."""
+        wanted = ("failed", "up_for_retry")
+        failed = [t for t, ti in self.task_instances(dag_id, run_id).items() if ti["state"] in wanted]
+        parts = []
+        for task in failed:
+            attempts = sorted((self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}").glob("attempt=*.log"))
+            tail = attempts[-1].read_text(errors="replace").splitlines()[-lines:] if attempts else ["(no log file)"]
+            parts.append(f"--- {task} ({attempts[-1].name if attempts else '-'}):\n" + "\n".join(tail))
+        return "\n".join(parts)
+
     def down(self, timeout_s: float = 60) -> list[str]:
         """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""
         ours = {name: rec for name, rec in self.records().items() if owns_group(*rec)}  # not a reused pid

@@ -88,8 +88,10 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     store.acquire_lease(JOB, "drill", drill, ttl_s=600)
     refused = local.trigger(DAG_ID, conf)
     wait(lambda: local.dag_run(DAG_ID, refused)["state"] in ("success", "failed"), "the refused run to end", timeout_s=300)
+    refused_states = {k: v["state"] for k, v in local.task_instances(DAG_ID, refused).items()}
     assert local.dag_run(DAG_ID, refused)["state"] == "failed"
-    assert local.task_instances(DAG_ID, refused)["plan_stages"]["state"] == "failed"
+    assert refused_states["detect_failure"] == "success", (refused_states, local.failed_task_logs(DAG_ID, refused))
+    assert refused_states["plan_stages"] == "failed", (refused_states, local.failed_task_logs(DAG_ID, refused))
     assert store.recovery_runs(JOB) == [] and store.lease(JOB)["holder"] == drill
     assert store.release_lease(JOB, drill)
 
@@ -119,7 +121,8 @@ def test_recovery_dag_resumes_after_a_scheduler_and_triggerer_crash(deployment, 
     # computes the failure-free reference in local Spark; on a loaded 2-core machine that took 10 minutes.
     wait(lambda: local.dag_run(DAG_ID, run_id)["state"] in ("success", "failed"), "the run to finish", timeout_s=1200)
     after = tis()
-    assert local.dag_run(DAG_ID, run_id)["state"] == "success", {k: v["state"] for k, v in after.items()}
+    assert local.dag_run(DAG_ID, run_id)["state"] == "success", ({k: v["state"] for k, v in after.items()},
+                                                                 local.failed_task_logs(DAG_ID, run_id))
     # resumed, not restarted: what had run before the crash did not run again
     for task in ("detect_failure", "plan_stages", "wait_capacity_1", "start_stage_1", "record_stage_1"):
         assert after[task]["try_number"] == before[task]["try_number"] == 1, task

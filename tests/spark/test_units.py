@@ -123,6 +123,7 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     assert planned.code == 0, planned.err
     predicted = json.loads(planned.out)["predicted_back_s"]
     assert set(predicted) == {"O1[0]", "O2[0]", "O3[0]"} and all(t is not None and t > 5 for t in predicted.values()), predicted
+    _assert_breakdown(tmp_path, report, model, predicted)
 
     # The restarted units resumed from their checkpoints (not from scratch); after the input stops and
     # every unit drains, each table equals the failure-free reference exactly.
@@ -130,6 +131,28 @@ def test_two_stage_recovery_brings_the_higher_priority_query_back_first_with_exa
     assert statuses["rec-s1-n1"]["units"]["O2[0]"]["restored_batch"] >= 0
     assert statuses["rec-s2-n2"]["units"]["O1[0]"]["restored_batch"] >= 0
     _assert_exact(root)
+
+
+def _assert_breakdown(run_dir: Path, report, model: dict, predicted: dict) -> None:
+    """Where the prediction misses (what `ftops bench recovery-runtime` reports), on the recovery that just ran:
+    the model's restarts follow the stages' times and each unit's measured restart delay; each query's
+    measured restart, backlog gone and time back come in that order, its restart after its stage started."""
+    from spark_jobs.recovery_units.bench import StrategyRun
+    from spark_jobs.recovery_units.prediction_breakdown import query_misses
+
+    run = StrategyRun(strategy="catch-up", repetition=1, query_recovered_s=report.query_recovered_s,
+                      weighted_mean_recovery_s=None, planned_stage={}, predicted_s=predicted, rates=model["rates"],
+                      stages=[s.model_dump() for s in report.stages], lost_rows=0, duplicated_rows=0)
+    misses = query_misses(run_dir, run, model["stage_times"], normal_s=30.0)
+    assert set(misses) == {"O1[0]", "O2[0]", "O3[0]"}, misses
+    first = 5.0 + model["rates"]["O2[0]"]["restart_s"]
+    assert misses["O2[0]"].predicted_restart_s == pytest.approx(first, abs=0.01)
+    assert misses["O1[0]"].predicted_restart_s == pytest.approx(max(30.0, first) + model["rates"]["O1[0]"]["restart_s"], abs=0.01)
+    started = {"O2[0]": report.stages[1].started_s, "O1[0]": report.stages[2].started_s, "O3[0]": report.stages[2].started_s}
+    for q, m in misses.items():
+        assert m.restarted_s > started[q] and m.back_s == report.query_recovered_s[q], (q, m)
+        assert m.drained_s is None or m.restarted_s <= m.drained_s <= m.back_s, (q, m)
+        assert m.predicted_back_s == predicted[q] and m.lag_before_s > 0, (q, m)
 
 
 def test_another_pipeline_runs_as_units_and_a_downstream_aggregation_waits_for_a_failed_unit(tmp_path):

@@ -19,6 +19,8 @@ idempotent, so a scheduler restart in the middle resumes the recovery instead of
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pendulum
 from airflow.sdk import DAG, Param
 
@@ -62,7 +64,9 @@ with DAG(
     },
 ) as dag:
     units_dir = "{{ params.units_dir }}"
-    detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir, pipeline="{{ params.pipeline }}")
+    # It only reads, so a transient error (a busy API server, a slow shared folder) is retried; bad input is not.
+    detect = DetectFailureOperator(task_id="detect_failure", units_dir=units_dir, pipeline="{{ params.pipeline }}",
+                                   retries=2, retry_delay=timedelta(seconds=10))
     plan = PlanStagesOperator(task_id="plan_stages", units_dir=units_dir, job_name="{{ params.job }}",
                               arrivals="{{ params.arrivals }}", arrival_times="{{ params.arrival_times }}",
                               cost="{{ params.cost }}", policy="{{ params.policy }}",

@@ -59,9 +59,10 @@ class DetectFailureOperator(BaseOperator):
         from spark_jobs.recovery_units.deployment import load
         from spark_jobs.recovery_units.runtime import current_failure
 
-        dep = load(Path(self.units_dir))
-        if self.pipeline and load_pipeline(self.pipeline).ref != load_pipeline(dep.pipeline).ref:
-            raise InputError(f"pipeline: the deployment in {dep.root} runs {dep.pipeline}, not {self.pipeline}")
+        with bad_input_fails_the_task():  # a wrong folder or pipeline fails at once; other errors are retried
+            dep = load(Path(self.units_dir))
+            if self.pipeline and load_pipeline(self.pipeline).ref != load_pipeline(dep.pipeline).ref:
+                raise InputError(f"pipeline: the deployment in {dep.root} runs {dep.pipeline}, not {self.pipeline}")
         self.log.info("deployment %s runs %s", dep.root, dep.pipeline)
         failure = current_failure(Path(self.units_dir))
         if failure is None:
