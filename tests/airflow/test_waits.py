@@ -8,7 +8,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from airflow.exceptions import TaskDeferred
+from airflow.sdk.exceptions import TaskDeferred
 
 from ftops_provider.sensors.waits import SHORT_WAIT_S, WaitUntilSensor
 

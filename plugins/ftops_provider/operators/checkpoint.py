@@ -244,7 +244,7 @@ class ApplyIntervalOperator(BaseOperator):
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
-        from airflow.exceptions import AirflowSkipException
+        from airflow.sdk.exceptions import AirflowSkipException
 
         from ft_core.store.leases import BusyError
 

@@ -101,7 +101,7 @@ class PlanStagesOperator(BaseOperator):
         return self._open_run(context, root, schedule, problem)
 
     def _take_lease(self, context: Any, ttl_s: float) -> None:
-        from airflow.exceptions import AirflowFailException
+        from airflow.sdk.exceptions import AirflowFailException
 
         from ft_core.store.leases import BusyError
 
