@@ -148,30 +148,41 @@ def _soak(args: argparse.Namespace) -> int:
 
 
 def _summary(stack) -> dict:
-    """What the demo's runs stored: the sample job's current plan and its latest drill (None if none)."""
+    """What the demo's runs stored: the sample job's current plan with its predicted tentative accuracy (None
+    while not estimated) and its latest drill (None if none)."""
     with stack.store() as store:
         plan = store.current_plan("topk", "replication")
+        estimate = (store.predicted_accuracy(plan["plan_id"]) or {}).get("accuracy_estimate") if plan else None
         drills = store.drills("topk")
     return {"plan": None if not plan else {"job": "topk", "plan_id": plan["plan_id"], "algorithm": plan["algorithm"],
-                                           "tasks": plan["payload"].get("tasks", []), "predicted_output_fidelity": plan["objective"]},
+                                           "tasks": plan["payload"].get("tasks", []), "predicted_output_fidelity": plan["objective"],
+                                           "predicted_accuracy": None if estimate is None else estimate["mean"],
+                                           "predicted_accuracy_stdev": None if estimate is None else estimate["stdev"]},
             "drill": None if not drills else {"job": "topk", **{k: drills[-1][k] for k in DRILL_FIELDS}}}
 
 
-DRILL_FIELDS = ("drill_id", "status", "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s",
-                "lost_windows", "duplicated_windows")
+DRILL_FIELDS = ("drill_id", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
+                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows")
+
+
+def _fraction(value: float | None, stdev: float | None = None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if stdev is None else f"{value:.3f} ± {stdev:.3f}"
 
 
 def _print_summary(summary: dict) -> None:
     plan, d = summary["plan"], summary["drill"]
     if plan:
         print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(plan['tasks'])}, "
-              f"predicted output fidelity {plan['predicted_output_fidelity']:.3f}")
+              f"predicted output fidelity {plan['predicted_output_fidelity']:.3f}, predicted tentative accuracy "
+              f"{_fraction(plan['predicted_accuracy'], plan['predicted_accuracy_stdev'])}")
     if d:
-        acc = "-" if d["tentative_accuracy"] is None else f"{d['tentative_accuracy']:.3f}"
         first = "-" if d["time_to_first_tentative_s"] is None else f"{d['time_to_first_tentative_s']:.1f} s"
         caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"
-        print(f"topk: drill #{d['drill_id']} {d['status']}: measured tentative accuracy {acc}, first tentative output "
-              f"after {first}, primary caught up after {caught}, lost/duplicated windows "
+        print(f"topk: drill #{d['drill_id']} {d['status']}: measured tentative accuracy {_fraction(d['tentative_accuracy'])} "
+              f"(predicted {_fraction(d['predicted_accuracy'])}, output fidelity {_fraction(d['predicted_output_fidelity'])}), "
+              f"first tentative output after {first}, primary caught up after {caught}, lost/duplicated windows "
               f"{d['lost_windows']}/{d['duplicated_windows']}")
 
 
