@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up
@@ -38,7 +39,7 @@ class Example:
     queries = ("alerts[0]", "alerts[1]")
 
 
-def wait(cond, what: str, timeout_s: float = 300.0) -> None:
+def wait(cond, what: str | Callable[[], str], timeout_s: float = 300.0) -> None:
     wait_for(cond, timeout_s=timeout_s, interval_s=1.0, what=what)
 
 
@@ -92,8 +93,7 @@ def wait_steady(root: Path, queries: tuple[str, ...] = QUERIES, seconds: float =
         return "a steady baseline (micro-batches with a watermark in the last %.0f s: %s)" % (
             seconds, ", ".join(f"{q} {recent_lag_samples(root, q, seconds)}" for q in queries))
 
-    wait_for(lambda: all(recent_lag_samples(root, q, seconds) >= 5 for q in queries), timeout_s=480.0, interval_s=2.0,
-             what=seen)
+    wait(lambda: all(recent_lag_samples(root, q, seconds) >= 5 for q in queries), seen, timeout_s=480.0)
 
 
 def arrivals(state: Path, failure_time: float, delays: tuple[float, ...], base: int) -> threading.Thread:

@@ -8,6 +8,7 @@ import argparse
 from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.input.quantities import Port, Seconds, flag
+from ft_core.replication.predicted_accuracy import AccuracyEstimate
 from ftops_provider.soak import DrillCount
 
 DEMO_RUNS = (  # (DAG, conf): what the README's main command runs, in order
@@ -148,8 +149,8 @@ def _soak(args: argparse.Namespace) -> int:
 
 
 def _summary(stack) -> dict:
-    """What the demo's runs stored: the sample job's current plan with its predicted tentative accuracy (None
-    while not estimated) and its latest drill (None if none)."""
+    """What the demo's runs stored: the sample job's current plan with its accuracy estimate (None while not
+    estimated) and its latest drill (None if none)."""
     with stack.store() as store:
         plan = store.current_plan("topk", "replication")
         estimate = (store.predicted_accuracy(plan["plan_id"]) or {}).get("accuracy_estimate") if plan else None
@@ -157,7 +158,7 @@ def _summary(stack) -> dict:
     return {"plan": None if not plan else {"job": "topk", "plan_id": plan["plan_id"], "algorithm": plan["algorithm"],
                                            "tasks": plan["payload"].get("tasks", []), "predicted_output_fidelity": plan["objective"],
                                            "predicted_accuracy": None if estimate is None else estimate["mean"],
-                                           "predicted_accuracy_stdev": None if estimate is None else estimate["stdev"]},
+                                           "accuracy_estimate": estimate},
             "drill": None if not drills else {"job": "topk", **{k: drills[-1][k] for k in DRILL_FIELDS}}}
 
 
@@ -165,10 +166,8 @@ DRILL_FIELDS = ("drill_id", "status", "predicted_output_fidelity", "predicted_ac
                 "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows")
 
 
-def _fraction(value: float | None, stdev: float | None = None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if stdev is None else f"{value:.3f} ± {stdev:.3f}"
+def _fraction(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _print_summary(summary: dict) -> None:
@@ -176,7 +175,7 @@ def _print_summary(summary: dict) -> None:
     if plan:
         print(f"\ntopk: replication plan #{plan['plan_id']} ({plan['algorithm']}): {' '.join(plan['tasks'])}, "
               f"predicted output fidelity {plan['predicted_output_fidelity']:.3f}, predicted tentative accuracy "
-              f"{_fraction(plan['predicted_accuracy'], plan['predicted_accuracy_stdev'])}")
+              f"{'-' if plan['accuracy_estimate'] is None else AccuracyEstimate.model_validate(plan['accuracy_estimate']).spread()}")
     if d:
         first = "-" if d["time_to_first_tentative_s"] is None else f"{d['time_to_first_tentative_s']:.1f} s"
         caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"

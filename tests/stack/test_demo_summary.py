@@ -35,7 +35,7 @@ def test_the_summary_shows_predicted_accuracy_beside_of_and_the_measured_accurac
     drill_id = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__1")
     store.finish_drill(drill_id, _report([0.5, 0.75, 1.0]), "passed")
     summary = _summary(_Stack(store))
-    assert summary["plan"]["predicted_accuracy"] == 0.6 and round(summary["plan"]["predicted_accuracy_stdev"], 6) == 0.1
+    assert summary["plan"]["predicted_accuracy"] == 0.6 and round(summary["plan"]["accuracy_estimate"]["stdev"], 6) == 0.1
     assert summary["drill"]["predicted_accuracy"] == 0.6 and summary["drill"]["tentative_accuracy"] == 0.75
     _print_summary(summary)
     out = capsys.readouterr().out
