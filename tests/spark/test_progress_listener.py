@@ -85,5 +85,6 @@ def test_ftops_listeners_build_the_same_progress_as_pysparks_bridge(spark, tmp_p
     assert [p.batchId for p in ours.progress] == list(range(last + 1))
     for mine in ours.progress:
         assert _fields(mine) == _fields(by_batch[mine.batchId])
-    assert sum(p.observedMetrics["enrich.in"]["0"] for p in ours.progress) == 12  # keys 0, 3, 6, 9 per file
+    # keys 0, 3, 6, 9 of each file; a batch without input (one that only moves the watermark on) observes null
+    assert sum(p.observedMetrics["enrich.in"]["0"] for p in ours.progress if p.numInputRows) == 12
     assert ours.progress[0].stateOperators and ours.progress[0].sources[0].numInputRows == 10
