@@ -12,8 +12,8 @@ source, sink and state operator, and per observed metric a lookup of ``PythonSQL
 jar on the classpath, for every listener. ftops's listeners instead ask the JVM for the progress's JSON once
 and build the same ``StreamingQueryProgress`` from it with PySpark's own ``fromJson`` (the conversion Spark
 Connect uses): :class:`_JsonProgressBridge`. A driver of examples/sensor_alerts.py (local[1], 2-s trigger,
-100 rows a batch, its per-task metrics listener) went from 1.40 to 1.04 CPU-seconds per micro-batch (JVM 1.27 -> 1.03,
-Python 0.13 -> 0.01).
+100 rows a batch, its per-task metrics listener) went from 1.40-1.47 to 1.04-1.07 CPU-seconds per micro-batch,
+its Python process from 0.13-0.15 to 0.01 (two runs each of ``scripts/driver-cpu.sh``).
 """
 
 from __future__ import annotations
