@@ -10,7 +10,6 @@ import json
 from pyspark.sql.streaming import StreamingQueryListener
 
 from spark_jobs.runtime.progress_listener import ProgressListener
-from spark_jobs.runtime.waiting import wait_for
 
 QUERY = "ftops_listener_check"  # the memory sink makes it a view name
 
@@ -24,24 +23,10 @@ class _Recorded(ProgressListener):
         self.progress.append(progress)
 
 
-class _PySparks(StreamingQueryListener):
-    """PySpark's own conversion (``QueryProgressEvent.fromJObject``), for comparison."""
+class _PySparks(_Recorded):
+    """The same listener behind PySpark's own bridge (``QueryProgressEvent.fromJObject``), for comparison."""
 
-    def __init__(self):
-        self.progress: list = []
-
-    def onQueryStarted(self, event) -> None:
-        pass
-
-    def onQueryProgress(self, event) -> None:
-        if event.progress.name == QUERY:
-            self.progress.append(event.progress)
-
-    def onQueryIdle(self, event) -> None:
-        pass
-
-    def onQueryTerminated(self, event) -> None:
-        pass
+    _jlistener = StreamingQueryListener._jlistener
 
 
 def _fields(p) -> dict:
@@ -75,9 +60,7 @@ def test_ftops_listeners_build_the_same_progress_as_pysparks_bridge(spark, tmp_p
                  .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
         query.awaitTermination(180)
         last = query.lastProgress.batchId
-        assert ours.wait_heard(last, timeout_s=30)
-        wait_for(lambda: any(p.batchId == last for p in theirs.progress), timeout_s=30, interval_s=0.2,
-                 what="PySpark's listener to hear the last batch")
+        assert ours.wait_heard(last, timeout_s=30) and theirs.wait_heard(last, timeout_s=30)
     finally:
         spark.streams.removeListener(ours)
         spark.streams.removeListener(theirs)
