@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 
 COMMAND_MODULES = [
     "ft_core.cli.topology",
+    "ft_core.cli.budget",
     "ft_core.cli.demo",
     "ft_core.cli.bench_replication",
     "ft_core.cli.db",

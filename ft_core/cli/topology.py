@@ -1,11 +1,14 @@
-"""``ftops topology check``, ``ftops fidelity`` and ``ftops plan replication``."""
+"""``ftops topology check``, ``ftops fidelity`` and ``ftops plan replication`` (``--budget auto``: the smallest
+budget whose plan reaches ``--target-accuracy``, :mod:`ft_core.replication.budget_advice`)."""
 
 from __future__ import annotations
 
 import argparse
 
+from ft_core.cli.budget import AUTO, TARGET_HELP, budget_or_auto
 from ft_core.cli.output import print_json, print_table
-from ft_core.input.quantities import PositiveSeconds, TaskBudget, flag
+from ft_core.errors import InfeasibleError, InputError
+from ft_core.input.quantities import PositiveFraction, PositiveSeconds, flag
 from ft_core.replication.fidelity import fidelity_report
 from ft_core.replication.mctree import count_mc_trees
 from ft_core.replication.planners import ALGORITHMS, plan_replication
@@ -29,7 +32,10 @@ def register(sub, groups) -> None:
 
     rep = groups["plan"].add_parser("replication", help="choose tasks to replicate actively (paper 000, PPA)")
     rep.add_argument("topology", help="topology document (.json, .yaml)")
-    rep.add_argument("--budget", "-R", type=flag(TaskBudget), required=True, help="number of active replicas R")
+    rep.add_argument("--budget", "-R", type=budget_or_auto, required=True,
+                     help="number of active replicas R, or auto: the smallest budget whose plan reaches --target-accuracy "
+                          "(`ftops plan budget` shows every budget)")
+    rep.add_argument("--target-accuracy", type=flag(PositiveFraction), default=None, help="with --budget auto: " + TARGET_HELP)
     rep.add_argument("--algorithm", choices=ALGORITHMS, default="structure-aware")
     rep.add_argument("--time-limit", type=flag(PositiveSeconds), default=60.0,
                      help="seconds the whole command may take with the exact planner (default 60; it returns its best plan and gap)")
@@ -76,13 +82,36 @@ def _fidelity(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    if args.target_accuracy is not None and args.budget != AUTO:
+        raise InputError(f"--target-accuracy: only with --budget auto (--budget {args.budget} is planned as given)")
     graph = load_graph(args.topology)
-    plan = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit, started=args.started)
+    if args.budget == AUTO:
+        plan, choice = _auto_budget(graph, args)
+    else:
+        plan, choice = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit,
+                                        started=args.started), None
     if args.json:
-        print_json(plan)
+        print_json({**plan.model_dump(mode="json"), **({"budget_choice": choice} if choice else {})})
         return 0
+    if choice:
+        print(f"budget auto: {plan.budget}, the smallest whose plan keeps OF >= {choice['target_accuracy']:g} "
+              "(--target-accuracy, judged on output fidelity)")
     status = "proven optimal" if plan.optimal else (f"gap <= {plan.gap:.4f}" if plan.gap is not None else "heuristic")
     print(f"{plan.algorithm} plan for {plan.topology}: {len(plan.tasks)}/{plan.budget} replicas, "
           f"OF {plan.output_fidelity:.4f} ({status}), {plan.elapsed_s:.3f} s")
+    if plan.reason:
+        print(f"no tentative output: {plan.reason}")
     print_table(["replicated task"], [[t] for t in plan.tasks])
     return 0
+
+
+def _auto_budget(graph: TaskGraph, args: argparse.Namespace):
+    """The plan of the smallest budget reaching the target, and what the JSON says of the choice."""
+    from ft_core.replication.budget_advice import DEFAULT_TARGET, smallest_budget_plan
+
+    target = DEFAULT_TARGET if args.target_accuracy is None else args.target_accuracy
+    plan = smallest_budget_plan(graph, target, args.algorithm, time_limit=args.time_limit, started=args.started)
+    if plan is None:
+        raise InfeasibleError(f"--target-accuracy: no budget up to the {graph.n} tasks keeps OF >= {target:g} with the "
+                              f"{args.algorithm} planner", field="--target-accuracy")
+    return plan, {"budget": AUTO, "target_accuracy": target, "target_measure": "output_fidelity"}

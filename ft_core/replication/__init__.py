@@ -14,7 +14,8 @@ whose replicas keep OF highest under a worst-case correlated failure.
   :mod:`~ft_core.replication.interchangeable`, :mod:`~ft_core.replication.alive_model` and
   :mod:`~ft_core.replication.budget_bound` as the exact planner's (symmetry, model, bounds).
 - :mod:`~ft_core.replication.plan`: the typed plan every planner returns;
-  :mod:`~ft_core.replication.planners`: the planner chosen by name.
+  :mod:`~ft_core.replication.planners`: the planner chosen by name;
+  :mod:`~ft_core.replication.budget_advice`: what each budget buys and the smallest reaching a target.
 """
 
 import lazy_loader
@@ -25,7 +26,8 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
     submod_attrs={
         "fidelity": ["fidelity_report", "information_loss", "output_fidelity", "replicated_fidelity"],
-        "mctree": ["count_mc_trees"],
+        "budget_advice": ["BudgetAdvice", "advise_budget", "smallest_budget_plan"],
+        "mctree": ["completes_mc_tree", "count_mc_trees", "smallest_mc_tree"],
         "plan": ["ReplicationPlan"],
         "planners": ["ALGORITHMS", "plan_replication"],
     },

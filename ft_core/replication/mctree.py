@@ -19,12 +19,26 @@ Algorithms:
 - :func:`weighted_tree_sets`: distinct task sets with summed weights, stopping with an error past a
   limit: the set-union knapsack's items, to check OF against on small topologies (the exact planner
   itself never enumerates trees, see :mod:`ft_core.replication.alive_model`).
+- :func:`smallest_mc_tree`: an MC-tree with the fewest tasks, the least budget that keeps any output
+  (issue 37). The same dynamic programme as the count, keeping per task its smallest subtree (one
+  upstream subtree through an independent task, the union of one per stream through a join): O(T + S)
+  set unions. That is the minimum whenever the input streams of every join have no ancestor operator in
+  common (their subtrees cannot share tasks); otherwise trees are enumerated when there are at most
+  ``limit`` of them, and past that the tree found is reported as not proven smallest.
+- :func:`completes_mc_tree`: whether a set of tasks contains a whole MC-tree, O(T + S) without
+  enumeration (the same programme over booleans).
 
 Example::
 
     >>> from ft_core.samples import load_sample
     >>> count_mc_trees(load_sample("fig1")), count_mc_trees(load_sample("fig2-join"))
     (16, 4)
+    >>> g = load_sample("q1-topk")
+    >>> tree, proven = smallest_mc_tree(g)
+    >>> [g.task_ids[i] for i in sorted(tree)], proven
+    (['O1[0]', 'O2[0]', 'O3[0]'], True)
+    >>> completes_mc_tree(g, tree), completes_mc_tree(g, {g.index["O1[0]"], g.index["O3[0]"]})
+    (True, False)
 """
 
 from __future__ import annotations
@@ -83,6 +97,59 @@ def weighted_tree_sets(graph: TaskGraph, limit: int) -> dict[frozenset[int], flo
     for tasks, w in iter_mc_trees(graph):
         sets[tasks] = sets.get(tasks, 0.0) + w
     return sets
+
+
+def smallest_mc_tree(graph: TaskGraph, limit: int = 10_000) -> tuple[frozenset[int], bool]:
+    """An MC-tree with the fewest tasks (ties: the smallest task indices), and whether it is proven the
+    smallest (see the module docstring)."""
+    best: list[frozenset[int]] = []
+    for i in range(graph.n):
+        streams = graph.inputs[i]
+        if not streams:
+            best.append(frozenset((i,)))
+        elif graph.correlated[i]:
+            best.append(frozenset((i,)).union(*(min((best[u] for u in s.upstream), key=_tree_key) for s in streams)))
+        else:
+            best.append(frozenset((i,)) | min((best[u] for s in streams for u in s.upstream), key=_tree_key))
+    tree = min((best[s] for s in graph.sinks), key=_tree_key)
+    if not _joins_may_share_tasks(graph):
+        return tree, True
+    if count_mc_trees(graph) <= limit:
+        return min((t for t, _ in iter_mc_trees(graph)), key=_tree_key), True
+    return tree, False
+
+
+def completes_mc_tree(graph: TaskGraph, tasks: set[int] | frozenset[int]) -> bool:
+    """Whether ``tasks`` contain every task of at least one MC-tree (some sink keeps producing output)."""
+    whole = [False] * graph.n
+    for i in range(graph.n):
+        if i not in tasks:
+            continue
+        streams = graph.inputs[i]
+        ready = [any(whole[u] for u in s.upstream) for s in streams]
+        whole[i] = not streams or (all(ready) if graph.correlated[i] else any(ready))
+    return any(whole[s] for s in graph.sinks)
+
+
+def _tree_key(tasks: frozenset[int]) -> tuple[int, list[int]]:
+    return len(tasks), sorted(tasks)
+
+
+def _joins_may_share_tasks(graph: TaskGraph) -> bool:
+    """Whether two input streams of some join descend from a common operator (their subtrees may meet)."""
+    topo = graph.topology
+    ancestors: dict[str, set[str]] = {}
+    for op in graph.operator_order:
+        ups = [s.source for s in topo.streams if s.target == op]
+        ancestors[op] = set(ups).union(*(ancestors[u] for u in ups))
+        if topo.operator(op).input_model == "correlated":
+            seen: set[str] = set()
+            for u in ups:
+                line = ancestors[u] | {u}
+                if line & seen:
+                    return True
+                seen |= line
+    return False
 
 
 def _subtrees(graph: TaskGraph, task: int) -> Iterator[tuple[tuple[int, ...], float]]:

@@ -43,6 +43,7 @@ COMMANDS = {
     "topology check": ("q2-incidents.json", "topology", lambda p: ["topology", "check", p]),
     "fidelity": ("fig2-join.json", "topology", lambda p: ["fidelity", p, "--failed", "O2[1]"]),
     "plan replication": ("q1-topk.json", "topology", lambda p: ["plan", "replication", p, "--budget", "2"]),
+    "plan budget": ("q1-topk.json", "topology", lambda p: ["plan", "budget", p, "--max-budget", "2"]),
     "plan recovery": ("recovery-fig1.json", "recovery problem", lambda p: ["plan", "recovery", p, "--budget", "1"]),
     "plan recovery (topology form)": ("recovery-fig1-topology.json", "recovery problem",
                                       lambda p: ["plan", "recovery", p, "--budget", "2", "--algorithm", "exact"]),
