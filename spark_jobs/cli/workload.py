@@ -39,6 +39,7 @@ from ft_core.input.documents import read_json_lines
 from ft_core.input.quantities import Milliseconds, Positive, PositiveSeconds, TaskBudget, TaskCount, field_kind, flag
 from ft_core.input.validation import validate
 from ft_core.redundancy.controller import ControllerParams
+from ft_core.topology.document import split_task_id
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_workload, pipeline_ref
 from spark_jobs.runtime.launch import add_run_arguments, launch_run, stop_run
 
@@ -112,9 +113,18 @@ def _topology(args: argparse.Namespace) -> int:
         return 0
     print(f"{topo.name}: " + ", ".join(f"{op.name}x{op.parallelism}" for op in topo.operators) + "; streams "
           + ", ".join(f"{s.source}->{s.target} {s.partitioning}" for s in topo.streams))
-    print_table(["task", "operator", "rate"],
-                [[t, workload.operator(t.split("[")[0]).description, topo.task_rate(t)] for t in topo.task_ids()])
+    print_table(*_task_table(workload, topo))
     return 0
+
+
+def _task_table(workload, topo) -> tuple[list[str], list[list]]:
+    """Headers and rows of ``workload topology``'s table: each task's operator (its name; the operator's
+    description in a column of its own when the pipeline gives any) and rate."""
+    ops = [workload.operator(split_task_id(t)[0]) for t in topo.task_ids()]
+    rows = [[t, op.name, topo.task_rate(t)] for t, op in zip(topo.task_ids(), ops)]
+    if not any(op.description for op in ops):
+        return ["task", "operator", "rate"], rows
+    return ["task", "operator", "rate", "description"], [row + [op.description] for row, op in zip(rows, ops)]
 
 
 def _generate(args: argparse.Namespace) -> int:
