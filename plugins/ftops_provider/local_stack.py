@@ -104,6 +104,10 @@ class LocalStack:
         state = ClusterState.load(self.spark_state.resolve())
         return state if state is not None and state.processes else None
 
+    def clusters_started(self) -> bool:
+        """Whether the stack's Spark clusters were started (and not stopped by ``down``): their state is recorded."""
+        return self._cluster() is not None
+
     def masters(self) -> dict[str, str]:
         """The masters and web UIs of the stack's clusters, as a job deployment names them."""
         from spark_jobs.cluster.standalone import local_masters

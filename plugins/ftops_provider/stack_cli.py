@@ -87,25 +87,49 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     rows = _components(_stack(args))
+    state, hint = _stack_state(rows)
     if args.json:
-        print_json({"components": rows})
+        print_json({"state": state, "components": rows, "next": hint})
     else:
         print_table(["component", "state", "where"], [[r["component"], r["state"], r["where"]] for r in rows])
+        if hint:
+            print(hint)
     return 0
 
 
-def _components(stack) -> list[dict[str, str]]:
-    """What runs: PostgreSQL, each Airflow component, each Spark pool."""
+def _components(stack) -> list[dict]:
+    """What runs: PostgreSQL, each Airflow component, each Spark pool (``running`` says whether it does)."""
+    postgres = stack.postgres.running()
+    rows = [("postgres", postgres, "running" if postgres else "stopped", f"127.0.0.1:{stack.db_port}")]
+    alive = stack.airflow.alive()
+    rows += [(f"airflow {name}", ok, "running" if ok else "exited", stack.airflow.url) for name, ok in alive.items()] \
+        or [("airflow", False, "stopped", stack.airflow.url)]
+    rows += _spark_rows(stack)
+    return [{"component": c, "running": running, "state": state, "where": where} for c, running, state, where in rows]
+
+
+def _spark_rows(stack) -> list[tuple[str, bool, str, str]]:
     from spark_jobs.cluster.standalone import cluster_status
 
-    rows = [("postgres", "running" if stack.postgres.running() else "stopped", f"127.0.0.1:{stack.db_port}")]
-    rows += [(f"airflow {name}", "running" if ok else "exited", stack.airflow.url) for name, ok in stack.airflow.alive().items()]
+    if not stack.clusters_started():  # never started, or stopped by `stack down`
+        return [("spark", False, "stopped", str(stack.spark_state))]
     try:
-        for pool, info in cluster_status(stack.spark_state)["pools"].items():
-            rows.append((f"spark {pool}", f"{len(info['workers'])} workers", info["master"]))
+        return [(f"spark {pool}", True, f"{len(info['workers'])} workers", info["master"])
+                for pool, info in cluster_status(stack.spark_state)["pools"].items()]
     except Exception as exc:  # noqa: BLE001 - status must report, not fail, when Spark is down
-        rows.append(("spark", "stopped", str(exc).splitlines()[0][:80]))
-    return [{"component": c, "state": state, "where": where} for c, state, where in rows]
+        return [("spark", False, "not answering", str(exc).splitlines()[0][:80])]
+
+
+def _stack_state(rows: list[dict]) -> tuple[str, str | None]:
+    """``down``, ``partial`` or ``up``, and what to run next (None when everything runs)."""
+    running = [r["running"] for r in rows]
+    if not any(running):
+        return "down", ("the stack is down: `make demo` starts it (PostgreSQL, the Spark clusters, Airflow, the sample "
+                        "job, then a plan and a drill), `.venv/bin/ftops stack up` without the demo's runs")
+    if not all(running):
+        return "partial", ("part of the stack is not running: `.venv/bin/ftops stack up` starts what is missing, "
+                           "`.venv/bin/ftops stack down` stops the rest")
+    return "up", None
 
 
 def _demo(args: argparse.Namespace) -> int:
