@@ -6,7 +6,7 @@ differs from the samples: a stream-static join, a shuffle by another key (sensor
 stream), and an output operator with several tasks (one query per site group).
 
     ftops job register --name alerts --pipeline examples/sensor_alerts.py --input data/alerts/in \\
-        --master spark://127.0.0.1:7077 --budget 4
+        --master spark://127.0.0.1:7077 --master-ui http://127.0.0.1:8090 --budget 4
 
 Run the pipeline alone with ``ftops workload run --pipeline examples/sensor_alerts.py --role primary ...``;
 ``ftops workload generate --pipeline examples/sensor_alerts.py --input DIR --realtime`` writes its seeded
