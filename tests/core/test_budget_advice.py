@@ -168,3 +168,11 @@ def test_bad_flags_exit_2_naming_the_flag(cli, samples, args, field):
     assert res.code == 2, res.out
     doc = json.loads(res.out)
     assert doc["field"] == field and doc["error"].startswith(field)
+
+
+def test_the_example_in_docs_is_what_the_command_prints(cli):
+    from tests.conftest import ROOT
+
+    res = cli("plan", "budget", "ft_core/samples/q1-topk.json")
+    assert res.code == 0, res.err
+    assert f"$ .venv/bin/ftops plan budget ft_core/samples/q1-topk.json\n{res.out}```" in (ROOT / "docs" / "planners.md").read_text()
