@@ -20,7 +20,7 @@ Format (YAML or JSON; units are in the field names, unknown fields are rejected)
         crash:
           rate_per_hour: 2        # exponential arrivals at this rate
           down_s: {mean: 10.8, stddev: 2}                        # optional time to restart
-    domains:                      # correlated failures of a whole failure domain
+    domains:                      # correlated failures of a whole failure domain (named as ft_core.input.names says)
       rack-a:
         at_s: [300]               # fixed times (or every_s / rate_per_hour)
         down_s: {mean: 60, stddev: 0}
@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ft_core.errors import InputError
 from ft_core.input.documents import read_document
 from ft_core.input.limits import LIMITS, current_limits, exceeds
+from ft_core.input.names import named
 from ft_core.input.quantities import AtMost, PositiveSeconds, Seconds, check
 from ft_core.input.validation import validate
 
@@ -210,7 +211,7 @@ class FaultProfile(_Doc):
     name: str = "faults"
     description: str | None = None
     operators: dict[str, OperatorFaults] = Field(default_factory=dict)
-    domains: dict[str, DomainFault] = Field(default_factory=dict)
+    domains: dict[named("failure domain"), DomainFault] = Field(default_factory=dict)  # failure-domain names: identifiers
 
 
 class FaultEvent(BaseModel):

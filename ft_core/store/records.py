@@ -11,6 +11,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ft_core.errors import InputError
+from ft_core.input.names import named
 
 # pg_advisory_xact_lock keys: base + job_id serializes one job's read-then-write history updates.
 JOB_LOCK_BASE = 0x6674_6F70_7300_1000
@@ -35,10 +36,11 @@ class JobSpec(BaseModel):
     registering a job's topology again from the CLI does not forget where its streams run.
     ``apply_mode``: ``auto`` acts on new plans and drills at once, ``approve`` waits for a person,
     ``recommend`` only stores plans (None: ``auto`` for a test job, else ``approve``);
-    ``replica_cooldown_s``: the least time between two replica changes.
+    ``replica_cooldown_s``: the least time between two replica changes. ``name`` is an identifier
+    (:mod:`ft_core.input.names`), so no caller stores a name that could become a path or a page's markup.
     """
 
-    name: str = Field(min_length=1)
+    name: named("job name")
     workload: str = Field(min_length=1)
     apply_mode: Literal["auto", "approve", "recommend"] | None = None
     test_job: bool = False

@@ -61,6 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.errors import InfeasibleError, InputError
 from ft_core.input.documents import read_document
+from ft_core.input.names import named
 from ft_core.input.quantities import AtMost, NonNegative, PositiveFraction
 from ft_core.input.validation import validate
 
@@ -75,7 +76,7 @@ class Node(_Doc):
     """A node that can host copies: its failure domain, capacity and load before placement."""
 
     name: str = Field(min_length=1)
-    domain: str = Field(min_length=1)
+    domain: named("failure domain")
     capacity: NonNegative
     load: NonNegative = 0.0
 

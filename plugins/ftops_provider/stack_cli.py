@@ -57,10 +57,12 @@ def domain_list(text: str) -> list[str]:
     >>> domain_list("rack-a, rack-b")
     ['rack-a', 'rack-b']
     """
+    from ft_core.input.names import name_flag
+
     domains = [d.strip() for d in text.split(",") if d.strip()]
     if not domains:
         raise argparse.ArgumentTypeError(f"expected failure domains, comma-separated, got {text!r}")
-    return domains
+    return [name_flag("failure domain")(d) for d in domains]
 
 
 def _stack(args: argparse.Namespace):

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from ft_core.cli.output import print_json, print_table
 from ft_core.errors import InputError
 from ft_core.home import path_flag
+from ft_core.input.names import check_name, name_flag
 from ft_core.input.quantities import MemorySize, NodeCount, Port, PositiveNodeCount, Subnet, check, flag
 
 DEFAULT_STATE = "$FTOPS_HOME/spark"  # resolved by path_flag when a command runs
@@ -41,18 +42,18 @@ def register(sub, groups) -> None:
     status.set_defaults(func=_status)
     kill = csub.add_parser("kill-domain", help="a domain fault: SIGKILL every worker (and its executors) of a failure "
                            "domain, or cut it off the network")
-    kill.add_argument("domain")
+    kill.add_argument("domain", type=name_flag("failure domain"))
     kill.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
                       help="host-down (default): kill (on namespaces: its hosts go down whole); partition: cut its hosts "
                            "off the network while they keep running (namespaces only; `ftops cluster heal-domain` ends it)")
     kill.add_argument("--json", action="store_true", help="print the killed workers as JSON")
     kill.set_defaults(func=_kill)
     heal = csub.add_parser("heal-domain", help="end a network partition: restore the links of a domain's hosts")
-    heal.add_argument("domain")
+    heal.add_argument("domain", type=name_flag("failure domain"))
     heal.add_argument("--json", action="store_true", help="print the healed workers as JSON")
     heal.set_defaults(func=_heal)
     add = csub.add_parser("add-worker", help="replacement capacity: start one worker in a domain and wait for it")
-    add.add_argument("--domain", required=True)
+    add.add_argument("--domain", required=True, type=name_flag("failure domain"))
     add.add_argument("--pool", choices=("primary", "standby"), default="primary")
     add.add_argument("--cores", type=flag(PositiveNodeCount), default=1)
     add.add_argument("--memory", type=flag(MemorySize), default="1g", help="the worker's memory (default 1g)")
@@ -68,7 +69,7 @@ def parse_domains(text: str) -> tuple[tuple[str, int], ...]:
         name, _, count = part.partition(":")
         if not name or not count.isdigit() or int(count) < 1:
             raise InputError(f"--workers: expected 'domain:count,...' with counts >= 1, got {part!r}")
-        out.append((name, check(PositiveNodeCount, count, "--workers")))
+        out.append((check_name(name, "failure domain", "--workers"), check(PositiveNodeCount, count, "--workers")))
     if not out:
         raise InputError("--workers: at least one domain is needed")
     return tuple(out)

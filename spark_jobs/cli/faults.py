@@ -31,6 +31,7 @@ from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, group_commands
 from ft_core.errors import ExternalError, InputError
 from ft_core.home import path_flag
+from ft_core.input.names import name_flag
 from ft_core.input.quantities import (PortBase, PositiveFraction, PositiveMilliseconds, PositiveNodeCount, PositiveSeconds,
                                       Seed, TaskBudget, TaskCount, comma_list, field_kind, flag)
 from ft_core.redundancy.controller import ControllerParams
@@ -115,7 +116,7 @@ def _register_domain(fsub) -> None:
                     "them off those hosts. The hosts come from --domains (the failure-domain map of `ftops job register "
                     '--domains`: {"10.0.0.5": "rack-a", ...}, host -> domain) or --hosts.')
     down.add_argument("--output", type=Path, required=True, help="the run's output folder (a stream ftops started)")
-    down.add_argument("--domain", required=True, help="the failure domain to lose")
+    down.add_argument("--domain", required=True, type=name_flag("failure domain"), help="the failure domain to lose")
     hosts = down.add_mutually_exclusive_group(required=True)
     hosts.add_argument("--domains", type=Path, help="failure-domain map (.json, .yaml): worker host -> domain")
     hosts.add_argument("--hosts", type=comma_list(str, allow_empty=False), help="the domain's hosts, comma-separated "

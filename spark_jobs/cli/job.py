@@ -25,6 +25,7 @@ from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import InputError
+from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.pipeline.loading import add_pipeline_arguments
@@ -36,7 +37,9 @@ def register(sub, groups) -> None:
 
     reg = jsub.add_parser("register", help="register (or update) a job: from a pipeline (runnable) or a topology "
                           "document (plan-only)", description="\n\n".join(__doc__.split("\n\n")[1:4]))
-    reg.add_argument("--name", required=True, help="the job's name in the history store")
+    reg.add_argument("--name", required=True, type=name_flag("job name"),
+                     help="the job's name in the history store: 1-63 letters, digits, '-', '_' or '.', starting with a "
+                          "letter or digit")
     add_pipeline_arguments(reg)
     reg.add_argument("--topology", type=Path, help="plan-only: a topology document (.json, .yaml) instead of a pipeline")
     add_spark_ui_arguments(reg, required=False)
@@ -74,7 +77,7 @@ def register(sub, groups) -> None:
                                   ("checkpoint", "the job's checkpoint-interval recommendation and its validations "
                                    "(predicted against measured recovery; applied only when validated)", _checkpoint)):
         cmd = jsub.add_parser(name, help=help_text)
-        cmd.add_argument("name", help="a registered job")
+        cmd.add_argument("name", type=name_flag("job name"), help="a registered job")
         add_db_dir_argument(cmd)
         cmd.add_argument("--json", action="store_true")
         cmd.set_defaults(func=func)

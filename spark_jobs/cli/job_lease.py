@@ -18,12 +18,14 @@ import socket
 import sys
 
 from ft_core.cli.db import add_db_dir_argument
+from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveSeconds, flag
 
 
 def add_lease_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job", metavar="NAME", help="the registered job this acts on: its lease is held meanwhile, "
-                        "and the command is refused while another experiment holds it")
+    parser.add_argument("--job", metavar="NAME", type=name_flag("job name"),
+                        help="the registered job this acts on: its lease is held meanwhile, and the command is refused "
+                             "while another experiment holds it")
     add_lease_ttl_argument(parser, "with --job: ")
     add_db_dir_argument(parser, "with --job: ")
 

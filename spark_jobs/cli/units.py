@@ -27,6 +27,7 @@ from ft_core.cli.progress import Progress
 from ft_core.cli.registry import add_old_name, add_renamed_flag
 from ft_core.errors import InputError
 from ft_core.home import path_flag, state_path
+from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
 from spark_jobs.cli.job_lease import add_lease_arguments, held_lease
 from spark_jobs.pipeline.loading import add_pipeline_arguments, load_pipeline, pipeline_label, pipeline_ref
@@ -69,7 +70,8 @@ def register(sub, groups) -> None:
     start = usub.add_parser("start", help="restart units from their own checkpoints in a new application")
     _dir(start)
     start.add_argument("--units", required=True, help="comma-separated unit ids, e.g. 'O1[0],O3[0]'")
-    start.add_argument("--app", required=True, help="a new application name")
+    start.add_argument("--app", required=True, type=name_flag("application name"),
+                       help="a new application name (also its folder under the deployment's apps/)")
     start.add_argument("--no-wait", action="store_true", help="return once submitted")
     start.add_argument("--timeout-s", type=flag(PositiveSeconds), default=300.0)
     start.add_argument("--json", action="store_true", help="print the application started (name, units, driver pid) as JSON")
@@ -86,7 +88,7 @@ def register(sub, groups) -> None:
     kill = usub.add_parser("kill", help="a correlated failure: SIGKILL a failure domain (workers + drivers) or applications")
     _dir(kill)
     target = kill.add_mutually_exclusive_group(required=True)
-    target.add_argument("--domain", help="failure domain of the primary pool")
+    target.add_argument("--domain", type=name_flag("failure domain"), help="failure domain of the primary pool")
     target.add_argument("--app", help="comma-separated application names (a node failure each)")
     kill.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
                       help="with --domain: host-down kills it (default); partition cuts its hosts off the network and "
@@ -133,7 +135,8 @@ def _recover_arguments(rec) -> None:
     add_pipeline_arguments(rec)
     rec.add_argument("--schedule", type=Path, required=True, help="`ftops plan stages ... --json` output")
     _dir(rec)
-    rec.add_argument("--prefix", default="recovery", help="application names: PREFIX-s<stage>-<node>")
+    rec.add_argument("--prefix", default="recovery", type=name_flag("application name prefix"),
+                     help="application names (and their folders): PREFIX-s<stage>-<node>")
     rec.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each capacity wait (default 600)")
     rec.add_argument("--wait-recovered-s", type=flag(Seconds), default=300.0,
                      help="after the last stage, wait up to this long for every query to be available again")

@@ -39,6 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.input.names import check_name
 from spark_jobs.runtime.atomic_json import write_json
 from spark_jobs.runtime.waiting import wait_for
 
@@ -59,6 +60,8 @@ def load_domain_map(path: Path, field: str = "--domains") -> dict[str, str]:
     blank = next((k for k, v in doc.items() if not k.strip() or not v.strip()), None)
     if blank is not None:  # an empty host matches no executor, an empty domain names none
         raise InputError(f"{field}: {blank!r}: a worker host and its failure domain must not be empty", field=field)
+    for domain in doc.values():  # hosts are as the executors report them; domains are names ftops gives out
+        check_name(domain, "failure domain", field)
     return doc
 
 

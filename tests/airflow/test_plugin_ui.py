@@ -223,6 +223,24 @@ def test_any_two_plans_can_be_compared(ui):
     assert client.get(f"/jobs/topk/diff?a={a}").status_code == 422
 
 
+def test_a_job_in_a_url_must_be_a_name(ui):
+    """Names are identifiers (ft_core.input.names): a URL's job that is not one is refused with 400 and the rule,
+    before the store is read; a well-formed name that is not registered is 404; authentication comes first."""
+    from urllib.parse import quote
+
+    client, token, _ = ui
+    hostile = ["<img src=x onerror=alert(1)>", " ", "x" * 3000, "-rf", "topk\n", "a\"b"]
+    assert client.get(f"/jobs/{quote(hostile[0], safe='')}").status_code == 401
+    client.cookies.set("_token", token)
+    for name in hostile:
+        for route in ("/jobs/{}", "/jobs/{}/drills/1", "/api/jobs/{}/plans", "/api/jobs/{}/diff?a=1&b=2",
+                      "/api/jobs/{}/recovery-runs", "/api/jobs/{}/recovery-runs/1/experiment"):
+            refused = client.get(route.format(quote(name, safe="")))
+            assert refused.status_code == 400, (route, name[:20])
+            assert "job name" in refused.json()["detail"] and "is not an identifier" in refused.json()["detail"]
+    assert client.get("/jobs/unknown-job").status_code == 404
+
+
 def test_the_pages_say_which_jobs_are_plan_only_and_why(ui):
     """A job discovered from a Spark UI (recorded answers of a real job) and one registered from a topology
     document are plan-only, each for its own reason; a job with a deployment is runnable."""

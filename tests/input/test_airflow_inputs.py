@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 from tests.conftest import ROOT, SAMPLES
 
@@ -77,8 +78,9 @@ def _bad_for(schema: dict) -> st.SearchStrategy:
                 bad.append(st.floats(min_value=-1e300, max_value=low, exclude_max="minimum" in schema))
             if high is not None:
                 bad.append(st.floats(min_value=high, max_value=1e300, exclude_min=True))
-    if "pattern" in schema:
-        bad.append(st.sampled_from(["x", "1,,2", "1;2", "-1", "nan", "declared:2", "declared:"]))
+    if "pattern" in schema:  # those the pattern refuses ("x" is a job name, not a number list)
+        bad.append(st.sampled_from([v for v in ("x", "1,,2", "1;2", "-1", "nan", "declared:2", "declared:", "a/b")
+                                    if not re.search(schema["pattern"], v)]))
     if "enum" in schema:
         bad.append(st.just("surely-not-a-choice"))
     if types == "boolean":

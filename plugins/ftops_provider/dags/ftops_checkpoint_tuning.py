@@ -22,7 +22,7 @@ from airflow.sdk import DAG, Param, task
 
 from ft_core.home import state_path
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, Fraction, PositiveSeconds, TaskCount
-from ftops_provider.arguments import bounded_param
+from ftops_provider.arguments import bounded_param, name_param
 from ftops_provider.operators.checkpoint import (
     ApplyIntervalOperator,
     ProfileIntervalOperator,
@@ -47,7 +47,7 @@ with DAG(
     doc_md=__doc__,
     render_template_as_native_obj=True,
     params={
-        "job": Param("topk", type="string", minLength=1, description="registered job whose workload is profiled"),
+        "job": name_param("topk", "registered job whose workload is profiled"),
         "intervals_s": Param("1,2,4", type="string", pattern=NUMBER_LIST_PATTERN,
                              description="candidate trigger intervals in seconds, comma-separated (>= 3)"),
         "failures": bounded_param(1, TaskCount, "driver kills per profiling copy"),

@@ -28,7 +28,7 @@ from ft_core.home import state_path
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
 from ft_core.recovery.staged import POLICIES
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, PIPELINE_REF_PATTERN, PositiveFraction, PositiveSeconds
-from ftops_provider.arguments import bounded_param
+from ftops_provider.arguments import bounded_param, name_param
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
                                                QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
@@ -50,7 +50,7 @@ with DAG(
         "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
         "pipeline": Param("", type="string", pattern=PIPELINE_REF_PATTERN, maxLength=500, description="optional: the pipeline the deployment must run (a sample's "
                           "name or module:attribute / file.py); empty: whatever it runs"),
-        "job": Param("smartcity", type="string", minLength=1, description="registered job the run is recorded under"),
+        "job": name_param("smartcity", "registered job the run is recorded under"),
         "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,
                           description="expected replacement nodes (sizes, 1 = a node), in order, comma-separated"),
         "cost": Param("measured", type="string", pattern=r"^(measured|declared:(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?))$",

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ftops_provider.arguments import checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -34,6 +35,7 @@ class EstimateAccuracyOperator(BaseOperator):
         from spark_jobs.accuracy.estimator import estimate_accuracy
         from spark_jobs.pipeline.input_files import latest_event_ms
 
+        checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             _job, dep = job_and_deployment(store, self.job_name, required=False)

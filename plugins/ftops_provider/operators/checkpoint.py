@@ -35,7 +35,7 @@ from typing import Any, Literal
 from airflow.sdk import BaseOperator
 
 from ft_core.input.quantities import Fraction, PositiveSeconds, TaskCount
-from ftops_provider.arguments import checked
+from ftops_provider.arguments import checked, checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,7 @@ class ProfileIntervalOperator(BaseOperator):
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.profiling import ProfileConfig, run_profiling
 
+        checked_name(self.job_name)
         interval = checked(PositiveSeconds, self.interval_s, "interval_s")
         failures = checked(TaskCount, self.failures, "failures")
         duration = checked(PositiveSeconds, self.duration_s, "duration_s")
@@ -100,6 +101,7 @@ class RecommendIntervalOperator(BaseOperator):
         from ft_core.checkpoint.variant_choice import resolve_variant
         from ft_core.input_hash import input_hash
 
+        checked_name(self.job_name)
         given = None if self.max_recovery_s in (None, "", "None") else checked(PositiveSeconds, self.max_recovery_s, "max_recovery_s")
         case = checked(Literal["min", "avg", "max"], self.case, "case")
         variant_arg = checked(Literal["auto", "paper_eq4", "eq2", "closed_form", "warmup_elapsed"], self.variant, "variant")
@@ -156,6 +158,7 @@ class ValidateIntervalOperator(BaseOperator):
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.profiling import ValidateConfig, validate_profiles
 
+        checked_name(self.job_name)
         failures = checked(TaskCount, self.failures, "failures")
         duration = checked(PositiveSeconds, self.duration_s, "duration_s")
         bound = checked(Fraction, self.max_recovery_error, "max_recovery_error")
@@ -217,6 +220,7 @@ def apply_holder(context: Any) -> str:
 
 def release_apply_lease(job: str, context: Any, conn_id: str = "ftops_db") -> bool:
     """Give back the lease the apply step took (a no-op when it took none)."""
+    checked_name(job, field="job")
     store = HistoryStoreHook(conn_id).store()
     try:
         released = store.release_lease(job, apply_holder(context))
@@ -248,6 +252,7 @@ class ApplyIntervalOperator(BaseOperator):
 
         from ft_core.store.leases import BusyError
 
+        checked_name(self.job_name)
         rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:

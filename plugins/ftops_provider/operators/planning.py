@@ -6,6 +6,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ftops_provider.arguments import checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -41,6 +42,7 @@ class PlanReplicationOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             return self._plan(store, context["run_id"])

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ftops_provider.arguments import checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
@@ -45,6 +46,7 @@ class ProfileJobOperator(BaseOperator):
         from spark_jobs.discovery.rediscovery import rediscover_job
         from spark_jobs.runtime.job_streams import measured_topology
 
+        checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             _, dep = job_and_deployment(store, self.job_name, required=False)
@@ -89,6 +91,7 @@ class WhatIfRecoveryOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             return self._plan(store, context["run_id"])

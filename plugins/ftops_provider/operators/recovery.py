@@ -27,6 +27,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ft_core.input.names import check_name
 from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
@@ -90,7 +91,8 @@ class PlanStagesOperator(BaseOperator):
         from spark_jobs.recovery_units.recovery import check_stage_inputs, plan_failure_stages
 
         root = Path(self.units_dir)
-        with bad_input_fails_the_task():  # arrivals, cost, policy and node cap checked before anything is read
+        with bad_input_fails_the_task():  # job name, arrivals, cost, policy and node cap checked before anything is read
+            check_name(self.job_name, "job name", "job_name")
             check_stage_inputs(self.arrivals, self.policy, self.node_cap, self.arrival_times)
             schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap,
                                                     _master_ui(root, self.spark_master_conn_id), self.arrival_times)

@@ -59,8 +59,13 @@ def release_changes(changes: list[dict], holder: str, conn_id: str = "ftops_db")
 
 
 def _change(store, name: str, threshold: float) -> dict | None:
+    from ft_core.input.names import is_name
     from spark_jobs.runtime.job_streams import parse_deployment, replica_app_name, replica_run_argv
 
+    if not is_name(name):  # a row stored before names were checked: its name must not reach paths or app names
+        log.warning("job %r: its name is not an identifier (ft_core.input.names); register it again under one: "
+                    "its replica is not managed", name)
+        return None
     job = store.job(name)
     if not job.get("deployment"):
         log.info("job %s: no deployment registered, its replica is not managed here", name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from html import escape
+from typing import Annotated
 from urllib.parse import quote
 
 from airflow.api_fastapi.core_api.security import requires_authenticated
@@ -23,6 +24,8 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ft_core.errors import InputError
+from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.experiments import experiment_section
@@ -70,6 +73,18 @@ def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
                         status_code=status_code)
 
 
+def job_in_path(job: str) -> str:
+    """The ``{job}`` of a URL when it is a name (:mod:`ft_core.input.names`), else 400 with the rule: checked
+    before the store is opened."""
+    try:
+        return check_name(job, "job name")
+    except InputError as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
+
+
+JobName = Annotated[str, Depends(job_in_path)]  # resolved before the store (dependencies run in order)
+
+
 def _known(store: HistoryStore, job: str) -> None:
     if job not in {j["name"] for j in store.jobs()}:
         raise HTTPException(status_code=404, detail=f"job {job!r} is not registered")
@@ -90,7 +105,7 @@ def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
-def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """The job's plan history, drills and recovery runs on one page."""
     _known(store, job)
     plans = store.plans(job, "replication")
@@ -107,7 +122,7 @@ def job_page(job: str, store: HistoryStore = Depends(get_store)) -> HTMLResponse
 
 
 @app.get("/jobs/{job}/drills/{drill_id}", response_class=HTMLResponse)
-def drill_page(job: str, drill_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def drill_page(job: JobName, drill_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """A drill's experiment report: hypothesis, probes, timeline, verdict."""
     report = _experiment(store, job, "drill", drill_id)
     back = escape(quote(job, safe=""))
@@ -116,7 +131,7 @@ def drill_page(job: str, drill_id: int, store: HistoryStore = Depends(get_store)
 
 
 @app.get("/jobs/{job}/recovery-runs/{run_id}", response_class=HTMLResponse)
-def recovery_page(job: str, run_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def recovery_page(job: JobName, run_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """A recovery run's experiment report: hypothesis after, timeline of its stages, per-query times, verdict."""
     report = _experiment(store, job, "recovery", run_id)
     back = escape(quote(job, safe=""))
@@ -126,8 +141,6 @@ def recovery_page(job: str, run_id: int, store: HistoryStore = Depends(get_store
 
 
 def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) -> ExperimentReport:
-    from ft_core.errors import InputError
-
     _known(store, job)
     try:
         report = store.experiment(kind, experiment_id)
@@ -140,7 +153,7 @@ def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) ->
 
 
 @app.get("/jobs/{job}/diff", response_class=HTMLResponse)
-def diff_page(job: str, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def diff_page(job: JobName, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """What changed between any two plans of the job (of one kind)."""
     diff = _diff(store, job, a, b)
     return _page(f"Fault tolerance: {job}, plan #{a} to #{b}", f"<nav><a href='../{escape(quote(job, safe=''))}'>"
@@ -162,37 +175,37 @@ def _diff(store: HistoryStore, job: str, a: int, b: int) -> PlanDiff:
 # -- JSON APIs -----------------------------------------------------------------------------------------
 
 @app.get("/api/jobs/{job}/plans")
-def plans_api(job: str, kind: str = _KIND, store: HistoryStore = Depends(get_store)) -> list[dict]:
+def plans_api(job: JobName, kind: str = _KIND, store: HistoryStore = Depends(get_store)) -> list[dict]:
     _known(store, job)
     return [{**p, "created_at": p["created_at"].isoformat()} for p in store.plans(job, kind)]
 
 
 @app.get("/api/jobs/{job}/diff")
-def diff_api(job: str, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> PlanDiff:
+def diff_api(job: JobName, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> PlanDiff:
     return _diff(store, job, a, b)
 
 
 @app.get("/api/jobs/{job}/drills")
-def drills_api(job: str, limit: int = Query(100, ge=1, le=1000), store: HistoryStore = Depends(get_store)) -> list[DrillOut]:
+def drills_api(job: JobName, limit: int = Query(100, ge=1, le=1000), store: HistoryStore = Depends(get_store)) -> list[DrillOut]:
     """The job's drills, oldest first: predicted OF, measured accuracy (and per window), times, verdicts."""
     _known(store, job)
     return [DrillOut.from_store(d) for d in store.drills(job, limit)]
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")
-def drill_experiment_api(job: str, drill_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
+def drill_experiment_api(job: JobName, drill_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
     """A drill's experiment report as JSON."""
     return _experiment(store, job, "drill", drill_id)
 
 
 @app.get("/api/jobs/{job}/recovery-runs/{run_id}/experiment")
-def recovery_experiment_api(job: str, run_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
+def recovery_experiment_api(job: JobName, run_id: int, store: HistoryStore = Depends(get_store)) -> ExperimentReport:
     """A recovery run's experiment report as JSON."""
     return _experiment(store, job, "recovery", run_id)
 
 
 @app.get("/api/jobs/{job}/recovery-runs")
-def recovery_runs_api(job: str, limit: int = Query(50, ge=1, le=500),
+def recovery_runs_api(job: JobName, limit: int = Query(50, ge=1, le=500),
                       store: HistoryStore = Depends(get_store)) -> list[RecoveryRunOut]:
     """The job's recovery runs, oldest first, with their stages and per-query recovery times."""
     _known(store, job)
