@@ -258,6 +258,20 @@ def test_bad_input_names_the_path_and_the_problem(rate_checkpoint, tmp_path):
         audit_checkpoint(rate_checkpoint, since_batch=-3)
 
 
+def test_the_command_exits_0_when_held_1_when_not_and_2_on_bad_input(rate_checkpoint, tmp_path, cli):
+    held = cli("checkpoint", "audit", rate_checkpoint, "--json")
+    assert held.code == 0 and held.json()["held"] and held.json() == audit_checkpoint(rate_checkpoint).model_dump(
+        mode="json")
+    ck = _copy(rate_checkpoint, tmp_path, "gap")
+    middle = _batches(ck, "commits")[1]
+    (ck / "commits" / str(middle)).unlink()
+    broken = cli("checkpoint", "audit", ck)
+    assert broken.code == 1 and "NOT held: 2 of 10 checks failed" in broken.out
+    assert f"commits_contiguous      NO    {middle}" in broken.out
+    bad = cli("checkpoint", "audit", tmp_path / "nowhere")
+    assert bad.code == 2 and bad.err.strip() == f"ftops: error: checkpoint {str(tmp_path / 'nowhere')!r} does not exist"
+
+
 # -- a stream-static join, foreachBatch failing in batch 2, restarted from the checkpoint -------------------
 
 ROWS_PER_BATCH = 10
