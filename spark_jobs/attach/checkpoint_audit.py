@@ -38,7 +38,9 @@ A re-run is not visible in a checkpoint alone: Spark re-executes an uncommitted 
 without rewriting them, and records no run id. Given the times the query was started again
 (``restarted_at``, epoch s, each after the previous run ended), a batch planned before one
 (``batchTimestampMs``) and committed after it (the commit file's time; the file system's clock) was re-run;
-without them ``rerun_batches`` is None. Cost: one read per log file in the window, O(batches + files).
+without them ``rerun_batches`` is None. A running query is read at one moment (the logs are listed again
+until no batch was planned meanwhile; an entry it purges meanwhile restarts the audit). Cost: one read per
+log file in the window, O(batches + files).
 
     >>> import json, tempfile
     >>> ck = Path(tempfile.mkdtemp())
@@ -60,6 +62,7 @@ without them ``rerun_batches`` is None. Cost: one read per log file in the windo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -69,8 +72,8 @@ from pydantic import BaseModel, Field
 from ft_core.errors import InputError
 from ft_core.input.documents import parse_text
 from ft_core.input.quantities import NonNegative, check
-from spark_jobs.attach.checkpoint_log import (CommitEntry, LogFile, OffsetsEntry, canonical, list_log, read_commit,
-                                              read_lines, read_offsets, read_source_start)
+from spark_jobs.attach.checkpoint_log import (CommitEntry, LogFile, OffsetsEntry, Vanished, canonical, list_log,
+                                              read_commit, read_lines, read_offsets, read_source_start)
 from spark_jobs.attach.source_offsets import (BEGINNING, FILE, KAFKA, SKIPPED_MEANS, UNKNOWN, SourceTrack, Step,
                                               kind_of)
 
@@ -148,7 +151,27 @@ def audit_checkpoint(path: str | Path, since_batch: int | None = None,
     since = None if since_batch is None else check(BatchId, since_batch, "since_batch")
     restarts = check(list[NonNegative], list(restarted_at), "restarted_at")
     _check_folder(root)
-    offsets_files, commit_files = list_log(root / "offsets"), list_log(root / "commits")
+    for _ in range(2):
+        try:
+            return _audit(root, since, restarts)
+        except Vanished:  # a running query purged an old entry after it was listed: list again
+            pass
+    return _audit(root, since, restarts)
+
+
+def _listing(root: Path) -> tuple[dict[int, list[LogFile]], dict[int, list[LogFile]]]:
+    """The offsets and commits logs at one moment of a running query: listed again until no batch was planned
+    while the commits were listed (a commit then always has its offsets, and only the newest can lack one)."""
+    for _ in range(10):
+        offsets, commits = list_log(root / "offsets"), list_log(root / "commits")
+        if max(list_log(root / "offsets"), default=None) == max(offsets, default=None):
+            break
+        time.sleep(0.05)
+    return offsets, commits
+
+
+def _audit(root: Path, since: int | None, restarts: list[float]) -> CheckpointAudit:
+    offsets_files, commit_files = _listing(root)
     first_retained = min(offsets_files, default=None)
     floor = first_retained if first_retained is not None else min(commit_files, default=0)
     start = since + 1 if since is not None else floor
@@ -342,7 +365,14 @@ def _walk_sources(root: Path, entries: dict[int, OffsetsEntry], commits: dict[in
 
 def _track(root: Path, source: str, value: Any) -> SourceTrack:
     folder = root / "sources" / source
-    start = read_source_start(folder) if (type(value) is int or kind_of(value) == KAFKA) else None
+    start = None
+    if type(value) is int or kind_of(value) == KAFKA:
+        try:
+            start = read_source_start(folder)
+        except Vanished:
+            raise
+        except InputError:  # another source's own log (a custom source's): not a start record, not ours to judge
+            start = None
     return SourceTrack(source, kind_of(value, start), folder=folder, start_record=start)
 
 

@@ -20,7 +20,8 @@ for one id. Compactible logs (a file source's ``sources/<i>/``) also name a comp
   source's start time in ``0``, a Kafka source's initial offsets in ``0`` (after a NUL byte).
 
 Cost: one read per file, each bounded by ``FTOPS_MAX_DOCUMENT_BYTES``. Limits: versions newer than the ones
-above are refused (their lines may mean something else); S3-like stores whose listings lag are read as listed.
+above are refused (their lines may mean something else); S3-like stores whose listings lag are read as listed;
+a file that a running query purges between listing and reading raises :class:`Vanished`.
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
@@ -50,6 +51,10 @@ _VERSION = re.compile(r"v([0-9]{1,9})")
 COMPACT_SUFFIX = ".compact"
 OFFSETS_VERSIONS = (1, 2)
 COMMITS_VERSIONS = (1, 2, 3)
+
+
+class Vanished(InputError):
+    """A log file listed a moment ago is gone: the running query purged it (read the checkpoint again)."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,11 @@ def list_log(folder: Path, compact: bool = False) -> dict[int, list[LogFile]]:
         batch = batch_id_of(child.name, compact)
         if batch is None or not child.is_file():
             continue
-        files.setdefault(batch, []).append(LogFile(batch, child, child.stat().st_mtime))
+        try:
+            mtime = child.stat().st_mtime
+        except FileNotFoundError:  # purged by the running query since the listing
+            continue
+        files.setdefault(batch, []).append(LogFile(batch, child, mtime))
     return files
 
 
@@ -136,6 +145,9 @@ def read_lines(path: Path, what: str) -> list[str]:
     try:
         with path.open("rb") as fh:
             data = fh.read(limits.max_document_bytes + 1)
+    except FileNotFoundError:
+        raise Vanished(f"{what} {str(path)!r} was deleted while the checkpoint was read (purged by the running "
+                       "query?)", field="checkpoint") from None
     except OSError as exc:
         raise InputError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}", field="checkpoint") from None
     if len(data) > limits.max_document_bytes:

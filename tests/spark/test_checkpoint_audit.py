@@ -161,27 +161,44 @@ def test_a_commit_swapped_in_breaks_the_watermark_chain(windowed, tmp_path):
 
 # -- a rate source with foreachBatch, stopped after some batches; only the newest 3 batches retained -------
 
+def _audited_while(ck: Path, enough, live: list) -> bool:
+    """Audit the running query's checkpoint (as a drill does) and say whether it has ``enough`` batches."""
+    if (ck / "offsets").is_dir():
+        live.append(audit_checkpoint(ck))
+    return (ck / "commits").is_dir() and enough(_batches(ck, "commits"))
+
+
 @pytest.fixture(scope="module")
-def rate_checkpoint(session, tmp_path_factory):
+def rate_run(session, tmp_path_factory):
+    """A rate source with foreachBatch, 7 batches, the newest 3 retained: (checkpoint, audits while it ran)."""
     spark = session
     ck = tmp_path_factory.mktemp("rate") / "ck"
     seen: list[tuple[int, int]] = []
+    live: list = []
     spark.conf.set("spark.sql.streaming.minBatchesToRetain", "3")
     try:
         query = (spark.readStream.format("rate").option("rowsPerSecond", 20).load().writeStream
                  .foreachBatch(lambda df, batch: seen.append((batch, df.count())))
                  .option("checkpointLocation", str(ck)).trigger(processingTime="500 milliseconds").start())
         try:
-            _wait(lambda: len(_batches(ck, "commits")) >= 3 and max(_batches(ck, "commits")) >= 6,
+            _wait(lambda: _audited_while(ck, lambda commits: len(commits) >= 3 and max(commits) >= 6, live),
                   "7 committed batches of the rate query")
         finally:
             _stop_between_batches(query)
     finally:
         spark.conf.unset("spark.sql.streaming.minBatchesToRetain")
-    return ck
+    return ck, live
 
 
-def test_a_rate_source_with_foreach_batch_holds_with_its_old_batches_purged(rate_checkpoint):
+@pytest.fixture(scope="module")
+def rate_checkpoint(rate_run):
+    return rate_run[0]
+
+
+def test_a_rate_source_with_foreach_batch_holds_with_its_old_batches_purged(rate_run):
+    rate_checkpoint, live = rate_run
+    assert len(live) >= 10 and all(a.held for a in live), [a.failed() for a in live if not a.held]  # while it ran
+    assert len({a.last_batch for a in live}) >= 5 and any(a.in_flight_batch is not None for a in live)
     audit = audit_checkpoint(rate_checkpoint)
     assert audit.held, audit.failed()
     assert audit.first_retained_batch >= 3 and audit.first_batch == audit.first_retained_batch  # purged before it
@@ -303,14 +320,16 @@ def test_a_join_restarted_after_a_failed_batch_re_runs_it_and_holds(session, tmp
     crashed = audit_checkpoint(tmp_path / "ck")
     assert crashed.held and crashed.in_flight_batch == 2 and crashed.committed_batches == 2
 
-    restarted = time.time()
+    restarted, live = time.time(), []
     query = _start_join(spark, tmp_path, fail_in=None)
     try:
-        _wait(lambda: len(_batches(tmp_path / "ck", "commits")) >= 6, "6 committed batches after the restart")
+        _wait(lambda: _audited_while(tmp_path / "ck", lambda commits: len(commits) >= 6, live),
+              "6 committed batches after the restart")
     finally:
         _stop_between_batches(query)
     audit = audit_checkpoint(tmp_path / "ck", restarted_at=[restarted])
     assert audit.held, audit.failed()
+    assert live and all(a.held for a in live), [a.failed() for a in live if not a.held]  # while it ran
     assert audit.sources[0].kind == "rate-micro-batch" and audit.first_batch == 0
     committed = [b for b in audit.batches if b.committed]
     assert [b.records for b in committed] == [ROWS_PER_BATCH] * len(committed) and len(committed) >= 6
