@@ -8,15 +8,16 @@ import pytest
 
 from ft_core.store.connection import connect
 from ft_core.store.embedded import EmbeddedPostgres
-from tests.conftest import ROOT, WORKER, test_port
+from tests.conftest import ROOT, test_port
 
 TEST_PORT = test_port(16800)
 
 
 @pytest.fixture(scope="session")
 def pg_server():
-    # Under the project (not /tmp): as root the server runs as `postgres`, which must reach the folder.
-    state = ROOT / ".state" / f"test-postgres{WORKER and '-' + WORKER}"
+    # Under the project (not /tmp): as root the server runs as `postgres`, which must reach the folder. Named by its
+    # port: test runs moved apart by FTOPS_TEST_PORT_OFFSET (two checkouts, a second session) never share a server.
+    state = ROOT / ".state" / f"test-postgres-{TEST_PORT}"
     server = EmbeddedPostgres(state, TEST_PORT)
     server.stop()
     shutil.rmtree(state, ignore_errors=True)

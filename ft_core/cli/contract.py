@@ -15,7 +15,7 @@ An error is one line on stderr, ``ftops: error: <field>: <reason>`` (``infeasibl
 reading the output always reads one document, success or not::
 
     {"error": "<the same line without the ftops: prefix>", "field": "<flag or document field, or null>",
-     "kind": "input|external|infeasible|busy|usage|interrupted|internal", "exit_code": 2}
+     "kind": "input|external|infeasible|busy|halted|usage|interrupted|internal", "exit_code": 2}
 
 Example::
 
@@ -63,10 +63,11 @@ def help_epilog() -> str:
     """The contract for ``--help``: exit codes, the error's shape and the limits in force."""
     return (
         "exit codes: 0 done; 1 a check did not pass (units verify); 2 bad input or an unreachable system\n"
-        "(nothing started or written); 3 valid but infeasible, or the job is busy with another experiment;\n"
+        "(nothing started or written); 3 valid but infeasible, the job is busy with another experiment, or\n"
+        "experiments are halted (`ftops halt`);\n"
         "70 internal error (a bug; FTOPS_DEBUG=1 shows the traceback); 130 interrupted.\n"
         "errors: one line on stderr, 'ftops: error: <field>: <reason>'; with --json one document on stdout:\n"
         '  {"error": "...", "field": "--flag or document.field or null", "kind": "input|external|infeasible|'
-        'busy|usage|interrupted|internal", "exit_code": 2}\n'
+        'busy|halted|usage|interrupted|internal", "exit_code": 2}\n'
         "limits (environment variable=value in force):\n" + limits_help()
     )

@@ -31,17 +31,19 @@ from ft_core.store.accuracy import AccuracyRecords
 from ft_core.store.checkpoint_validations import CheckpointValidationRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
+from ft_core.store.faults import FaultRecords
 from ft_core.store.leases import LeaseRecords
 from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, ProfileKind, Role, StoredPlan, jsonb, rows
 from ft_core.store.recovery_runs import RecoveryRecords
 from ft_core.store.stream_progress import StreamProgressRecords
 
 
-class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, ExperimentRecords, AccuracyRecords,
+class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, ExperimentRecords, AccuracyRecords,
                    CheckpointValidationRecords, StreamProgressRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
     versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports,
-    predicted accuracy, checkpoint validations and streams' micro-batch progress from the mixins."""
+    predicted accuracy, checkpoint validations, streams' micro-batch progress, the fault journal and the halt from
+    the mixins."""
 
     def register_job(self, job: JobSpec) -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one)."""

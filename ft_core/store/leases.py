@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from ft_core.errors import FtopsError, InputError
 from ft_core.store.base import StoreBase
+from ft_core.store.faults import FaultRecords, HaltedError
 
 LeaseKind = Literal["drill", "recovery", "checkpoint_change", "replica_change"]
 KINDS = ("drill", "recovery", "checkpoint_change", "replica_change")
@@ -54,6 +55,10 @@ class LeaseRecords(StoreBase):
             job_id = self._locked_job(cur, job)
             cur.execute("SELECT holder, kind, expires_at < now() FROM ftops_lease WHERE job_id = %s", (job_id,))
             before = cur.fetchone()
+            halt = FaultRecords._halt(cur) if kind == "drill" else None
+            if halt is not None and not (before is not None and before[0] == holder and not before[2]):
+                raise HaltedError(halt)  # a halt refuses new drills; one under way is stopped by its waits, and
+                # the journal refuses its faults (ft_core.store.faults)
             cur.execute(
                 """INSERT INTO ftops_lease (job_id, kind, holder, expires_at)
                    VALUES (%s, %s, %s, now() + %s * interval '1 second')
@@ -105,35 +110,31 @@ class LeaseRecords(StoreBase):
         return None if row is None else dict(zip(_KEYS, (job, *row)))
 
 
-class LeaseKeeper:
-    """Hold a lease while a command works: take it, renew it from a daemon thread every ``ttl_s / 3``,
-    release it on every exit path (a SIGKILL stops the renewals, so the lease expires after ``ttl_s``).
+class LeaseRenewal:
+    """Renew a lease someone already holds from a daemon thread every ``ttl_s / 3`` while a block works (a long
+    step of an experiment), without taking or releasing it. ``store_factory`` opens a fresh store connection for
+    the thread (connections are not shared across threads)."""
 
-    ``store_factory`` opens a fresh store connection for the renewal thread (connections are not shared
-    across threads)."""
-
-    def __init__(self, store_factory, job: str, kind: LeaseKind, holder: str, ttl_s: float = 60.0):
-        self.store_factory, self.job, self.kind, self.holder, self.ttl_s = store_factory, job, kind, holder, ttl_s
+    def __init__(self, store_factory, job: str, holder: str, ttl_s: float):
+        self.store_factory, self.job, self.holder, self.ttl_s = store_factory, job, holder, ttl_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> LeaseKeeper:
-        store = self.store_factory()
-        try:
-            store.acquire_lease(self.job, self.kind, self.holder, self.ttl_s)
-        finally:
-            store.conn.close()
+    def __enter__(self) -> LeaseRenewal:
         self._thread = threading.Thread(target=self._renew, name="ftops-lease", daemon=True)
         self._thread.start()
         return self
 
     def _renew(self) -> None:
         while not self._stop.wait(self.ttl_s / 3):
-            store = self.store_factory()
+            try:
+                store = self.store_factory()
+            except FtopsError:
+                continue  # the database is away for a moment: the next renewal tries again, the ttl covers it
             try:
                 store.renew_lease(self.job, self.holder, self.ttl_s)
             except FtopsError:
-                pass  # the database is away for a moment: the next renewal tries again, the ttl covers it
+                continue
             finally:
                 store.conn.close()
 
@@ -141,6 +142,27 @@ class LeaseKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+class LeaseKeeper:
+    """Hold a lease while a command works: take it, renew it (:class:`LeaseRenewal`), release it on every exit
+    path (a SIGKILL stops the renewals, so the lease expires after ``ttl_s``)."""
+
+    def __init__(self, store_factory, job: str, kind: LeaseKind, holder: str, ttl_s: float = 60.0):
+        self.store_factory, self.job, self.kind, self.holder, self.ttl_s = store_factory, job, kind, holder, ttl_s
+        self._renewal = LeaseRenewal(store_factory, job, holder, ttl_s)
+
+    def __enter__(self) -> LeaseKeeper:
+        store = self.store_factory()
+        try:
+            store.acquire_lease(self.job, self.kind, self.holder, self.ttl_s)
+        finally:
+            store.conn.close()
+        self._renewal.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._renewal.__exit__(exc_type, exc, tb)
         store = self.store_factory()
         try:
             store.release_lease(self.job, self.holder)
