@@ -14,6 +14,7 @@ from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import command_line, emit_report, print_json, print_table
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
+from ft_core.input.names import name_flag
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
                                       Subnet, TaskBudget, comma_list, flag)
 from spark_jobs.cli.job_lease import add_lease_ttl_argument, command_holder
@@ -31,7 +32,7 @@ def register(sub, groups) -> None:
     run.add_argument("--algorithm", choices=("exact", "structure-aware", "greedy"), default="structure-aware")
     _accuracy_options(run)
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="pipeline parameter (repeatable)")
-    run.add_argument("--fail", default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
+    run.add_argument("--fail", type=name_flag("failure domain"), default="rack-a", metavar="DOMAIN", help="failure domain the primary runs in (default rack-a)")
     run.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
     run.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
                      help="host-down: kill the domain's workers and executors (default); partition: cut the domain's "
@@ -206,8 +207,12 @@ def _add_job_drill(dsub) -> None:
     """``ftops drill job NAME``: the drill DAG's steps and guards on a registered, running job, from here
     (:mod:`spark_jobs.drills.job_drill`); exit 0 passed, 1 failed or aborted, 3 busy."""
     job = dsub.add_parser("job", help="drill a registered, running job (the drill DAG's steps and guards, from here)")
-    job.add_argument("name", help="a registered job")
-    job.add_argument("--domain", default="auto", help="failure domain to kill (default auto: where the primary's executors run)")
+    job.add_argument("name", type=name_flag("job name"), help="a registered job")
+    job.add_argument("--domain", type=name_flag("failure domain"), default="auto",
+                     help="failure domain to fail (default auto: where the primary's executors run)")
+    job.add_argument("--fault", choices=("host-down", "partition"), default="host-down",
+                     help="host-down: the domain's workers and executors die (default); partition: its hosts are cut off "
+                          "the network while they keep running (a cluster on namespace hosts)")
     job.add_argument("--kill-driver", action="store_true", help="kill the primary driver too (restarted from its checkpoint)")
     job.add_argument("--replacement-delay-s", type=flag(Seconds), default=30.0, help="seconds until replacement capacity (default 30)")
     job.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
@@ -224,15 +229,18 @@ def _add_job_drill(dsub) -> None:
 
 def _drill_job(args: argparse.Namespace) -> int:
     from ft_core.store.history import open_history_store
-    from spark_jobs.drills.job_drill import JobDrillSettings, run_job_drill
+    from spark_jobs.drills.engine import DrillSettings
+    from spark_jobs.drills.job_drill import run_job_drill
+    from spark_jobs.drills.reconcile import driver_env
 
-    settings = _validated(JobDrillSettings, job=args.name, domain=args.domain, kill_driver=args.kill_driver,
+    settings = _validated(DrillSettings, job=args.name, domain=args.domain, fault=args.fault, kill_driver=args.kill_driver,
                           replacement_delay_s=args.replacement_delay_s, timeout_s=args.timeout_s,
                           steady_lag_s=args.steady_lag_s, max_duration_s=args.max_duration_s, max_lag_s=args.max_lag_s,
                           lease_ttl_s=args.lease_ttl_s)
     holder = command_holder(f"ftops drill job {args.name}")
     with Progress("drill job") as progress:
-        report = run_job_drill(lambda: open_history_store(args.db_dir), settings, holder, progress=progress)
+        report = run_job_drill(lambda: open_history_store(args.db_dir), settings, holder, progress=progress,
+                               driver_env=driver_env(args.db_dir))
     if args.json:
         print_json(report.model_dump())
     else:

@@ -184,12 +184,15 @@ def _inject(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())  # every paused executor is resumed before exiting
-    with held_lease(args, "drill"):
+    log = (lambda m: print(f"[inject {time.strftime('%H:%M:%S')}] {m}", file=sys.stderr, flush=True))
+    with held_lease(args, "drill") as lease:
         if not find_executors(app):
             raise ExternalError(f"application {app} has no executor on this host (is it running, and not in local mode?)")
-        report = inject(profile, duration_s=args.duration, seed=args.seed, app_id=args.app_id, output=args.output,
-                        state_dir=args.state_dir, stop=stop, log=lambda m: print(f"[inject {time.strftime('%H:%M:%S')}] {m}",
-                                                                                    file=sys.stderr, flush=True))
+        if lease is None:  # no job named: nothing to journal it under (and no lease guards it)
+            report = inject(profile, duration_s=args.duration, seed=args.seed, app_id=args.app_id, output=args.output,
+                            state_dir=args.state_dir, stop=stop, log=log)
+        else:
+            report = _journaled(args, lease, profile, stop, log)
     if args.json:
         print_json(report)
         return 0
@@ -197,6 +200,20 @@ def _inject(args: argparse.Namespace) -> int:
           f"{report.elapsed_s:.1f} s (seed {report.seed})")
     print_table(["executor", "paused s"], sorted(report.paused_s.items()))
     return 0
+
+
+def _journaled(args: argparse.Namespace, lease, profile, stop, log):
+    """The injection written to the fault journal under the job's lease (spark_jobs.drills.fault_profile_step)."""
+    from ft_core.store.history import open_history_store
+    from spark_jobs.drills.fault_profile_step import journaled_injection
+
+    store = open_history_store(args.db_dir)
+    try:
+        return journaled_injection(store, args.job, lease.holder, None, profile, args.duration, args.seed,
+                                   output=args.output, app_id=args.app_id, state_dir=args.state_dir, stop=stop,
+                                   store_factory=lambda: open_history_store(args.db_dir), log=log)
+    finally:
+        store.conn.close()
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from pathlib import Path
 from ft_core.errors import ExternalError, InputError
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
-from spark_jobs.cluster.web_ui import master_state
+from spark_jobs.cluster.web_ui import master_state, try_json
 from spark_jobs.runtime.processes import own_group_alive, same_process, signal_own_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
 
@@ -75,6 +75,8 @@ class Process:
     host: str = HOST  # the address it binds and advertises
     netns: str | None = None  # its network namespace (network="namespaces")
     started: float | None = None  # its start time: a pid reused by another process is not this one
+    cores: int | None = None  # a worker's cores and memory (None: a state file written before they were recorded)
+    memory: str | None = None
 
     def alive(self) -> bool:
         return same_process(self.pid, self.started)
@@ -307,10 +309,16 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
         env["SPARK_LOCAL_IP"] = host
     pid, log = _spawn(state, name, args, env, own)
     proc = Process(name, "worker", pool, pid, port, ui, log, domain, str(work_dir), host, own.netns if own else None,
-                   start_time(pid))
+                   start_time(pid), cores, memory)
     state.processes.append(proc)
     state.save()
     return proc
+
+
+def worker_resources(worker: Process) -> tuple[int, str]:
+    """A worker's cores and memory (the defaults ftops starts workers with, for a state written before they were
+    recorded)."""
+    return worker.cores or 1, worker.memory or "1g"
 
 
 def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int = 1, memory: str = "1g",
@@ -328,6 +336,25 @@ def add_worker(state_dir: Path, domain: str, pool: str = "primary", cores: int =
     proc = start_worker(state, pool, domain, port, ui, cores, memory, host)
     wait_for_workers(state, [proc], timeout_s=timeout_s)
     return proc
+
+
+def restart_master(state_dir: Path, pool: str, down_s: float = 10.0, timeout_s: float = 120.0) -> Process:
+    """SIGKILL ``pool``'s master, wait ``down_s``, start it again on the same host and ports (ftops's own chaos: a
+    master lost mid-experiment); waits until it answers. Its workers register again by themselves."""
+    import time
+
+    state = require_state(state_dir)
+    old = state.master(pool)
+    old.signal(signal.SIGKILL)
+    wait_while(old.alive, timeout_s=30)
+    time.sleep(down_s)
+    state.processes.remove(old)
+    net = state.hosts()
+    host = net.host("master") if net else None
+    _start_master(state, pool, old.port, old.ui_port, host)
+    wait_for(lambda: try_json(state.master_ui(pool) + "/json/") is not None, timeout_s=timeout_s,
+             what=f"the {pool} master to answer again", error=ClusterError)
+    return state.master(pool)
 
 
 def kill_domain(state_dir: Path, domain: str) -> list[Process]:

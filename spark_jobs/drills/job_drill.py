@@ -1,194 +1,115 @@
-"""A chaos drill on a registered, running job from the command line (``ftops drill job NAME``): the steps
-of the Airflow drill DAG (:mod:`spark_jobs.drills.live`), in one process, with the same guards.
+"""``ftops drill job NAME``: the drill engine's steps (:mod:`spark_jobs.drills.engine`) in one process, its waits
+polled in place (:mod:`spark_jobs.drills.waits`): the same drill as the ``ftops_chaos_drill`` DAG, for a team
+without a scheduler or an operator at a terminal.
 
-Problem: a team without a scheduler, or an operator at a terminal, drills a job the same way the DAG does,
-and the two must never drill (or recover) one job at once. The command takes the job's lease for the
-whole drill (renewed from a thread, so a killed command's lease expires after ``lease_ttl_s``), checks the
-steady-state hypothesis and the blast radius, injects the failure, waits (checking the abort probes at
-every poll), adds capacity, waits for the primary to catch up, measures, checks the steady state after,
-and writes the experiment report; an abort probe restores capacity and records the drill ``aborted``.
-Running the command is the approval a job in ``approve`` mode asks for; a job in ``recommend`` mode is
-never drilled.
+The command holds the job's lease for the whole drill (renewed from a thread, so a SIGKILLed command's lease
+expires after ``lease_ttl_s`` and the journal's faults are undone by whoever finds them: the safety net, the next
+experiment, ``ftops doctor --repair``). Every other way out, Ctrl-C and SIGTERM included, goes through the
+engine's finish, which undoes the drill's open faults before it records the verdict. Running the command is the
+approval a job in ``approve`` mode asks for; a job in ``recommend`` mode is never drilled.
 
-    # report = run_job_drill(store_factory, JobDrillSettings(job="alerts"), holder="command ftops drill job")
+    # report = run_job_drill(store_factory, DrillSettings(job="alerts"), holder="command ftops drill job", driver_env={})
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from pathlib import Path
-
-from pydantic import BaseModel, Field
 
 from ft_core.errors import FtopsError, InputError
+from ft_core.store.faults import HaltedError
 from ft_core.store.experiments import ExperimentReport
-from spark_jobs.drills.probes import Probes
-
-STALE_DRILL = "its holder stopped without finishing it (its lease expired)"
+from spark_jobs.drills.engine import DrillSettings, DrillState, Hypothesis, Outcome
 
 
-class JobDrillSettings(BaseModel):
-    """The drill's choices (the drill DAG's Params)."""
+class _Stopped(Exception):
+    """A wait ended the drill: the outcome to record."""
 
-    job: str = Field(min_length=1)
-    domain: str = "auto"
-    kill_driver: bool = False
-    replacement_delay_s: float = Field(30.0, ge=0, le=86_400)
-    timeout_s: float = Field(600.0, ge=30, le=86_400)
-    steady_lag_s: float = Field(60.0, gt=0, le=86_400)
-    max_duration_s: float = Field(1800.0, ge=30, le=86_400)
-    max_lag_s: float = Field(600.0, gt=0, le=86_400)
-    lease_ttl_s: float = Field(120.0, ge=10, le=86_400)
+    def __init__(self, outcome: Outcome, error: FtopsError | None = None):
+        super().__init__(outcome.reasons[0] if outcome.reasons else outcome.verdict)
+        self.outcome, self.error = outcome, error
 
 
-class DrillAborted(FtopsError):
-    """An abort probe fired; ``probe`` names it."""
-
-    exit_code = 1
-    label = "aborted"
-
-    def __init__(self, probe: str, reason: str):
-        self.probe = probe
-        super().__init__(reason)
-
-
-def _watch(probes: Probes, done: Callable[[], object], *, timeout_s: float, what: str, interval_s: float = 2.0):
-    """Poll ``done`` until it returns a value, checking the abort probes at every poll."""
-    from spark_jobs.runtime.waiting import wait_for
-
-    def poll():
-        fired = probes.fired()
-        if fired is not None:
-            raise DrillAborted(*fired)
-        return done()
-
-    return wait_for(poll, timeout_s=timeout_s, interval_s=interval_s, what=what)
-
-
-def _app_executors(dep, app_name: str) -> int | None:
-    from spark_jobs.cluster.standalone import require_state
-    from spark_jobs.drills.live import executor_domains, master_apps
-
-    apps = [a["id"] for a in master_apps(dep.primary_ui) if a.get("name") == app_name and a.get("state") == "RUNNING"]
-    if not apps:
-        return None
-    n = sum(executor_domains(require_state(Path(dep.cluster_state)), apps[0], master_ui=dep.primary_ui).values())
-    return n or None
-
-
-def _caught_up(dep, steady: int, after: float, watermark_ms: int | None) -> Callable[[], bool | None]:
-    from spark_jobs.drills.probes import caught_up_lag_files
-    from spark_jobs.drills.progress import caught_up_now
-
-    streak = [0]
-
-    def check() -> bool | None:  # two polls in a row, as the DAG's trigger
-        ok, _ = caught_up_now(dep.primary_checkpoint, dep.input, after_ts=after, max_lag_files=caught_up_lag_files(steady),
-                              output_dir=dep.primary_output, watermark_ms=watermark_ms)
-        streak[0] = streak[0] + 1 if ok else 0
-        return True if streak[0] >= 2 else None
-
-    return check
-
-
-def _run_steps(store, dep, job: dict, s: JobDrillSettings, progress: Callable[[str], None]) -> ExperimentReport:
-    from spark_jobs.drills.experiment import drill_experiment
-    from spark_jobs.drills.live import (
-        add_replacement,
-        inject,
-        measure,
-        preflight,
-        primary_driver_alive,
-        query_failures,
-        restore_capacity,
-        verdict,
-    )
-    from spark_jobs.drills.probes import event_lag_s, other_workers, steady_lag_files, wait_steady
-    from spark_jobs.drills.progress import new_outputs
-    from spark_jobs.runtime.detached_submit import submit_stream
-    from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
-
-    plan = store.running_replica_plan(s.job)
-    ctx = preflight(dep, s.job, plan, s.domain, s.kill_driver)
-    lag, replica_lag = wait_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, s.steady_lag_s,
-                                   ctx.replica_output)
-    steady = steady_lag_files(dep.primary_checkpoint, dep.input)
-    probes = Probes(t_fail=0.0, domain=ctx.domain, max_duration_s=s.max_duration_s, max_lag_s=s.max_lag_s,
-                    others=other_workers(dep.cluster_state, ctx.domain), input_dir=str(dep.input),
-                    primary_output=str(dep.primary_output), pipeline=dep.pipeline, params=dep.params,
-                    primary_stream=primary_app_name(s.job))
-    params = {"failure_domain": s.domain, "kill_driver": s.kill_driver, "replacement_delay_s": s.replacement_delay_s}
-    drill_id = store.start_drill(s.job, ctx.plan_id, params)
-    pre = {**ctx.model_dump(), "drill_id": drill_id, "checked_at": time.time(), "replacement_delay_s": s.replacement_delay_s,
-           "probes": probes.model_dump(), "hypothesis": {"primary_running": True, "replica_running": ctx.replica_output is not None,
-                                                         "lag_s": round(lag, 1), "steady_lag_bound_s": s.steady_lag_s,
-                                                         "replica_lag_s": None if replica_lag is None else round(replica_lag, 1),
-                                                         "lag_files": steady}}
-    progress(f"drill #{drill_id}: steady ({lag:.1f} s behind); failing {ctx.domain}")
-    ctx = inject(dep, ctx)
-    probes.t_fail = ctx.t_fail
-    injected, capacity, report, fired, restored = ctx.model_dump(), None, None, None, []
-    try:
-        if ctx.replica_output:
-            progress("waiting for the replica's tentative output")
-            _watch(probes, lambda: new_outputs(ctx.replica_output, "batch-*.jsonl", ctx.t_fail) or None,
-                   timeout_s=s.timeout_s, what="the replica's tentative output")
-        due = ctx.t_fail + s.replacement_delay_s
-        _watch(probes, lambda: True if time.time() >= due else None, timeout_s=s.replacement_delay_s + 60,
-               what="replacement capacity to be due", interval_s=1.0)
-        ctx = add_replacement(dep, ctx)
-        capacity, probes.lag_after = ctx.model_dump(), ctx.t_capacity
-        progress(f"a replacement worker joined {ctx.t_capacity - ctx.t_fail:.1f} s after the failure")
-        if not primary_driver_alive(dep):
-            submit_stream(primary_app_name(s.job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=False)
-        _watch(probes, lambda: _app_executors(dep, primary_app_name(s.job)), timeout_s=s.timeout_s,
-               what="the primary's executors")
-        progress("the primary runs again; waiting until it has caught up")
-        _watch(probes, _caught_up(dep, steady, ctx.t_capacity, ctx.backlog_ms), timeout_s=s.timeout_s,
-               what="the primary to catch up")
-        report = measure(dep, ctx, dep.path / "drills" / f"drill-{drill_id}" / "reference")
-        after = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
-        report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": s.steady_lag_s}
-        problems = verdict(report, job.get("max_recovery_s"))
-        if after is None or after > s.steady_lag_s:
-            problems.append(f"not back to steady state: the primary is {after} s behind its input (bound {s.steady_lag_s} s)")
-        status = "failed" if problems else "passed"
-        store.finish_drill(drill_id, {**report, "problems": problems}, status)
-    except DrillAborted as exc:
-        fired, problems, status = (exc.probe, str(exc)), [f"abort probe {exc.probe}: {exc}"], "aborted"
-        restored = restore_capacity(dep, ctx, capacity_added=capacity is not None)
-        store.finish_drill(drill_id, {"error": problems[0], "restored": restored}, "aborted")
-    except BaseException as exc:
-        store.finish_drill(drill_id, {"error": f"the drill stopped: {exc}"}, "failed")
-        raise
-    experiment = drill_experiment(pre, injected, capacity, report, verdict=status, reasons=problems, dag_run_id=None,
-                                  fired=fired, restored=restored, query_failures=query_failures(dep, ctx))
-    store.save_experiment(experiment)
-    return experiment
-
-
-def run_job_drill(store_factory, settings: JobDrillSettings, holder: str,
-                  progress: Callable[[str], None] = lambda _: None) -> ExperimentReport:
-    """Drill ``settings.job`` holding its lease; returns the experiment report (BusyError when another
-    experiment holds the job, InputError/ExternalError when the job is not drillable now)."""
+def run_job_drill(store_factory, settings: DrillSettings, holder: str, progress: Callable[[str], None] = lambda _: None,
+                  driver_env: dict[str, str] | None = None) -> ExperimentReport:
+    """Drill ``settings.job`` holding its lease; returns the experiment report. BusyError or HaltedError when it
+    cannot start now, InputError/ExternalError when the job is not drillable (nothing injected, nothing recorded
+    when the job could not even be checked)."""
     from ft_core.store.leases import LeaseKeeper
-    from spark_jobs.runtime.atomic_json import write_json
-    from spark_jobs.runtime.job_streams import parse_deployment
+    from spark_jobs.drills.engine import begin
 
+    env = driver_env or {}
     with LeaseKeeper(store_factory, settings.job, "drill", holder, ttl_s=settings.lease_ttl_s):
         progress(f"took the lease on {settings.job}")
         store = store_factory()
         try:
-            store.abandon_running_drills(settings.job, STALE_DRILL)
-            job = store.job(settings.job)
-            if job["apply_mode"] == "recommend":
-                raise InputError(f"job {settings.job!r} is in recommend mode: ftops does not drill it")
-            dep = parse_deployment(job["deployment"], settings.job)
-            experiment = _run_steps(store, dep, job, settings, progress)
+            state = begin(store, settings, holder, driver_env=env)
+            progress(f"drill #{state.drill_id} of {settings.job}: failing {state.ctx.domain} once it is steady")
+            return _drive(store, store_factory, state, progress, env)
         finally:
             store.conn.close()
-    path = dep.path / "drills" / f"drill-{experiment.experiment_id}" / "experiment.json"
-    write_json(path, experiment)
-    progress(f"{experiment.title}; report: {path}")
+
+
+def _drive(store, store_factory, state: DrillState, say: Callable[[str], None], env: dict[str, str]) -> ExperimentReport:
+    from spark_jobs.drills.engine import finish
+
+    outcome, error, interrupted = Outcome(verdict="failed", reasons=["the drill stopped before its verdict"]), None, None
+    try:
+        state = _steps(store, store_factory, state, say, env)
+        outcome = Outcome(verdict="failed" if state.problems else "passed", reasons=state.problems)
+    except _Stopped as stop:
+        outcome, error = stop.outcome, stop.error
+    except HaltedError as exc:  # the halt came between two waits: the journal refused the fault
+        outcome = Outcome(verdict="aborted", reasons=[f"abort probe halted: {exc}"], fired=("halted", str(exc)))
+    except (Exception, KeyboardInterrupt) as exc:  # whatever stopped it, the faults are undone in finish
+        outcome, interrupted = Outcome(verdict="failed", reasons=[f"the drill stopped: {type(exc).__name__}: {exc}"]), exc
+    say(f"finishing: {outcome.verdict}")
+    experiment = finish(store, state, outcome, env)
+    if interrupted is not None:
+        raise interrupted
+    if error is not None:
+        raise error
     return experiment
+
+
+def _steps(store, store_factory, state: DrillState, say: Callable[[str], None], env: dict[str, str]) -> DrillState:
+    from spark_jobs.drills.engine import add_capacity, ensure_primary, inject, verify
+
+    s = state.settings
+    seen = _wait(state, "steady", store_factory, s.steady_wait_s, say)
+    state = inject(store, state, Hypothesis(**seen))
+    say(f"failed {state.ctx.domain}: {', '.join(state.ctx.killed) or 'nothing'}; replacement capacity in "
+        f"{s.replacement_delay_s:.0f} s")
+    if state.ctx.replica_output:
+        _wait(state, "tentative", store_factory, s.timeout_s, say)
+        say("the replica's tentative output arrives")
+    _wait(state, "capacity_due", store_factory, s.replacement_delay_s + 60, say)
+    state = add_capacity(store, state)
+    say(f"capacity back in {state.ctx.domain} {state.ctx.t_capacity - state.ctx.t_fail:.1f} s after the failure")
+    state = ensure_primary(store, state, env)
+    if state.resubmitted:
+        say("the primary driver was gone: resubmitted from its checkpoint")
+    _wait(state, "executors", store_factory, s.timeout_s, say)
+    say("the primary runs again; waiting until it has caught up")
+    _wait(state, "caught_up", store_factory, s.timeout_s, say)
+    say("caught up; measuring against the reference")
+    return verify(store, state)
+
+
+def _wait(state: DrillState, name: str, store_factory, timeout_s: float, say: Callable[[str], None]) -> dict:
+    """One wait, polled here; an abort or a timeout stops the drill with the outcome to record."""
+    from spark_jobs.drills.waits import DrillWatch, StoreView, watch_until
+
+    view = StoreView(store_factory)
+    try:
+        result = watch_until(DrillWatch(state, name, view), timeout_s, say=say)
+    finally:
+        view.close()
+    if result.status == "ok":
+        return result.seen
+    if result.status == "aborted":
+        reason = f"abort probe {result.probe}: {result.reason}"
+        raise _Stopped(Outcome(verdict="aborted", reasons=[reason], fired=(result.probe, result.reason)))
+    if name == "steady":  # nothing was injected: the job was not in its steady state
+        reason = f"not drilled: the steady state did not hold within {timeout_s:.0f} s: {result.missing}"
+        raise _Stopped(Outcome(verdict="aborted", reasons=[reason]), InputError(reason))
+    raise _Stopped(Outcome(verdict="failed", reasons=[f"waiting for {name}: {result.missing}"]))

@@ -97,15 +97,6 @@ class Probes(BaseModel):
                 else f"primary within {self.max_lag_s:.0f} s of its input once capacity is back"}
 
 
-def other_workers(cluster_state: str | None, domain: str) -> dict[str, tuple[int, float | None]]:
-    """The live workers outside ``domain`` (name -> pid and start time): what the second-domain probe watches."""
-    from spark_jobs.cluster.standalone import ClusterState
-    state = ClusterState.load(Path(cluster_state)) if cluster_state else None
-    if state is None:
-        return {}
-    return {w.name: (w.pid, w.started) for w in state.workers() if w.domain != domain and w.alive()}
-
-
 def event_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output: Path) -> float | None:
     """How far (event-time seconds) the job's output watermark trails its input's; None when unknown."""
     from spark_jobs.drills.progress import watermark_of

@@ -167,18 +167,24 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     assert [p.fired for p in experiment.probes] == [False, False, False]
     events = [e.event for e in experiment.timeline]
     assert events[:2] == ["steady state checked", "failure injected"] and events[-1] == "passed"
-    assert events.index("replacement capacity joined") < events.index("primary caught up")
+    assert events.index("capacity given back") < events.index("primary caught up")
     assert store.lease(JOB) is None  # released
+    # the drill left the failure domains it found: its fault was given back in the same domain, and closed
+    report = store.drill_report(drill["drill_id"])
+    assert report["capacity_after"] == report["capacity_before"] and sum(report["capacity_before"].values()) == 2
+    assert next(c for c in experiment.hypothesis_after if c.name == "failure domains as before").held
+    journal = [f for f in store.faults(JOB) if f["experiment_id"] == drill["drill_id"]]
+    assert {f["kind"] for f in journal} == {"domain_down", "executors_paused"} and all(f["closed_at"] for f in journal)
     with store.conn, store.conn.cursor() as cur:  # the drivers' progress, which the drill's waits read
         cur.execute("SELECT stream, count(*) FROM ftops_stream_progress GROUP BY stream")
         streams = dict(cur.fetchall())
     assert streams.get(f"ftops-{JOB}-primary", 0) > 0 and any(f"ftops-{JOB}-replica" in s for s in streams)
     waits = {ti.task_id: ti.xcom_pull(task_ids=ti.task_id) for ti in run.get_task_instances()
              if ti.task_id in ("wait_tentative", "wait_caught_up")}
-    assert waits["wait_caught_up"]["source"] == "history store"
+    assert waits["wait_caught_up"]["seen"]["source"] == "history store"
     # on this shared disk the replica's output file can appear before its batch's row, and then the folder answers
     # first; with the folders out of reach the store answers (tests/spark/test_progress_store.py)
-    assert waits["wait_tentative"]["source"] in ("history store", "folder")
+    assert waits["wait_tentative"]["seen"]["source"] in ("history store", "folder")
 
 
 def _drill_command(dep, *extra: str) -> subprocess.Popen:
@@ -240,13 +246,13 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from fastapi.testclient import TestClient
 
-    from spark_jobs.drills.probes import other_workers
+    from spark_jobs.cluster.seam import cluster_of
 
     dep, store = live_job
     _wait_keeping_up(dep)
     assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
     assert store.job(JOB)["apply_mode"] == "approve"
-    workers = other_workers(dep.cluster_state, "none")
+    workers = cluster_of(dep).watched_outside("none")
     client = TestClient(create_app("core"))
     headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
                                                                                                    role="ADMIN"))}
@@ -283,7 +289,8 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     drill_row = store.drills(JOB)[-1]
     assert drill_row["dag_run_id"] == run.run_id and drill_row["status"] == "aborted"
     assert store.experiment("drill", drill_row["drill_id"]).reasons == ["not approved: nothing was injected"]
-    assert other_workers(dep.cluster_state, "none") == workers  # nothing was killed
+    assert cluster_of(dep).watched_outside("none") == workers  # nothing was killed
+    assert store.open_faults(JOB) == []
     assert store.lease(JOB) is None
 
 
@@ -291,9 +298,10 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     import os
     import signal
 
-    from spark_jobs.drills.live import executor_domains, master_apps
+    from spark_jobs.cluster.seam import cluster_of
 
     dep, store = live_job
+    before = cluster_of(dep).capacity()
     command = _drill_command(dep, "--lease-ttl-s", "75")  # long enough for a loaded dag.test() to meet it
     wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
     os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
@@ -312,13 +320,14 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     assert drill["dag_run_id"] == run.run_id and drill["status"] == "aborted"
     assert "longer than its bound of 30 s" in drill["error"]
     experiment = store.experiment("drill", drill["drill_id"])
-    assert experiment.verdict == "aborted" and experiment.restored == ["replacement worker added"]
+    assert experiment.verdict == "aborted" and len(experiment.restored) == 1
+    assert experiment.restored[0].startswith(f"domain_down {drill['params']['domain']}: ") and "joined" in experiment.restored[0]
     assert [p.name for p in experiment.probes if p.fired] == ["too_long"]
     assert store.lease(JOB) is None
     # capacity restored: the primary has an executor again and keeps up
-    app = next(a["id"] for a in master_apps(dep.primary_ui) if a["name"] == f"ftops-{JOB}-primary")
-    wait_for(lambda: sum(executor_domains(require_state(dep.cluster_state), app).values()) or None, timeout_s=300,
+    wait_for(lambda: sum(cluster_of(dep).executor_domains(f"ftops-{JOB}-primary").values()) or None, timeout_s=300,
              interval_s=2, what="the primary's executor on the restored capacity")
+    assert cluster_of(dep).capacity() == before and store.open_faults(JOB) == []  # in the domain it left
     # the abort was notified through the ftops_notify connection (a local SMTP server here)
     mail = wait_for(lambda: smtp.messages or None, timeout_s=60, interval_s=1, what="the abort's email")
     assert mail[0]["To"] == "oncall@example.com" and "aborted" in mail[0]["Subject"]

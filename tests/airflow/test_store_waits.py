@@ -6,14 +6,12 @@ tests/spark/test_units.py and tests/spark/test_progress_store.py, the whole DAGs
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from ft_core.store.history import HistoryStore
 from ft_core.store.migrations import upgrade
 from ft_core.store.stream_progress import BatchProgress
 from ftops_provider.sensors.waits import first_event
-from ftops_provider.triggers.abort_probes import abort_event
 from ftops_provider.triggers.queries_recovered import QueriesRecoveredTrigger
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -50,19 +48,31 @@ def test_a_query_is_back_from_the_stores_rows_with_the_deployment_out_of_reach(p
     assert event["status"] == "timeout" and "no progress of /d#v in the history store" in event["missing"][0]
 
 
-def test_the_lag_probe_reads_the_primarys_rows_when_its_folders_are_out_of_reach(pg_server, pg_conn, monkeypatch, tmp_path):
+def test_the_lag_probe_reads_the_primarys_rows_when_its_folders_are_out_of_reach(pg_server, pg_conn, tmp_path):
+    from ft_core.store.connection import connect
+    from ft_core.store.history import JobSpec
+    from spark_jobs.drills.waits import DrillWatch, StoreView
+    from tests.drill_states import drill_state
+
     upgrade(pg_conn)
     store = HistoryStore(pg_conn)
-    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    store.register_job(JobSpec(name="j", workload="topk", test_job=True))
+    store.acquire_lease("j", "drill", "dag run ftops_chaos_drill/test", ttl_s=300)
     now = time.time()
     for i, (mark, input_mark) in enumerate([(1_000, 20_000), (2_000, 62_000)]):  # 18 s, then 60 s behind
         store.record_batch(BatchProgress(stream="ftops-j-primary", app_id="app", batch_id=i, batch_end=now - 5 + i,
                                          role="primary", watermark_ms=mark, input_watermark_ms=input_mark))
     gone = tmp_path / "not-shared"
-    probes = {"t_fail": now - 100, "domain": "rack-a", "max_lag_s": 30, "lag_after": now - 50, "pipeline": "topk",
-              "input_dir": str(gone / "in"), "primary_output": str(gone / "out"), "primary_stream": "ftops-j-primary"}
-    event = asyncio.run(abort_event(probes))
-    assert event == {"status": "aborted", "probe": "too_far_behind",
-                     "reason": "the primary is 60 s behind its input, more than the bound of 30 s"}
-    assert asyncio.run(abort_event({**probes, "max_lag_s": 90})) is None  # within its bound
-    assert asyncio.run(abort_event({**probes, "primary_stream": None})) is None  # nothing to read: unknown, no abort
+    probes = {"max_lag_s": 30, "lag_after": now - 50, "pipeline": "topk", "input_dir": str(gone / "in"),
+              "primary_output": str(gone / "out"), "primary_stream": "ftops-j-primary"}
+
+    def poll(**changes):
+        state = drill_state(gone, job="j", ctx={"t_fail": now - 100}, probes={**probes, **changes},
+                            capacity_due=now + 600)
+        return DrillWatch(state, "capacity_due", StoreView(lambda: HistoryStore(connect(pg_server.url())))).poll()
+
+    fired = poll()
+    assert (fired.status, fired.probe, fired.reason) == (
+        "aborted", "too_far_behind", "the primary is 60 s behind its input, more than the bound of 30 s")
+    assert poll(max_lag_s=90).status == "pending"  # within its bound
+    assert poll(primary_stream=None).status == "pending"  # nothing to read: unknown, no abort

@@ -1,50 +1,91 @@
-"""The deferred waits (ftops_provider.sensors.waits) defer only a wait that is still on after their short
-window: one that ends sooner finishes in its worker slot, out of the reach of Airflow 3.3's lost-resume race
-(apache/airflow#71580). Real triggers (MomentTrigger) run in place; no Airflow scheduler is needed for this."""
+"""A drill's deferred waits (ftops_provider.sensors.waits.DrillWaitSensor) defer only a wait that is still on after
+their short window: one that ends sooner finishes in its worker slot, out of the reach of Airflow 3.3's lost-resume
+race (apache/airflow#71580). The real trigger (DrillWaitTrigger) runs in place against a real history store, where
+the drill's job is registered and its lease held; no Airflow scheduler is needed for this."""
 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
 
 import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
-from ftops_provider.sensors.waits import SHORT_WAIT_S, WaitUntilSensor
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from ftops_provider.sensors.waits import SHORT_WAIT_S, DrillAborted, DrillWaitSensor
+from tests.drill_states import drill_state
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 
-def _in(seconds: float) -> str:
-    return (datetime.now(timezone.utc) + timedelta(seconds=seconds)).isoformat()
+class _Run:
+    """What a sensor reads of its DAG run here: the XCom of the step before it (the drill's state)."""
+
+    def __init__(self, state):
+        self.state, self.pushed = state.model_dump(mode="json"), {}
+
+    def xcom_pull(self, task_ids: str):
+        return self.state
+
+    def xcom_push(self, key: str, value) -> None:
+        self.pushed[key] = value
 
 
-def test_a_wait_that_ends_within_the_short_window_finishes_without_deferring():
+@pytest.fixture
+def store(pg_server, pg_conn, monkeypatch):
+    upgrade(pg_conn)
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    s = HistoryStore(pg_conn)
+    s.register_job(JobSpec(name="alerts", workload="topk", test_job=True))
+    s.acquire_lease("alerts", "drill", "dag run ftops_chaos_drill/test", ttl_s=300)
+    return s
+
+
+def _due_in(tmp_path, seconds: float):
+    return {"ti": _Run(drill_state(tmp_path, ctx={"t_fail": time.time()}, capacity_due=time.time() + seconds))}
+
+
+def _sensor(short_wait_s: float, timeout_s: float = 300) -> DrillWaitSensor:
+    return DrillWaitSensor(task_id="due", wait="capacity_due", state_task_id="inject_failure", short_wait_s=short_wait_s,
+                           timeout_s=timeout_s, poll_interval_s=0.5)
+
+
+def test_a_wait_that_ends_within_the_short_window_finishes_without_deferring(store, tmp_path):
     assert SHORT_WAIT_S >= 20  # covers a drill's default 20-30 s replacement delay
     t0 = time.time()
-    event = WaitUntilSensor(task_id="due", moment=_in(2), short_wait_s=10).execute({})
+    event = _sensor(10).execute(_due_in(tmp_path, 2))
     assert event["status"] == "ok" and 1.5 <= time.time() - t0 < 10
 
 
-def test_a_moment_just_past_the_short_window_is_still_waited_for_in_place():
+def test_a_moment_just_past_the_short_window_is_still_waited_for_in_place(store, tmp_path):
     # 3 s away with a 1 s window: deferring would leave a deferral that ends 2 s after it starts
     t0 = time.time()
-    event = WaitUntilSensor(task_id="due", moment=_in(3), short_wait_s=1).execute({})
+    event = _sensor(1).execute(_due_in(tmp_path, 3))
     assert event["status"] == "ok" and 2.5 <= time.time() - t0 < 10
 
 
-def test_a_longer_wait_defers_after_the_short_window_with_its_deadline_kept():
+def test_a_longer_wait_defers_after_the_short_window_keeping_the_deadline_it_started_with(store, tmp_path):
     t0 = time.time()
     with pytest.raises(TaskDeferred) as deferred:
-        WaitUntilSensor(task_id="due", moment=_in(120), short_wait_s=1).execute({})
+        _sensor(1).execute(_due_in(tmp_path, 120))
     assert 0.9 <= time.time() - t0 < 10
-    assert deferred.value.trigger.moment == pytest.approx(t0 + 120, abs=2)
+    trigger = deferred.value.trigger
+    assert trigger.wait == "capacity_due" and trigger.state["capacity_due"] == pytest.approx(t0 + 120, abs=2)
+    assert trigger.started_at == pytest.approx(t0, abs=2) and trigger.timeout_s == 300  # the in-place second counts
     assert deferred.value.method_name == "execute_complete"
 
 
-def test_a_wait_that_defers_keeps_the_deadline_it_started_with():
-    from ftops_provider.sensors.waits import OutputArrivalSensor
+def test_a_halt_aborts_a_drills_wait_and_says_who_halted(store, tmp_path):
+    store.halt("game day cancelled", "ops@example")
+    context = _due_in(tmp_path, 120)
+    with pytest.raises(DrillAborted, match="halted by ops@example: game day cancelled"):
+        _sensor(5).execute(context)
+    assert context["ti"].pushed["abort_probe"] == "halted"
 
-    t0 = time.time()
-    with pytest.raises(TaskDeferred) as deferred:
-        OutputArrivalSensor(task_id="tentative", folder="/nonexistent-ftops-test", timeout_s=300, short_wait_s=1).execute({})
-    trigger = deferred.value.trigger
-    assert trigger.started_at == pytest.approx(t0, abs=2) and trigger.timeout_s == 300  # the in-place second counts
+
+def test_a_drill_that_lost_its_lease_stops_waiting(store, tmp_path):
+    store.release_lease("alerts", "dag run ftops_chaos_drill/test")
+    store.acquire_lease("alerts", "recovery", "dag run ftops_incremental_recovery/r1", ttl_s=300)
+    context = _due_in(tmp_path, 120)
+    with pytest.raises(DrillAborted, match="lost its lease on alerts"):
+        _sensor(5).execute(context)
+    assert context["ti"].pushed["abort_probe"] == "lease_lost"

@@ -112,14 +112,18 @@ def _operators():
 
     nowhere = "/nonexistent/ftops-input-test"
     return [
-        (DrillPreflightOperator(task_id="t", job_name="topk", domain="auto", replacement_delay_s="-1"),
+        (DrillPreflightOperator(task_id="t", settings={"job": "topk", "domain": "auto", "replacement_delay_s": "-1"}),
          "replacement_delay_s: Input should be greater than or equal to 0 (got '-1')"),
-        (DrillPreflightOperator(task_id="t", job_name="topk", domain="auto", kill_driver="perhaps"), "kill_driver"),
-        (InjectFaultsOperator(task_id="t", profile=str(SAMPLES / "fault-profile.yaml"), duration_s="inf"),
+        (DrillPreflightOperator(task_id="t", settings={"job": "topk", "domain": "auto", "kill_driver": "perhaps"}),
+         "kill_driver"),
+        (DrillPreflightOperator(task_id="t", settings={"job": "topk", "domain": "../rack-a"}),
+         "failure_domain: failure domain '../rack-a' is not an identifier"),
+        (InjectFaultsOperator(task_id="t", state_task_id="s", profile=str(SAMPLES / "fault-profile.yaml"), duration_s="inf"),
          "fault_duration_s: Input should be a finite number (got 'inf')"),
-        (InjectFaultsOperator(task_id="t", profile=str(SAMPLES / "fault-profile.yaml"), duration_s="2000000"),
+        (InjectFaultsOperator(task_id="t", state_task_id="s", profile=str(SAMPLES / "fault-profile.yaml"),
+                              duration_s="2000000"),
          "fault_duration_s: 2e+06 s of fault profile 'gc-pauses-and-a-rack' hold more faults than the limit"),
-        (InjectFaultsOperator(task_id="t", profile=str(SAMPLES / "q1-topk.json"), duration_s="60"),
+        (InjectFaultsOperator(task_id="t", state_task_id="s", profile=str(SAMPLES / "q1-topk.json"), duration_s="60"),
          "fault profile field operators: Input should be a valid dictionary"),
         (PlanStagesOperator(task_id="t", units_dir=nowhere, job_name="j", arrivals="1,x"),
          "arrivals: item 2 ('x'): Input should be a valid number"),
@@ -137,7 +141,7 @@ def _operators():
     ]
 
 
-@pytest.mark.parametrize("index", range(13))
+@pytest.mark.parametrize("index", range(14))
 def test_operators_refuse_bad_arguments_before_acting(index):
     """The task fails (no retry) with the message; it never reached the history store or a cluster, which
     would fail differently here (no connection is configured)."""

@@ -6,8 +6,8 @@ The cluster: a standalone master with a one-core worker on 127.0.0.1 (``rack-a``
 (``rack-b``, :mod:`spark_jobs.cluster.worker_hosts`); the failure-domain map names those addresses, as a
 user's map names their hosts. The job is registered the way a user's job on their own cluster is: a
 deployment with masters and a domain map, no cluster state. One job serves both paths: the commands
-(``ftops faults domain-down/up``) and the chaos-drill steps (:mod:`spark_jobs.drills.live`: preflight,
-inject, replacement capacity). YARN and Kubernetes cannot run here; the calls used
+(``ftops faults domain-down/up``) and the cluster seam the drill engine calls (:mod:`spark_jobs.cluster.seam`:
+capacity per domain, the domain lost, its capacity given back from the undo document alone). YARN and Kubernetes cannot run here; the calls used
 (``SparkContext.killExecutors`` and ``requestTotalExecutors``) are the scheduler backend's, shared by all three.
 """
 
@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up
-from spark_jobs.drills.live import add_replacement, inject, preflight
+from spark_jobs.cluster.seam import cluster_of, give_back
 from spark_jobs.pipeline.feed import LiveFeed
 from spark_jobs.pipeline.loading import load_workload
 from spark_jobs.pipeline.metrics import read_metrics
@@ -141,14 +141,19 @@ def _through_the_commands(tmp_path: Path, dep: JobDeployment, ui: str) -> None:
 
 
 def _through_the_drill_steps(dep: JobDeployment, ui: str) -> None:
+    cluster = cluster_of(dep)
+    assert cluster.kind == "engine-native"
     with pytest.raises(ValueError, match="the failure-domain map has rack-a, rack-b"):
-        preflight(dep, "mine", None, "rack-z", kill_driver=False)
-    ctx = preflight(dep, "mine", None, "rack-b", kill_driver=False)
-    assert ctx.engine_native and ctx.domain == "rack-b"
-    ctx = inject(dep, ctx)
-    assert len(ctx.killed) == 1 and ctx.killed[0].startswith("executor ")
+        cluster.undo_of("rack-z", "host-down")
+    with pytest.raises(ValueError, match="can only lose its executors"):
+        cluster.undo_of("rack-b", "partition")
+    before = cluster.capacity()
+    assert before == {"rack-a": 1, "rack-b": 1}
+    lost = cluster.lose("rack-b", "host-down")
+    assert len(lost.hit) == 1 and lost.hit[0].startswith("executor ")
     wait_for(lambda: _hosts(ui) == ["127.0.0.1"], timeout_s=60, what=lambda: f"rack-b's executor gone ({_hosts(ui)})")
     _only_rack_a_for(ui, dep.primary_output, 10)
-    ctx = add_replacement(dep, ctx)
-    assert ctx.t_capacity >= ctx.t_fail
+    assert give_back(json.loads(json.dumps(lost.undo)))  # from the document alone, as the journal keeps it
     _back_on_both(ui, dep.primary_output)
+    assert give_back(lost.undo) == []  # again: the domain is up, nothing to do
+    wait_for(lambda: cluster.capacity() == before or None, timeout_s=60, what="both domains' executors counted again")

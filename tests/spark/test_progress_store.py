@@ -1,7 +1,7 @@
 """Progress through the history store (issue 14, item 5): a driver with ``FTOPS_DATABASE_URL`` writes one row per
 micro-batch (spark_jobs.runtime.progress_store), and the drill's waits read the stream there, with the job's
 folders out of their reach; a store that does not answer costs rows, never the stream. Real Spark (in-process
-local[2]), real PostgreSQL, the real sensors and triggers run in place (no Airflow scheduler is needed)."""
+local[2]), real PostgreSQL, the drill engine's wait conditions polled in place (no Airflow scheduler is needed)."""
 
 from __future__ import annotations
 
@@ -62,33 +62,43 @@ def test_every_micro_batch_is_a_row_with_its_output_backlog_and_watermark(stream
     assert rows[-1][8] == input_watermark(load_workload("topk", []), tmp_path / "in")
 
 
-def test_the_drill_waits_read_the_store_with_the_jobs_folders_out_of_reach(streamed, tmp_path, pg_server, monkeypatch):
-    from ftops_provider.sensors.waits import OutputArrivalSensor, StreamCaughtUpSensor, WaitTimeout
+def test_the_drill_waits_read_the_store_with_the_jobs_folders_out_of_reach(streamed, tmp_path, pg_server):
+    from ft_core.store.connection import connect
+    from ft_core.store.history import HistoryStore
+    from ft_core.store.stream_progress import BatchProgress
+    from spark_jobs.drills.engine import Hypothesis
+    from spark_jobs.drills.waits import StoreView, condition
+    from tests.drill_states import drill_state
 
     t0, rows = streamed
-    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
     gone = tmp_path / "not-shared"  # what a triggerer on another host sees of the job's folders: nothing
+    view = StoreView(lambda: HistoryStore(connect(pg_server.url())))
     mark = max(r[6] for r in rows)
-    caught = StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
-                                  output_dir=str(gone / "out"), after_ts=t0, max_lag_files=0, watermark_ms=mark,
-                                  stable_polls=1, stream=STREAM, timeout_s=20, poll_interval_s=0.5).execute({})
-    assert caught["status"] == "ok" and caught["source"] == "history store"
-    arrived = OutputArrivalSensor(task_id="wait_tentative", folder=str(gone / "out"), after_ts=t0, stream=STREAM,
-                                  timeout_s=20, poll_interval_s=0.5).execute({})
+    steady = Hypothesis(lag_s=1.0, bound_s=60, lag_files=0, checked_at=t0)
+
+    def state(**ctx):
+        return drill_state(gone, ctx={"t_fail": t0, "t_capacity": t0, "backlog_ms": mark, **ctx},
+                           probes={"primary_stream": STREAM}, hypothesis=steady)
+
+    caught = condition(state(), "caught_up")
+    assert caught(view) == (False, "caught up; waiting for one more micro-batch to confirm it")  # over batches, not polls
+    assert caught(view)[0] is False  # the same newest batch again confirms nothing
+    HistoryStore(connect(pg_server.url())).record_batch(BatchProgress(
+        stream=STREAM, app_id=rows[-1][1], batch_id=rows[-1][0] + 1, role="primary", batch_end=time.time(),
+        watermark_ms=mark, input_files=rows[-1][4], lag_files=0))
+    ok, seen = caught(view)
+    assert ok and seen["source"] == "history store"
+    late = condition(state(backlog_ms=mark + 10**9), "caught_up")
+    assert f"watermark not yet at {mark + 10**9}" in late(view)[1]
+    arrived = condition(state(replica_output=str(gone / "out"), replica_stream=STREAM), "tentative")
+    ok, seen = arrived(view)
     first_with_output = min(r[7] for r in rows if r[3] > 0)
-    assert arrived["source"] == "history store" and arrived["first_s"] == pytest.approx(first_with_output - t0, abs=0.01)
-    with pytest.raises(WaitTimeout, match="no new micro-batch since to confirm it"):  # stable over batches, not polls
-        StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
-                             after_ts=t0, watermark_ms=mark, stable_polls=2, stream=STREAM, timeout_s=2,
-                             poll_interval_s=0.5).execute({})
-    with pytest.raises(WaitTimeout, match=f"watermark not yet at {mark + 10**9}"):
-        StreamCaughtUpSensor(task_id="wait_caught_up", checkpoint=str(gone / "ck"), input_dir=str(gone / "in"),
-                             output_dir=str(gone / "out"), after_ts=t0, watermark_ms=mark + 10**9, stream=STREAM,
-                             timeout_s=2, poll_interval_s=0.5).execute({})
+    assert ok and seen["source"] == "history store" and seen["first_s"] == pytest.approx(first_with_output - t0, abs=0.01)
     # a stream that has written no progress (a driver without the store's URL) is read from its folders
-    folder = OutputArrivalSensor(task_id="wait_tentative", folder=str(tmp_path / "out"), after_ts=t0,
-                                 stream="never-reported", timeout_s=20, poll_interval_s=0.5).execute({})
-    assert folder["source"] == "folder" and folder["files"]
+    folder = condition(state(replica_output=str(tmp_path / "out"), replica_stream="never-reported"), "tentative")
+    ok, seen = folder(view)
+    assert ok and seen["source"] == "folder"
+    view.close()
 
 
 def test_a_store_that_does_not_answer_costs_the_rows_not_the_stream(spark, tmp_path, monkeypatch, capfd):

@@ -8,7 +8,8 @@ plan beats the applied one by more than ``of_threshold`` output fidelity (or no 
 replica is resubmitted with the new plan (``submit_replica``, a SparkSubmitOperator through ftops's
 detached launcher), the DAG waits, deferred, until it runs (``wait_replica_running``), only then stops the
 old one (``stop_old_replica``) and records the applied plan, publishing the ``ftops://plans/replication``
-asset. Everything goes to the history store (connection ``ftops_db``). Nothing heavy runs at import time.
+asset. ``undo_orphaned_faults`` undoes the faults of experiments whose holder died (the safety net's repair,
+``ftops_safety_net``). Everything goes to the history store (connection ``ftops_db``). Nothing heavy runs at import time.
 
 Per job's apply mode: ``recommend`` stores plans and never resubmits; ``approve`` (the default for jobs
 not marked as test jobs) asks a person first: ``approve_replica_changes`` (Airflow's human-in-the-loop
@@ -31,6 +32,7 @@ from ftops_provider.arguments import bounded_param
 from ftops_provider.operators.accuracy import EstimateAccuracyOperator
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
+from ftops_provider.operators.safety import ReconcileOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
@@ -53,6 +55,9 @@ with DAG(
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
 ) as dag:
     upgrade = UpgradeHistoryOperator(task_id="upgrade_history")
+    # the safety net's repair, once an hour here too (ftops_safety_net watches continuously); beside the planning,
+    # so a fault it cannot undo fails this run visibly without holding up the plans
+    repair = ReconcileOperator(task_id="undo_orphaned_faults")
 
     @task
     def registered_jobs() -> list[str]:
@@ -121,7 +126,7 @@ with DAG(
         outlet_events[REPLICATION_PLANS].extra = {"applied": [{"job": r["job"], "plan_id": r["plan_id"]} for r in recorded]}
         return recorded
 
-    upgrade >> jobs
+    upgrade >> [repair, jobs]
     profiled >> planned >> what_if >> changes
     planned >> estimated
     submit >> running >> stop_old >> record_applied(applying)

@@ -29,7 +29,8 @@ class WaitTimeout(Exception):
 
 
 class DrillAborted(Exception):
-    """An abort probe fired during a drill's wait; the DAG's last step restores capacity and records why."""
+    """A drill's wait ended it (an abort probe, the halt, the lease lost); the DAG's finish undoes its faults and
+    records why."""
 
 
 SHORT_WAIT_S = 30.0  # how long a wait runs in its worker slot before it defers (see the module docstring)
@@ -69,15 +70,14 @@ class _DeferredWait(BaseOperator):
     ``poll_interval_s``; subclasses build the trigger in :meth:`make_trigger`."""
 
     ui_color = "#e8f1fb"
-    template_fields: tuple[str, ...] = ("timeout_s", "probes")
+    template_fields: tuple[str, ...] = ("timeout_s",)
 
-    def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, probes: dict | str | None = None,
-                 short_wait_s: float = SHORT_WAIT_S, **kwargs):
+    def __init__(self, *, timeout_s: float | str = 600.0, poll_interval_s: float = 2.0, short_wait_s: float = SHORT_WAIT_S,
+                 **kwargs):
         super().__init__(**kwargs)
         self.timeout_s = timeout_s
         self.poll_interval_s = poll_interval_s
         self.short_wait_s = short_wait_s
-        self.probes = probes  # a drill's abort probes (spark_jobs.drills.probes.Probes), checked by the trigger
 
     def make_trigger(self, context: Any):  # pragma: no cover - every subclass defines it
         raise NotImplementedError(f"{type(self).__name__} must define make_trigger")
@@ -100,11 +100,8 @@ class _DeferredWait(BaseOperator):
         ends may choose better)."""
         return self.short_wait_s
 
-    def _probes(self) -> dict | None:
-        return self.probes if isinstance(self.probes, dict) and self.probes else None
-
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
-        if event and event.get("status") == "aborted":
+        if event and event.get("status") == "aborted":  # a drill's wait: a probe, the halt or the lease
             context["ti"].xcom_push(key="abort_reason", value=event["reason"])
             context["ti"].xcom_push(key="abort_probe", value=event.get("probe"))
             raise DrillAborted(f"{self.task_id}: abort probe fired: {event['reason']}")
@@ -119,8 +116,7 @@ class SparkCapacitySensor(_DeferredWait):
     """Wait for capacity on a standalone master (connection ``ftops_spark_master``): alive workers, free
     cores, new workers (not alive when the task started), executors of an application."""
 
-    template_fields = ("app_name", "min_alive_workers", "min_free_cores", "min_new_workers", "min_app_executors", "timeout_s",
-                       "probes")
+    template_fields = ("app_name", "min_alive_workers", "min_free_cores", "min_new_workers", "min_app_executors", "timeout_s")
 
     def __init__(self, *, spark_master_conn_id: str = "ftops_spark_master", min_alive_workers: int = 0,
                  min_free_cores: int = 0, min_new_workers: int = 0, app_name: str | None = None,
@@ -143,7 +139,7 @@ class SparkCapacitySensor(_DeferredWait):
                                     min_free_cores=int(self.min_free_cores), min_new_workers=int(self.min_new_workers),
                                     known_worker_ids=known, app_name=self.app_name,
                                     min_app_executors=int(self.min_app_executors), timeout_s=self.timeout_s,
-                                    poll_interval_s=self.poll_interval_s, abort=self._probes())
+                                    poll_interval_s=self.poll_interval_s)
 
 
 class SparkAppSensor(_DeferredWait):
@@ -167,94 +163,34 @@ class SparkAppSensor(_DeferredWait):
                                min_cores=self.min_cores, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
 
 
-class OutputArrivalSensor(_DeferredWait):
-    """Wait for new output of a stream (tentative outputs arriving) after ``after_ts`` (epoch seconds;
-    default: when this task started): a micro-batch with output in the history store when ``stream`` (its query
-    name) has written progress there since ``after_ts``, else files changed in its sink ``folder``."""
+class DrillWaitSensor(_DeferredWait):
+    """One wait of a chaos drill (``wait``: steady, tentative, capacity_due, executors, caught_up), its definition
+    the drill engine's (:mod:`spark_jobs.drills.waits`), deferred on :class:`DrillWaitTrigger`. The drill's state
+    comes from the XCom of ``state_task_id`` (the step before the wait); a wait that fires an abort probe, meets
+    the halt or finds the lease lost ends the task with :class:`DrillAborted` and pushes why (``abort_probe``,
+    ``abort_reason``) for the drill's finish."""
 
-    template_fields = ("folder", "after_ts", "timeout_s", "probes", "stream")
-
-    def __init__(self, *, folder: str, after_ts: float | str | None = None, pattern: str = "batch-*.jsonl",
-                 min_files: int = 1, stream: str | None = None, ftops_db_conn_id: str = "ftops_db", **kwargs):
+    def __init__(self, *, wait: str, state_task_id: str, ftops_db_conn_id: str = "ftops_db", **kwargs):
         super().__init__(**kwargs)
-        self.folder = folder
-        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
-        self.after_ts = after_ts
-        self.pattern = pattern
-        self.min_files = min_files
+        self.wait, self.state_task_id, self.ftops_db_conn_id = wait, state_task_id, ftops_db_conn_id
 
     def make_trigger(self, context: Any):
-        from ftops_provider.triggers.output_arrival import OutputArrivalTrigger
+        from airflow.sdk.exceptions import AirflowSkipException
 
-        if not self.folder:
-            from airflow.sdk.exceptions import AirflowSkipException
+        from ftops_provider.triggers.drill_wait import DrillWaitTrigger
 
-            raise AirflowSkipException("no output folder to watch (no replica: the plan replicates nothing)")
-        after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
-        return OutputArrivalTrigger(self.folder, after_ts=after, pattern=self.pattern, min_files=self.min_files,
-                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes(),
-                                    stream=self.stream or None, ftops_db_conn_id=self.ftops_db_conn_id)
-
-
-class StreamCaughtUpSensor(_DeferredWait):
-    """Wait until a file-source streaming query is back to its steady lag (at most ``max_lag_files``
-    unprocessed input files, from its checkpoint; default 0) with a batch committed after ``after_ts``
-    (default: when this task started) and, given ``output_dir`` and ``watermark_ms``, its output's
-    watermark has reached ``watermark_ms``. When ``stream`` (the query's name) has written progress to the history
-    store since ``after_ts``, all of it is read there instead of the folders."""
-
-    template_fields = ("checkpoint", "input_dir", "after_ts", "max_lag_files", "output_dir", "watermark_ms", "timeout_s",
-                       "probes", "stream")
-
-    def __init__(self, *, checkpoint: str, input_dir: str, after_ts: float | str | None = None,
-                 max_lag_files: int | str = 0, output_dir: str | None = None, watermark_ms: int | str | None = None,
-                 stable_polls: int = 2, stream: str | None = None, ftops_db_conn_id: str = "ftops_db", **kwargs):
-        super().__init__(**kwargs)
-        self.stream, self.ftops_db_conn_id = stream, ftops_db_conn_id
-        self.checkpoint = checkpoint
-        self.input_dir = input_dir
-        self.after_ts = after_ts
-        self.max_lag_files = max_lag_files
-        self.output_dir, self.watermark_ms = output_dir, watermark_ms
-        self.stable_polls = stable_polls
-
-    def make_trigger(self, context: Any):
-        from ftops_provider.triggers.stream_caught_up import StreamCaughtUpTrigger
-
-        after = float(self.after_ts) if self.after_ts not in (None, "", "None") else time.time()
-        return StreamCaughtUpTrigger(self.checkpoint, self.input_dir, after_ts=after, stable_polls=self.stable_polls,
-                                     max_lag_files=int(self.max_lag_files or 0), output_dir=self.output_dir or None,
-                                     watermark_ms=None if self.watermark_ms in (None, "", "None") else int(self.watermark_ms),
-                                     timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s, abort=self._probes(),
-                                     stream=self.stream or None, ftops_db_conn_id=self.ftops_db_conn_id)
-
-
-class WaitUntilSensor(_DeferredWait):
-    """Wait (deferred) until ``moment`` (an ISO 8601 time, templated: e.g. a failure time plus a delay),
-    checking a drill's abort probes meanwhile."""
-
-    template_fields = ("moment", "probes")
-
-    def __init__(self, *, moment: str, **kwargs):
-        super().__init__(**kwargs)
-        self.moment = moment
-
-    def make_trigger(self, context: Any):
-        import pendulum
-
-        from ftops_provider.triggers.moment import MomentTrigger
-
-        moment = pendulum.parse(str(self.moment)).timestamp()
-        self.timeout_s = max(self.timeout_s, moment - time.time())  # the backstop must not fire before the moment
-        return MomentTrigger(moment, poll_interval_s=self.poll_interval_s, abort=self._probes())
+        state = context["ti"].xcom_pull(task_ids=self.state_task_id)
+        if not state:
+            raise AirflowSkipException(f"{self.state_task_id} handed on no drill: nothing to wait for")
+        if self.wait == "tentative" and not state["ctx"]["replica_output"]:
+            raise AirflowSkipException("no replica runs (the plan replicates nothing): no tentative output to wait for")
+        return DrillWaitTrigger(state, self.wait, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s,
+                                ftops_db_conn_id=self.ftops_db_conn_id)
 
     def in_place_s(self, trigger) -> float:
-        """A moment due within ``short_wait_s`` + 30 s is waited for in place, so no deferral ends within
-        seconds of its start (the race in the module docstring); a later one defers with 30 s or more left."""
-        left = trigger.moment - time.time()
+        """Capacity due within ``short_wait_s`` + 30 s is waited for in place, so no deferral ends within seconds of
+        its start (the race in the module docstring); a later one defers with 30 s or more left."""
+        if self.wait != "capacity_due":
+            return self.short_wait_s
+        left = trigger.state["capacity_due"] - time.time()
         return left + 5.0 if left < self.short_wait_s + 30.0 else self.short_wait_s
-
-    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
-        if event and event.get("status") == "ok":
-            self.log.info("%s: it is %s", self.task_id, self.moment)
-        return super().execute_complete(context, {**(event or {}), "moment": str(self.moment)})

@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from ftops_provider.triggers.abort_probes import abort_event
 from ftops_provider.triggers.master_json import app_executors, master_state
 
 
@@ -27,7 +26,7 @@ class SparkCapacityTrigger(BaseTrigger):
     def __init__(self, master_ui_url: str, *, min_alive_workers: int = 0, min_free_cores: int = 0,
                  min_new_workers: int = 0, known_worker_ids: list[str] | None = None, app_name: str | None = None,
                  min_app_executors: int = 0, timeout_s: float = 600.0, poll_interval_s: float = 2.0,
-                 started_at: float | None = None, abort: dict | None = None):
+                 started_at: float | None = None):
         super().__init__()
         self.master_ui_url = master_ui_url
         self.min_alive_workers = min_alive_workers
@@ -40,7 +39,6 @@ class SparkCapacityTrigger(BaseTrigger):
         self.poll_interval_s = poll_interval_s
         # Wall-clock start, serialised: a triggerer restart resumes the same deadline.
         self.started_at = time.time() if started_at is None else started_at
-        self.abort = abort  # a drill's abort probes (spark_jobs.drills.probes), checked every poll
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return ("ftops_provider.triggers.spark_capacity.SparkCapacityTrigger", {
@@ -48,7 +46,7 @@ class SparkCapacityTrigger(BaseTrigger):
             "min_free_cores": self.min_free_cores, "min_new_workers": self.min_new_workers,
             "known_worker_ids": self.known_worker_ids, "app_name": self.app_name,
             "min_app_executors": self.min_app_executors, "timeout_s": self.timeout_s,
-            "poll_interval_s": self.poll_interval_s, "started_at": self.started_at, "abort": self.abort,
+            "poll_interval_s": self.poll_interval_s, "started_at": self.started_at,
         })
 
     async def _missing(self, client: httpx.AsyncClient, state: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
@@ -82,10 +80,6 @@ class SparkCapacityTrigger(BaseTrigger):
                     missing, seen = [f"master {self.master_ui_url} does not answer: {exc}"], {}
                 if not missing:
                     yield TriggerEvent({"status": "ok", **seen, "waited_s": round(time.time() - self.started_at, 1)})
-                    return
-                aborted = await abort_event(self.abort)
-                if aborted is not None:
-                    yield TriggerEvent(aborted)
                     return
                 if time.time() >= deadline:
                     yield TriggerEvent({"status": "timeout", "missing": missing, "timeout_s": self.timeout_s, **seen})

@@ -24,7 +24,7 @@ def experiment_section(report: ExperimentReport) -> str:
     parts.append(_timeline(report))
     parts.append(_checks("Steady state after", "hypothesis-after", report.hypothesis_after))
     if report.restored:
-        parts.append("<h2>Restored after the abort</h2><ul id='restored'>"
+        parts.append("<h2>Undone at the end</h2><ul id='restored'>"
                      + "".join(f"<li>{escape(r)}</li>" for r in report.restored) + "</ul>")
     if report.measurements:
         parts.append("<h2>Measurements</h2><table id='measurements'>"

@@ -1,0 +1,66 @@
+"""A user's job running on a local Spark standalone cluster, as the README's "your own job" section starts it:
+the cluster (rack-a, rack-b, standby), the example pipeline (examples/sensor_alerts.py) registered with
+``ftops job register --pipeline FILE``, its seeded input fed in real time, its primary started with ``ftops job
+start``. Shared by the end-to-end tests that drill, repair or halt such a job."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ft_core.store.connection import connect
+from ft_core.store.history import HistoryStore
+from tests.conftest import ROOT, run_cli
+
+EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
+PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
+
+
+def registration(job: str, root: Path, base: int, *extra: object) -> list:
+    """The job's ``ftops job register`` arguments on the test cluster of ports ``base``..."""
+    params = [a for p in PARAMS for a in ("--param", p)]
+    return ["job", "register", "--name", job, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / job,
+            "--master", f"spark://127.0.0.1:{base + 77}", "--master-ui", f"http://127.0.0.1:{base + 90}",
+            "--standby-master", f"spark://127.0.0.1:{base + 78}", "--standby-ui", f"http://127.0.0.1:{base + 91}",
+            "--state-dir", root / "spark", "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params, *extra]
+
+
+@contextmanager
+def running_job(job: str, root: Path, base: int, db_url: str) -> Iterator[tuple]:
+    """The job running; yields (deployment, store on a fresh schema). Everything stops on exit."""
+    from spark_jobs.cluster.standalone import ClusterConfig, cluster_down, cluster_up
+    from spark_jobs.pipeline.loading import load_workload
+    from spark_jobs.pipeline.sample_input import run_generator
+    from spark_jobs.runtime.job_streams import parse_deployment
+
+    config = ClusterConfig(state_dir=root / "spark", primary_domains=(("rack-a", 1), ("rack-b", 1)), standby_workers=1,
+                           worker_timeout_s=5, primary_port=base + 77, primary_ui=base + 90, standby_port=base + 78,
+                           standby_ui=base + 91, worker_port_base=base + 100, worker_ui_base=base + 200)
+    cluster_up(config)
+    conn = connect(db_url)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    conn.autocommit = False
+    env = {"FTOPS_DATABASE_URL": db_url}
+    stop = threading.Event()
+    feed = None
+    try:
+        res = run_cli(*registration(job, root, base), "--test-job", env=env)
+        assert res.code == 0, res.err
+        store = HistoryStore(conn)
+        dep = parse_deployment(store.job(job)["deployment"], job)
+        feed = threading.Thread(target=run_generator, args=(load_workload(str(EXAMPLE), PARAMS), dep.input),
+                                kwargs={"stop": stop}, daemon=True)
+        feed.start()
+        res = run_cli("job", "start", job, env=env)
+        assert res.code == 0, res.err
+        yield dep, store
+    finally:
+        stop.set()
+        if feed is not None:
+            feed.join(timeout=30)
+        cluster_down(root / "spark")
+        conn.close()
