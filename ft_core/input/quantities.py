@@ -101,6 +101,8 @@ Port = Annotated[int, Field(ge=1024, le=65535)]
 PortBase = Annotated[int, Field(ge=1024, le=65000)]
 # a namespace network's subnet: 198.18.<subnet>.0/24 (spark_jobs.cluster.netns)
 Subnet = Annotated[int, Field(ge=1, le=250)]
+# a job's weight in fleet-wide staged recovery (ftops job set --priority; paper 003's query priority, for jobs)
+Priority = Annotated[float, _finite(gt=0, le=1_000_000)]
 # an event time, epoch milliseconds (a window's start, say)
 EpochMs = Annotated[int, Field(ge=0, le=2**63 - 1)]
 

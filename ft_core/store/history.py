@@ -29,25 +29,30 @@ from typing import Any
 from ft_core.errors import InputError
 from ft_core.store.accuracy import AccuracyRecords
 from ft_core.store.checkpoint_validations import CheckpointValidationRecords
+from ft_core.store.domain_locks import DomainLockRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
 from ft_core.store.faults import FaultRecords
 from ft_core.store.leases import LeaseRecords
+from ft_core.store.policies import PolicyRecords
 from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, ProfileKind, Role, StoredPlan, jsonb, rows
 from ft_core.store.recovery_runs import RecoveryRecords
 from ft_core.store.stream_progress import StreamProgressRecords
 
 
 class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, ExperimentRecords, AccuracyRecords,
-                   CheckpointValidationRecords, StreamProgressRecords):
+                   CheckpointValidationRecords, StreamProgressRecords, PolicyRecords, DomainLockRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
     versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports,
-    predicted accuracy, checkpoint validations, streams' micro-batch progress, the fault journal and the halt from
-    the mixins."""
+    predicted accuracy, checkpoint validations, streams' micro-batch progress, the fault journal and the halt,
+    per-job and fleet policy and the fleet's failure-domain lock from the mixins."""
 
-    def register_job(self, job: JobSpec) -> int:
-        """Insert or update a job by name; returns its id (a None deployment keeps the stored one)."""
+    def register_job(self, job: JobSpec, changed_by: str = "registration") -> int:
+        """Insert or update a job by name; returns its id (a None deployment keeps the stored one). A new job's
+        apply mode, or a changed one, is recorded as a policy change by ``changed_by``."""
         with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT apply_mode FROM ftops_job WHERE name = %s FOR UPDATE", (job.name,))
+            before = cur.fetchone()
             cur.execute(
                 """INSERT INTO ftops_job (name, workload, primary_master, standby_master, replication_budget,
                                           query_priorities, max_recovery_s, deployment, apply_mode, test_job,
@@ -66,7 +71,12 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, Ex
                  None if job.deployment is None else jsonb(job.deployment),
                  job.apply_mode or ("auto" if job.test_job else "approve"), job.test_job, job.replica_cooldown_s),
             )
-            return cur.fetchone()[0]
+            job_id = cur.fetchone()[0]
+            mode = job.apply_mode or ("auto" if job.test_job else "approve")
+            if before is None or before[0] != mode:
+                self._record_change(cur, job_id, changed_by, {"apply_mode": {"from": before and before[0], "to": mode}},
+                                    event=False)
+            return job_id
 
     def job_id(self, name: str) -> int:
         with self.conn, self.conn.cursor() as cur:

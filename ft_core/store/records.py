@@ -170,7 +170,7 @@ def stage_transition(old: str | None, new: str) -> bool:
 
 JOB_KEYS = ("job_id", "name", "workload", "primary_master", "standby_master", "replication_budget",
              "query_priorities", "max_recovery_s", "deployment", "apply_mode", "test_job", "replica_cooldown_s",
-             "created_at", "updated_at")
+             "created_at", "updated_at", "drill_schedule", "tuning_schedule", "priority")
 DRILL_KEYS = ("drill_id", "plan_id", "params", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows",
                "output_equals_reference", "error", "dag_run_id", "started_at", "finished_at")

@@ -1,4 +1,4 @@
-"""``ftops job register|start|stop|status|checkpoint|list``: streaming jobs known to the history store.
+"""``ftops job register|start|stop|status|checkpoint|list|set|fleet``: streaming jobs known to the history store.
 
 A job is registered in one of two ways:
 
@@ -11,6 +11,9 @@ A job is registered in one of two ways:
 - **plan-only**, from a topology document (``--topology FILE``) or discovered from a running Structured
   Streaming application's Spark UI (``--spark-ui URL [--app-id ID]``, any job, even one not written
   with the pipeline API: ``spark_jobs.cli.discovery``): planning, what-if and history, no streams to operate.
+
+Each job has a policy (``ftops job set``, :mod:`spark_jobs.cli.job_policy`; ``register`` takes the same flags): its
+drill and tuning schedules, priority and apply mode.
 
 The database is ``FTOPS_DATABASE_URL``, else the embedded server (``ftops db start``).
 """
@@ -28,6 +31,7 @@ from ft_core.errors import InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
 from spark_jobs.cli.discovery import add_spark_ui_arguments
+from spark_jobs.cli.job_policy import add_policy_arguments, policy_changes, register_commands, who
 from spark_jobs.pipeline.loading import add_pipeline_arguments
 
 
@@ -67,6 +71,7 @@ def register(sub, groups) -> None:
     reg.add_argument("--test-job", action="store_true", help="a job for trying ftops out: plans and drills apply at once")
     reg.add_argument("--replica-cooldown-s", type=flag(Seconds), default=3600.0,
                      help="least time between two replica changes of the job (default 3600)")
+    add_policy_arguments(reg, apply=False)
     add_db_dir_argument(reg)
     reg.add_argument("--json", action="store_true")
     reg.set_defaults(func=_register)
@@ -86,6 +91,7 @@ def register(sub, groups) -> None:
     add_db_dir_argument(lst)
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=_list)
+    register_commands(jsub)
 
 
 def _store(args):
@@ -160,13 +166,20 @@ def build_registration(args: argparse.Namespace):
 
 
 def _register(args: argparse.Namespace) -> int:
+    from ft_core.store.policies import checked_policy
+
     spec, topology, profile = build_registration(args)
+    policy = checked_policy(policy_changes(args, with_apply=False))  # bad flags refused before anything is stored
     store = _store(args)
     try:
-        job_id = store.register_job(spec)
+        if policy:
+            _check_registered_policy(store, spec, policy)
+        job_id = store.register_job(spec, changed_by=who("ftops job register"))
         topology_id = store.save_topology(spec.name, topology)
         if profile is not None:  # discovered: the measured rates, where it runs and where to discover it again
             store.save_profile(spec.name, "rates", {**profile, "topology_id": topology_id})
+        if policy:
+            store.set_policy(spec.name, policy, who("ftops job register"))
     finally:
         store.conn.close()
     kind = "plan-only" if spec.deployment is None else "runnable"
@@ -179,6 +192,21 @@ def _register(args: argparse.Namespace) -> int:
     if spec.deployment:
         print(f"next: `ftops job start {spec.name}` submits its primary to {spec.primary_master}")
     return 0
+
+
+def _check_registered_policy(store, spec, policy: dict) -> None:
+    """InputError naming the flag when the job, as it is being registered, cannot take ``policy``."""
+    from ft_core.store.policies import job_kind, policy_problem
+
+    try:
+        current = store.policy(spec.name)
+    except InputError:  # a new job: no schedules yet
+        current = {"drill_schedule": "none", "tuning_schedule": "none"}
+    merged = {f: None if current[f] == "none" else current[f] for f in ("drill_schedule", "tuning_schedule")}
+    merged.update(policy, apply_mode=spec.apply_mode or ("auto" if spec.test_job else "approve"))
+    error = policy_problem(spec.name, merged, set(policy), job_kind(spec.workload, spec.deployment is not None))
+    if error is not None:
+        raise error
 
 
 def _deployment(store, name: str):
@@ -229,6 +257,7 @@ def _status(args: argparse.Namespace) -> int:
     store = _store(args)
     try:
         row = store.job(args.name)
+        policy = store.policy(args.name)
     finally:
         store.conn.close()
     if not row["deployment"]:
@@ -241,10 +270,13 @@ def _status(args: argparse.Namespace) -> int:
                    if name.startswith(f"ftops-{args.name}-")]
         doc = {"job": args.name, "kind": "runnable", "pipeline": dep.pipeline, "input": str(dep.input),
                "root": dep.root, "primary_master": dep.primary_master, "streams": streams}
+    doc["policy"] = policy
     if args.json:
         print_json(doc)
         return 0
     print(f"{args.name}: {doc['kind']}" + (f", pipeline {doc['pipeline']}, input {doc['input']}" if doc["kind"] == "runnable" else ""))
+    print(f"policy: drills {policy['drill_schedule']}, tuning {policy['tuning_schedule']}, priority {policy['priority']:g}, "
+          f"apply {policy['apply']}")
     if doc["streams"]:
         print_table(["stream", "state", "application"], [[s["name"], s["state"], s["app_id"]] for s in doc["streams"]])
     return 0
@@ -255,14 +287,17 @@ def _list(args: argparse.Namespace) -> int:
     store = _store(args)
     try:
         jobs = [store.job(j["name"]) for j in store.jobs()]
+        policies = store.policies()
     finally:
         store.conn.close()
     rows = [{"job": j["name"], "kind": "runnable" if j["deployment"] else "plan-only", "pipeline": j["workload"],
-             "budget": j["replication_budget"]} for j in jobs]
+             "budget": j["replication_budget"], "policy": policies[j["name"]]} for j in jobs]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print_table(["job", "kind", "pipeline", "budget"], [[r["job"], r["kind"], r["pipeline"], r["budget"]] for r in rows])
+    print_table(["job", "kind", "pipeline", "budget", "drills", "tuning", "priority", "apply"],
+                [[r["job"], r["kind"], r["pipeline"], r["budget"], r["policy"]["drill_schedule"],
+                  r["policy"]["tuning_schedule"], f"{r['policy']['priority']:g}", r["policy"]["apply"]] for r in rows])
     return 0
 
 

@@ -122,6 +122,7 @@ def _entrances(folder: Path, name: str) -> list[tuple[list[str], str]]:
     profile = str(SAMPLES / "fault-profile.yaml")
     return [
         *[(["job", cmd, name], "name: job name") for cmd in ("start", "stop", "status", "checkpoint")],
+        (["job", "set", name, "--priority", "2"], "name: job name"),
         (["units", "recover", "--schedule", "s.json", "--deployment-dir", d, "--job", name], "--job: job name"),
         (["faults", "inject", profile, "--app-id", "app-1", "--duration", "1", "--seed", "1", "--job", name], "--job: job name"),
         (["faults", "domain-down", "--output", d, "--domain", name, "--hosts", "10.0.0.5"], "--domain: failure domain"),

@@ -74,6 +74,8 @@ FLAGS = {
                      {"--timeout-s": ("positive", LIMITS.max_duration_s), "--last-batches": ("count1", LIMITS.max_tasks),
                       "--budget": ("count0", LIMITS.max_tasks)}),
     "units problem": (["units", "problem", "--deployment-dir", NOWHERE], {"--cost": ("unit cost", None)}),
+    "job set": (["job", "set", "poisoned"],  # poison: nothing to set
+                {"--priority": ("positive", 1_000_000)}),
     "faults domain-down": (["faults", "domain-down", "--output", NOWHERE, "--domain", "rack-a", "--hosts", "h"],  # poison: no run
                            {"--timeout-s": ("positive", LIMITS.max_duration_s)}),
     "stack status": (["stack", "status", "--poison"], {"--airflow-port": ("port", None)}),

@@ -204,7 +204,8 @@ def test_register_as_plan_only_and_discover_it_again(plain_job, pg_server, pg_co
     assert res.code == 0, res.err
     assert res.json()["kind"] == "plan-only" and res.json()["tasks"] == 9
     listed = run_cli("job", "list", "--json", env=env).json()
-    assert listed == [{"job": "plain", "kind": "plan-only", "pipeline": "discovered", "budget": 4}]
+    assert listed == [{"job": "plain", "kind": "plan-only", "pipeline": "discovered", "budget": 4,
+                       "policy": {"drill_schedule": "none", "tuning_schedule": "none", "priority": 1.0, "apply": "recommend"}}]
     both = run_cli("job", "register", "--name", "x", "--spark-ui", plain_job.url, "--topology", "t.json", env=env)
     assert both.code == 2 and "one of them" in both.err
     store = HistoryStore(connect(pg_server.url()))

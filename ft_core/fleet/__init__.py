@@ -1,0 +1,13 @@
+"""The fleet: every registered job operated on its own schedule (issue 33).
+
+- :mod:`~ft_core.fleet.schedules`: drill and tuning schedules (cron or preset), when a job is due, and which due
+  jobs a scheduled run takes (at most Airflow's ``max_map_length``, the least recently picked first).
+"""
+
+import lazy_loader
+
+# Public names load on first use, so importing one module of the package does not import all of them.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={"schedules": ["PRESETS", "Scheduled", "check_schedule", "due", "next_fire", "take"]},
+)
