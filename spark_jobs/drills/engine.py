@@ -148,6 +148,7 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
     """Take the lease, repair what a dead experiment left (drivers it starts get ``driver_env``), check the job can
     be drilled and open its record; BusyError/HaltedError when it cannot start now, InputError/ExternalError when
     the job is not drillable."""
+    from spark_jobs.drills.fleet_lock import hold_domains
     from spark_jobs.drills.reconcile import reconcile
 
     store.acquire_lease(settings.job, "drill", holder, ttl_s=settings.lease_ttl_s)
@@ -161,6 +162,7 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
         if any(r.kind == "primary" for r in repairs):  # the repair just resubmitted it: give it time to run
             _wait_running(dep, primary_app_name(settings.job), settings.steady_wait_s)
         ctx, capacity = preflight(dep, settings, store.running_replica_plan(settings.job))
+        hold_domains(store, settings.job, holder, dep, ctx, capacity)  # no two drills share a failure domain (issue 33)
         params = {"failure_domain": settings.domain, "domain": ctx.domain, "fault": settings.fault,
                   "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s}
         drill_id = store.start_drill(settings.job, ctx.plan_id, params, dag_run_id)
@@ -376,6 +378,7 @@ def finish(store, state: DrillState, outcome: Outcome, driver_env: dict[str, str
     """Always the last step: undo what the drill still has open, record the verdict and the experiment report,
     release the lease. An undo that fails is reported; the record and the release still happen."""
     from spark_jobs.drills.experiment import drill_experiment
+    from spark_jobs.drills.fleet_lock import release_domains
     from spark_jobs.drills.live import query_failures
     from spark_jobs.drills.reconcile import undo_open_faults
 
@@ -389,6 +392,7 @@ def finish(store, state: DrillState, outcome: Outcome, driver_env: dict[str, str
     experiment = drill_experiment(state, verdict=verdict_, reasons=reasons, fired=outcome.fired, restored=restored,
                                   query_failures=query_failures(state.deployment, state.ctx) if state.ctx.t_fail else None)
     store.save_experiment(experiment)
+    release_domains(store, state.job, state.holder)
     store.release_lease(state.job, state.holder)
     _write(state, experiment)
     return experiment
