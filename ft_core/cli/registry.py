@@ -3,7 +3,9 @@
 ``sub`` is the top-level subparsers object; ``groups`` maps shared group names (``plan``,
 ``bench``) to their subparsers, so that e.g. ``ftops plan recovery`` lives beside the recovery CLI
 code rather than in one large file. Packages outside ft_core (``spark_jobs``) add command groups
-through the ``ftops.commands`` entry point, so ft_core never imports them.
+through the ``ftops.commands`` entry point, so ft_core never imports them; a module that adds a command
+to a group another entry point creates does it in ``extend(sub, groups)``, called once every module's
+``register`` has run (entry points load in no set order).
 
 Renamed commands and flags keep their old names for one release (:func:`add_old_name`,
 :func:`add_renamed_flag`): they work as before, are hidden from ``--help`` and print a note on stderr.
@@ -42,8 +44,12 @@ def register_all(sub) -> None:
         groups[name] = parser.add_subparsers(dest=f"{name}_command", required=True, parser_class=type(parser))
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(sub, groups)
-    for entry in entry_points(group="ftops.commands"):
-        entry.load().register(sub, groups)
+    modules = [entry.load() for entry in entry_points(group="ftops.commands")]
+    for module in modules:
+        module.register(sub, groups)
+    for module in modules:  # commands that join another module's group, once every group exists (any load order)
+        if hasattr(module, "extend"):
+            module.extend(sub, groups)
 
 
 def group_commands(sub, name: str):

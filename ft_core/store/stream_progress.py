@@ -154,3 +154,18 @@ class StreamProgressRecords(StoreBase):
             for stream, end, arrived in cur.fetchall():
                 out[stream].append((float(end), float(arrived)))
         return out
+
+    def batches_since(self, streams: list[str], after_ts: float) -> dict[str, list[dict]]:
+        """Per stream, its batches that ended after ``after_ts``, in time order: ``batch_id``, ``batch_end`` (epoch s),
+        ``input_rows`` and ``arrived`` (epoch s of its input's arrival, None when not recorded): what a drill of an
+        attached job measures its lag, its peak and its throughput from."""
+        out: dict[str, list[dict]] = {s: [] for s in streams}
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT stream, batch_id, extract(epoch FROM batch_end), input_rows, extract(epoch FROM watermark_arrived)
+                   FROM ftops_stream_progress WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s)
+                   ORDER BY stream, batch_end""", (list(streams), after_ts))
+            for stream, batch_id, end, rows, arrived in cur.fetchall():
+                out[stream].append({"batch_id": batch_id, "batch_end": float(end), "input_rows": rows,
+                                    "arrived": None if arrived is None else float(arrived)})
+        return out

@@ -47,13 +47,15 @@ class LocalStandalone:
         return sorted({w.domain for w in self._state().workers("primary") if w.domain})
 
     def executor_domains(self, app: str, pool: str = "primary") -> dict[str, int]:
-        """Failure domain -> executors of the running application named ``app`` (each worker's own JSON)."""
+        """Failure domain -> executors of the running application named ``app`` (or of id ``app``; each worker's own
+        JSON)."""
         from spark_jobs.cluster.web_ui import master_state
         from spark_jobs.cluster.worker_ui import executors_by_worker
 
         state = self._state()
         ui = self.uis.get(pool) or state.master_ui(pool)
-        ids = [a["id"] for a in master_state(ui).get("activeapps", []) if a.get("name") == app and a.get("state") == "RUNNING"]
+        ids = [a["id"] for a in master_state(ui).get("activeapps", [])
+               if app in (a.get("name"), a.get("id")) and a.get("state") == "RUNNING"]
         out: dict[str, int] = {}
         for worker, executors in executors_by_worker(ui, state.workers(pool)):
             n = sum(1 for e in executors if e.get("appid") in ids)

@@ -43,6 +43,8 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.input.names import check_name
 from ft_core.input.quantities import PositiveSeconds, Seconds
 from ft_core.store.experiments import ExperimentReport
+from spark_jobs.attach.deployment import AttachedDeployment
+from spark_jobs.attach.drill_support import is_attached
 from spark_jobs.drills.live import DrillContext
 from spark_jobs.drills.probes import STEADY_LAG_S, STEADY_WAIT_S, Probes
 from spark_jobs.runtime.job_streams import JobDeployment, parse_deployment, primary_app_name, replica_app_name
@@ -111,7 +113,7 @@ class DrillState(BaseModel):
     holder: str
     dag_run_id: str | None = None
     drill_id: int
-    deployment: JobDeployment
+    deployment: JobDeployment | AttachedDeployment
     ctx: DrillContext
     needs_approval: bool = False
     max_recovery_s: float | None = None
@@ -169,10 +171,11 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
     except BaseException:
         store.release_lease(settings.job, holder)
         raise
+    attached = is_attached(dep)  # its lag comes from its queries' rows alone (spark_jobs.drills.waits)
     probes = Probes(t_fail=0.0, domain=ctx.domain, max_duration_s=settings.max_duration_s, max_lag_s=settings.max_lag_s,
-                    others=_cluster(dep).watched_outside(ctx.domain), input_dir=str(dep.input),
-                    primary_output=str(dep.primary_output), pipeline=dep.pipeline, params=dep.params,
-                    primary_stream=primary_app_name(settings.job))
+                    others=_cluster(dep).watched_outside(ctx.domain), primary_output=str(dep.primary_output),
+                    input_dir=None if attached else str(dep.input), pipeline=None if attached else dep.pipeline,
+                    params=[] if attached else dep.params, primary_stream=None if attached else primary_app_name(settings.job))
     return DrillState(settings=settings, holder=holder, dag_run_id=dag_run_id, drill_id=drill_id, deployment=dep, ctx=ctx,
                       needs_approval=job["apply_mode"] == "approve", max_recovery_s=job.get("max_recovery_s"),
                       capacity_before=capacity, probes=probes)
@@ -186,21 +189,26 @@ def _wait_running(dep: JobDeployment, app: str, timeout_s: float) -> None:
              timeout_s=max(timeout_s, 30.0), interval_s=2.0, what=f"{app}, resubmitted by the repair, to run")
 
 
-def _cluster(dep: JobDeployment):
+def _cluster(dep):
     from spark_jobs.cluster.seam import cluster_of
 
     return cluster_of(dep)
 
 
-def preflight(dep: JobDeployment, settings: DrillSettings, plan: dict | None) -> tuple[DrillContext, dict[str, int]]:
+def preflight(dep, settings: DrillSettings, plan: dict | None) -> tuple[DrillContext, dict[str, int]]:
     """Check, touching nothing, that the drill can run: the primary (and the plan's replica) run, the domain
     hosts the primary and not its replica, the blast radius; returns the drill's context and the cluster's
-    capacity per domain now."""
+    capacity per domain now. An attached job's application is its primary; it has no replica."""
+    from spark_jobs.attach.drill_support import require_running
     from spark_jobs.drills.live import running_app
 
     cluster = _cluster(dep)
-    running_app(dep.primary_ui, primary_app_name(settings.job), f"job {settings.job!r}: its primary", dep.primary_master)
-    domain = hosting_domain(settings.job, cluster.executor_domains(primary_app_name(settings.job)), settings.domain)
+    if is_attached(dep):
+        app, plan = require_running(dep, settings.job), None
+    else:
+        app = primary_app_name(settings.job)
+        running_app(dep.primary_ui, app, f"job {settings.job!r}: its primary", dep.primary_master)
+    domain = hosting_domain(settings.job, cluster.executor_domains(app), settings.domain)
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     replica = None
     if plan and tasks:
@@ -245,9 +253,14 @@ def inject(store, state: DrillState, hypothesis: Hypothesis) -> DrillState:
     hold_lease(store, state)
     s, dep, ctx = state.settings, state.deployment, state.ctx.model_copy()
     cluster = _cluster(dep)
-    written = window_files(dep.primary_output)  # read once for both marks
-    ctx.failure_end_ms = delivered_until(dep.primary_output, written)
-    ctx.verify_from_ms = verification_start(written) if dep.workload().pipeline.output.window_local else None
+    if is_attached(dep):  # what it had committed: the exactly-once check starts there
+        from spark_jobs.attach.drill_support import committed_before
+
+        ctx.queries_before, ctx.steady_lag_s = committed_before(dep), hypothesis.lag_s
+    else:
+        written = window_files(dep.primary_output)  # read once for both marks
+        ctx.failure_end_ms = delivered_until(dep.primary_output, written)
+        ctx.verify_from_ms = verification_start(written) if dep.workload().pipeline.output.window_local else None
     faults, undo_within = dict(state.faults), s.max_duration_s + s.timeout_s
     kind = "partition" if s.fault == "partition" else "domain_down"
     faults["domain"] = store.open_fault(s.job, "drill", state.drill_id, state.holder, kind, ctx.domain,
@@ -296,7 +309,7 @@ def add_capacity(store, state: DrillState) -> DrillState:
         ctx.t_capacity = time.time()
     else:  # closed meanwhile (a halt gave it back): capacity is back since then
         ctx.t_capacity = fault["closed_at"].timestamp() if fault else time.time()
-    ctx.backlog_ms = input_watermark(state.deployment)
+    ctx.backlog_ms = None if is_attached(state.deployment) else input_watermark(state.deployment)
     probes = state.probes.model_copy(update={"lag_after": ctx.t_capacity})
     return state.model_copy(update={"ctx": ctx, "probes": probes})
 
@@ -327,13 +340,18 @@ def verify(store, state: DrillState, extra: dict | None = None) -> DrillState:
     from spark_jobs.drills.probes import event_lag_s
 
     hold_lease(store, state)
-    dep = state.deployment
-    report = measure(dep, state.ctx, dep.path / "drills" / f"drill-{state.drill_id}" / "reference")
-    after = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
-    report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": state.settings.steady_lag_s}
+    dep, bound = state.deployment, state.settings.steady_lag_s
+    if is_attached(dep):  # judged from what the job recorded: its checkpoints and its progress
+        from spark_jobs.attach.drill_support import verify as verify_attached
+
+        report, problems = verify_attached(store, dep, state.ctx, bound, state.max_recovery_s)
+    else:
+        report = measure(dep, state.ctx, dep.path / "drills" / f"drill-{state.drill_id}" / "reference")
+        after = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
+        report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": bound}
+        problems = verdict(report, state.max_recovery_s, bound, after)
     capacity = _cluster(dep).capacity()
     report.update(capacity_before=state.capacity_before, capacity_after=capacity, **(extra or {}))
-    problems = verdict(report, state.max_recovery_s, state.settings.steady_lag_s, after)
     problems += capacity_problems(state.capacity_before, capacity)
     store.finish_drill(state.drill_id, {**report, "problems": problems}, "failed" if problems else "passed")
     return state.model_copy(update={"report": report, "problems": problems, "capacity_after": capacity})

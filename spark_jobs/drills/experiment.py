@@ -12,7 +12,8 @@ import time
 from ft_core.store.experiments import Check, ExperimentReport, Probe, timeline
 
 _MEASURED = ("predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy", "time_to_first_tentative_s",
-             "time_to_caught_up_s", "lost_windows", "duplicated_windows", "output_equals_reference")
+             "time_to_caught_up_s", "lost_windows", "duplicated_windows", "output_equals_reference",
+             "exactly_once_held", "peak_lag_s", "throughput_dip", "records_reprocessed")  # the last four: attached jobs
 
 
 def hypothesis_before(state) -> list[Check]:
@@ -39,10 +40,17 @@ def hypothesis_after(state) -> list[Check]:
     after = report.get("steady_after") or {}
     caught = report.get("time_to_caught_up_s")
     checks = [Check(name="caught up", expected="the primary reached the input's watermark at the failure's end",
-                    observed=None if caught is None else f"after {caught:.1f} s", held=caught is not None),
-              Check(name="output exact", expected="no window lost or duplicated (equal to the batch reference)",
-                    observed=f"{report.get('lost_windows')} lost, {report.get('duplicated_windows')} duplicated",
-                    held=bool(report.get("output_equals_reference")))]
+                    observed=None if caught is None else f"after {caught:.1f} s", held=caught is not None)]
+    if report.get("kind") == "attached":  # no reference job: what its own checkpoints say
+        failed = sorted({c for q in report.get("exactly_once", {}).values() for c in q["failed"]})
+        checks.append(Check(name="exactly once", expected="every micro-batch committed once and in order, nothing "
+                            "skipped (each query's checkpoint)", observed="held" if report.get("exactly_once_held")
+                            else f"failed: {', '.join(failed) or 'no checkpoint recorded'}",
+                            held=bool(report.get("exactly_once_held"))))
+    else:
+        checks.append(Check(name="output exact", expected="no window lost or duplicated (equal to the batch reference)",
+                            observed=f"{report.get('lost_windows')} lost, {report.get('duplicated_windows')} duplicated",
+                            held=bool(report.get("output_equals_reference"))))
     if after:
         checks.append(Check(name="primary keeps up", expected=f"output within {after['bound_s']:.0f} s of the input",
                             observed=f"{after['lag_s']:.1f} s behind", held=after["lag_s"] <= after["bound_s"]))

@@ -91,7 +91,7 @@ def _steps(store, store_factory, state: DrillState, say: Callable[[str], None], 
     _wait(state, "executors", store_factory, s.timeout_s, say)
     say("the primary runs again; waiting until it has caught up")
     _wait(state, "caught_up", store_factory, s.timeout_s, say)
-    say("caught up; measuring against the reference")
+    say("caught up; measuring")
     return verify(store, state)
 
 

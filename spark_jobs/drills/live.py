@@ -36,6 +36,9 @@ class DrillContext(BaseModel):
     t_capacity: float | None = None
     backlog_ms: int | None = None
     engine_native: bool = False  # a cluster ftops did not start: the job loses its own executors (executor_faults)
+    # an attached job (spark_jobs.attach): per query, its checkpoint and last batch committed before the fault
+    queries_before: dict[str, dict] = {}
+    steady_lag_s: float | None = None  # the lag the drill started from
 
 
 def master_apps(ui: str) -> list[dict]:

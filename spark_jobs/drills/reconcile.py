@@ -63,7 +63,9 @@ def locked(path: Path):
 
 
 def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
-    """Submit the job's primary from its checkpoint unless its driver runs; whether it was submitted."""
+    """Submit the job's primary from its checkpoint unless its driver runs (an attached job: its application, with
+    its stored submit line); whether it was submitted."""
+    from spark_jobs.attach.drill_support import is_attached
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
     from spark_jobs.runtime.launch import driver_running
@@ -71,6 +73,11 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
     with locked(dep.primary_output / "_submit.lock"):
         if driver_running(dep.primary_output):
             return False
+        if is_attached(dep):
+            from spark_jobs.attach.deployment import submit
+
+            submit(job, dep, driver_env)
+            return True
         done = submit_stream(primary_app_name(job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=False,
                              extra_env=driver_env)
         return bool(done["submitted"])

@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ft_core.errors import FtopsError, InputError
+from spark_jobs.attach.drill_support import is_attached
 
 log = logging.getLogger(__name__)
 
@@ -107,14 +108,31 @@ class DrillWatch:
                 self._renewed = time.time()
         if not s.ctx.t_fail:
             return None
-        stream = s.probes.primary_stream
+        fired = s.probes.fired(self._stored_lag())
+        return None if fired is None else WaitResult(status="aborted", probe=fired[0], reason=fired[1])
 
-        def stored_lag() -> float | None:  # the primary's lag from its driver's rows, when its folders are out of reach
+
+    def _stored_lag(self) -> Callable[[], float | None] | None:
+        """The primary's lag from its driver's rows (the lag probe's source when the job's folders are out of reach;
+        an attached job's only source: its slowest query)."""
+        s = self.state
+        if is_attached(s.deployment):
+            from spark_jobs.attach.drill_support import lags
+
+            def slowest() -> float | None:
+                found = [v for v in (self.view.call(lambda st: lags(st, s.deployment)) or {}).values() if v is not None]
+                return max(found) if found else None
+
+            return slowest
+        stream = s.probes.primary_stream
+        if not stream:
+            return None
+
+        def stored_lag() -> float | None:
             since = self.view.call(lambda st: st.progress_since(stream, (s.probes.lag_after or s.probes.t_fail) - 60))
             return since.lag_s() if since is not None else None
 
-        fired = s.probes.fired(stored_lag if stream else None)
-        return None if fired is None else WaitResult(status="aborted", probe=fired[0], reason=fired[1])
+        return stored_lag
 
 
 Condition = Callable[[StoreView], tuple[bool, Any]]
@@ -134,6 +152,10 @@ def _steady(state) -> Condition:
     from spark_jobs.drills.probes import check_steady, steady_lag_files
 
     dep, s = state.deployment, state.settings
+    if is_attached(dep):
+        from spark_jobs.attach.drill_support import steady
+
+        return lambda view: view.call(lambda st: steady(st, dep, s.steady_lag_s)) or (False, view.problem)
 
     def check(_view: StoreView) -> tuple[bool, Any]:
         try:
@@ -181,9 +203,16 @@ def _executors(state) -> Condition:
     from spark_jobs.cluster.seam import cluster_of
     from spark_jobs.runtime.job_streams import primary_app_name
 
+    def app() -> str:  # an attached job's application id changes when it is resubmitted: read it each poll
+        if is_attached(state.deployment):
+            from spark_jobs.attach.drill_support import run_record
+
+            return run_record(state.deployment)["app_id"]
+        return primary_app_name(state.job)
+
     def check(_view: StoreView) -> tuple[bool, Any]:
         try:
-            hosting = cluster_of(state.deployment).executor_domains(primary_app_name(state.job))
+            hosting = cluster_of(state.deployment).executor_domains(app())
         except (FtopsError, OSError, ValueError) as exc:  # a master or driver UI that does not answer this poll
             return False, f"the primary's executors not readable: {exc}"
         n = sum(hosting.values())
@@ -197,6 +226,11 @@ def _caught_up(state) -> Condition:
     from spark_jobs.drills.progress import caught_up_now
 
     dep, ctx = state.deployment, state.ctx
+    if is_attached(dep):
+        from spark_jobs.attach.drill_support import caught_up, caught_up_band
+
+        band_s = caught_up_band(ctx.steady_lag_s or 0.0, state.settings.steady_lag_s)
+        return lambda view: _attached_caught_up(view, dep, ctx, band_s, caught_up)
     band = caught_up_lag_files(state.hypothesis.lag_files if state.hypothesis else 0)
     stream = state.probes.primary_stream
     last: list[Any] = [None, 0]  # what the previous poll saw, and the streak of new batches seen caught up
@@ -217,6 +251,14 @@ def _caught_up(state) -> Condition:
         return False, missing or "caught up; waiting for one more micro-batch to confirm it"
 
     return check
+
+
+def _attached_caught_up(view: StoreView, dep, ctx, band_s: float, caught_up) -> tuple[bool, Any]:
+    answer = view.call(lambda st: caught_up(st, dep, ctx.t_capacity, band_s))
+    if answer is None:
+        return False, view.problem
+    ok, missing = answer
+    return (True, {"caught_up_s": round(time.time() - ctx.t_fail, 1), "source": "history store"}) if ok else (False, missing)
 
 
 def watch_until(watch: DrillWatch, timeout_s: float, interval_s: float = 2.0,

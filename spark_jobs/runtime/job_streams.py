@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,6 +37,7 @@ class JobDeployment(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    kind: Literal["runnable"] = "runnable"  # written with the pipeline API (an attached job's is AttachedDeployment)
     pipeline: str = Field(description="the pipeline: module.path:attribute, a .py file, or a sample's name")
     root: str = Field(description="folder of the job's outputs and checkpoints (and input, unless input_dir)")
     input_dir: str | None = Field(default=None, description="the job's input folder (default <root>/input)")
@@ -124,11 +125,17 @@ class JobDeployment(BaseModel):
         return self.path / "plans" / f"plan-{plan_id}.json"
 
 
-def parse_deployment(doc: dict | None, job: str) -> JobDeployment:
+def parse_deployment(doc: dict | None, job: str):
+    """The job's deployment: :class:`JobDeployment` (a runnable job) or, for a job submitted with ``ftops job submit``,
+    :class:`spark_jobs.attach.deployment.AttachedDeployment`."""
     if not doc:
         raise InputError(f"job {job!r} has no deployment: it is plan-only; register it with `ftops job register --pipeline "
-                         "... --input ... --master ...` to run, drill and recover it")
+                         "... --input ... --master ...` (or submit it with `ftops job submit`) to run, drill and recover it")
     try:
+        if doc.get("kind") == "attached":
+            from spark_jobs.attach.deployment import AttachedDeployment
+
+            return AttachedDeployment.model_validate(doc)
         return JobDeployment.model_validate(doc)
     except Exception as exc:  # pydantic's message names the field
         raise InputError(f"job {job!r}: invalid deployment document: {exc}") from None

@@ -38,9 +38,9 @@ class EstimateAccuracyOperator(BaseOperator):
         checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
-            _job, dep = job_and_deployment(store, self.job_name, required=False)
+            _job, dep = job_and_deployment(store, self.job_name, required=False, attached_ok=True)
             plan = store.current_plan(self.job_name, "replication")
-            if dep is None or plan is None:
+            if dep is None or plan is None or getattr(dep, "kind", "") == "attached":
                 raise AirflowSkipException(f"job {self.job_name!r} has no pipeline ftops runs or no replication plan: "
                                            "nothing to replay")
             workload = dep.workload()

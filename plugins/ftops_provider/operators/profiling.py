@@ -20,15 +20,24 @@ from ftops_provider.arguments import checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 
 
-def job_and_deployment(store, job_name: str, required: bool = True):
+def job_and_deployment(store, job_name: str, required: bool = True, attached_ok: bool = False):
     """The registered job's row and its deployment document (validated; None when the job has none and
-    ``required`` is off: a job registered with a topology only, whose streams ftops does not manage)."""
+    ``required`` is off: a job registered with a topology only, whose streams ftops does not manage). An attached
+    job's deployment (``ftops job submit``) only where the caller handles it (``attached_ok``): every other step
+    needs a pipeline ftops runs, and says so."""
+    from ft_core.errors import InputError
+    from spark_jobs.attach.drill_support import is_attached
     from spark_jobs.runtime.job_streams import parse_deployment
 
     job = store.job(job_name)
     if not job.get("deployment") and not required:
         return job, None
-    return job, parse_deployment(job.get("deployment"), job_name)
+    dep = parse_deployment(job.get("deployment"), job_name)
+    if is_attached(dep) and not attached_ok:
+        raise InputError(f"job {job_name!r} is attached (submitted with `ftops job submit`; ftops did not write it): this "
+                         "step needs a pipeline ftops runs. ftops profiles it from its Spark UI, plans for it "
+                         "(recommend-only), drills and restarts it")
+    return job, dep
 
 
 class ProfileJobOperator(BaseOperator):
@@ -43,13 +52,19 @@ class ProfileJobOperator(BaseOperator):
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from spark_jobs.attach.drill_support import is_attached
+        from spark_jobs.attach.ui_profile import profile_attached
         from spark_jobs.discovery.rediscovery import rediscover_job
         from spark_jobs.runtime.job_streams import measured_topology
 
         checked_name(self.job_name)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
-            _, dep = job_and_deployment(store, self.job_name, required=False)
+            _, dep = job_and_deployment(store, self.job_name, required=False, attached_ok=True)
+            if is_attached(dep):  # its topology and rates from its own driver's UI
+                found = profile_attached(store, self.job_name, dep, self.last_batches, context["run_id"])
+                self.log.info("job %s (attached): rates %s", self.job_name, found["source"])
+                return found
             if dep is None and (found := rediscover_job(store, self.job_name, self.last_batches, context["run_id"])):
                 self.log.info("job %s (discovered, plan-only): rates %s", self.job_name, found["source"])
                 return found
@@ -113,8 +128,10 @@ class WhatIfRecoveryOperator(BaseOperator):
         from ft_core.topology.document import parse_topology
         from ft_core.topology.task_graph import build_task_graph
 
-        _, dep = job_and_deployment(store, self.job_name, required=False)
+        _, dep = job_and_deployment(store, self.job_name, required=False, attached_ok=True)
         doc = store.latest_topology(self.job_name)
+        if doc is None:  # an attached job whose driver's UI has not been read yet
+            return {}
         graph = build_task_graph(parse_topology(doc))
         plan = store.current_plan(self.job_name, "replication")
         replicated = {graph.index[t] for t in (plan["payload"].get("tasks", []) if plan else [])}
@@ -123,9 +140,9 @@ class WhatIfRecoveryOperator(BaseOperator):
         out = {}
         for domain in domains:
             failed = {graph.index[t] for t, d in where.items() if d == domain}
-            cores = dep.primary_cores if dep else len(domains)
+            cores = getattr(dep, "primary_cores", len(domains))  # an attached job's: as many as it has domains
             lost_nodes = max(1, round(len(failed) / max(1, graph.n) * cores))
-            params = TimelineParams(detection_s=self.detection_s, checkpoint_interval_s=dep.trigger_s if dep else 10.0,
+            params = TimelineParams(detection_s=self.detection_s, checkpoint_interval_s=getattr(dep, "trigger_s", 10.0),
                                     arrivals=[Arrival(size=1.0, at_s=self.replacement_after_s)] * lost_nodes)
             timeline = simulate(graph, replicated, failed, params)
             objective = timeline.priority_weighted_recovery_s if timeline.priority_weighted_recovery_s is not None else -1.0

@@ -71,6 +71,9 @@ def _change(store, name: str, threshold: float) -> dict | None:
         log.info("job %s: no deployment registered, its replica is not managed here", name)
         return None
     dep = parse_deployment(job["deployment"], name)
+    if getattr(dep, "kind", "") == "attached":
+        log.info("job %s is attached (ftops did not write it): its replication plans are recommendations only", name)
+        return None
     if not _primary_running(dep, name):
         log.info("job %s: its primary is not running on %s: no replica is submitted", name, dep.primary_master)
         return None
