@@ -11,20 +11,22 @@ import time
 from pathlib import Path
 
 from ft_core.cli.db import add_db_dir_argument
-from ft_core.cli.output import command_line, emit_report, print_json, print_table
+from ft_core.cli.output import command_line, emit_report, format_table, print_json
 from ft_core.cli.progress import Progress
 from ft_core.errors import InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
                                       Subnet, TaskBudget, comma_list, flag)
 from spark_jobs.cli.job_lease import add_lease_ttl_argument, command_holder
+from spark_jobs.drills.ports import DEFAULT_PORT_BASE
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 
 
 def register(sub, groups) -> None:
     drill = sub.add_parser("drill", help="chaos drills: kill a failure domain under a running job, measure tentative accuracy")
     dsub = drill.add_subparsers(dest="drill_command", required=True, parser_class=type(drill))
-    run = dsub.add_parser("run", help="one complete drill on a private local cluster; prints the report")
+    run = dsub.add_parser("run", help="one complete drill on a private local cluster; prints the report and its verdict "
+                          "(exit 0 passed, 1 failed)")
     add_pipeline_arguments(run)
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
@@ -42,7 +44,9 @@ def register(sub, groups) -> None:
                           "of its own (a Linux network namespace on a private bridge, 198.18.<subnet>.0/24; needs root)")
     run.add_argument("--subnet", type=flag(Subnet), help="with --network namespaces: use 198.18.<subnet>.0/24 "
                      "(default: the first free one)")
-    run.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S", help="replacement worker after S seconds (default 30)")
+    run.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S",
+                     help="replacement worker after S seconds (default 30); S x --speedup event seconds must hold whole "
+                          "windows of the pipeline, or the drill is refused before it starts")
     run.add_argument("--primary-workers", type=flag(PositiveNodeCount), default=2, help="one-core workers in the failure domain (default 2)")
     run.add_argument("--trigger-s", type=flag(PositiveSeconds), default=1.0, help="micro-batch and checkpoint interval (default 1)")
     run.add_argument("--speedup", type=flag(Positive), default=1.0, help="event seconds generated per wall second (default 1)")
@@ -86,8 +90,9 @@ def _accuracy_options(parser) -> None:
 
 def _common(parser) -> None:
     parser.add_argument("--work-dir", type=Path, help="an empty folder for input, outputs, checkpoints, logs (default: a new temp folder)")
-    parser.add_argument("--port-base", type=flag(PortBase), default=7000,
-                        help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 (default 7000)")
+    parser.add_argument("--port-base", type=flag(PortBase), default=DEFAULT_PORT_BASE,
+                        help="ports: masters BASE+77/78, master UIs BASE+90/91, workers BASE+100.., drivers' UIs BASE+40/41 "
+                             f"(default {DEFAULT_PORT_BASE}: clear of the local stack's 7077/7078 and 8080-8091)")
     parser.add_argument("--timeout-s", type=flag(PositiveSeconds), default=600.0, help="deadline of each wait (default 600)")
 
 
@@ -115,16 +120,18 @@ def _run(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(summary(report))
-    return 0
+    return 0 if report.verdict == "passed" else 1
 
 
 def summary(report) -> str:
-    """A one-screen human summary of a drill report."""
+    """A one-screen human summary of a drill report: its verdict first."""
     acc = "-" if report.tentative_accuracy is None else f"{report.tentative_accuracy:.3f}"
     est = report.predicted_accuracy_estimate
     first = "-" if report.time_to_first_tentative_s is None else f"{report.time_to_first_tentative_s:.1f} s"
+    verdict = "PASSED" if report.verdict == "passed" else "FAILED: " + "; ".join(report.verdict_reasons)
     lines = [
-        f"drill {report.workload}: killed {', '.join(report.killed)} ({report.recovery})",
+        f"drill {report.workload}: {verdict}",
+        f"  killed {', '.join(report.killed)} ({report.recovery})",
         f"  plan ({len(report.plan_tasks)} tasks): {' '.join(report.plan_tasks) or '(empty: no replica)'}",
         f"  predicted OF {report.predicted_output_fidelity:.3f} (IC {report.predicted_internal_completeness:.3f}), "
         f"predicted accuracy {est.spread() if est else '-'}",
@@ -133,6 +140,7 @@ def summary(report) -> str:
         f"(capacity back after {report.capacity_alive_s:.1f} s)",
         f"  final output {'equals' if report.output_equals_reference else 'DIFFERS FROM'} the reference: "
         f"{report.windows_expected} windows, {report.lost_windows} lost, {report.duplicated_windows} duplicated",
+        *[f"  warning: {w}" for w in report.design_warnings],
         f"  work dir {report.work_dir}",
     ]
     if report.serve:
@@ -244,11 +252,57 @@ def _drill_job(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.model_dump())
     else:
-        print(report.title + ("" if not report.reasons else ": " + "; ".join(report.reasons)))
-        print_table(["check", "expected", "observed", "held"],
-                    [[c.name, c.expected, c.observed or "-", {True: "yes", False: "NO", None: "-"}[c.held]]
-                     for c in [*report.hypothesis_before, *report.hypothesis_after]])
+        print(job_report_text(report))
     return 0 if report.verdict == "passed" else 1
+
+
+def job_report_text(report) -> str:
+    """``drill job``'s text: the verdict and its reasons, the steady-state checks, then the measurements
+    (predicted beside measured)."""
+
+    parts = [report.title + ("" if not report.reasons else ": " + "; ".join(report.reasons)),
+             format_table(["check", "expected", "observed", "held"],
+                          [[c.name, c.expected, c.observed or "-", {True: "yes", False: "NO", None: "-"}[c.held]]
+                           for c in [*report.hypothesis_before, *report.hypothesis_after]])]
+    if report.measurements:
+        parts += ["", format_table(["measurement", "predicted", "measured"], job_measurements(report.measurements))]
+    return "\n".join(parts)
+
+
+def job_measurements(m: dict) -> list[list[str]]:
+    """``drill job``'s measurements as rows of (measurement, predicted, measured): what the experiment report's
+    ``measurements`` hold, predicted beside measured.
+
+        >>> job_measurements({"predicted_output_fidelity": 0.34, "predicted_accuracy": 0.21, "tentative_accuracy": 0.206,
+        ...                   "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 71.5, "lost_windows": 0,
+        ...                   "duplicated_windows": 0, "output_equals_reference": True})  # doctest: +NORMALIZE_WHITESPACE
+        [['tentative accuracy', '0.210 (OF 0.340)', '0.206'], ['first tentative output', '-', '3.2 s after the failure'],
+         ['primary caught up', '-', '71.5 s after the failure'], ['windows lost', '-', '0'],
+         ['windows duplicated', '-', '0'], ['output equals the reference', '-', 'yes']]
+    """
+    def num(key: str, fmt: str = "{:.3f}", none: str = "-") -> str:
+        return none if m.get(key) is None else fmt.format(m[key])
+
+    rows, shown = [], set()
+    if {"predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy"} & set(m):
+        of = num("predicted_output_fidelity")
+        predicted = num("predicted_accuracy", none="not estimated") + ("" if of == "-" else f" (OF {of})")
+        rows.append(["tentative accuracy", predicted, num("tentative_accuracy", none="- (no failure window)")])
+        shown |= {"predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy"}
+    for key, label, fmt in (("time_to_first_tentative_s", "first tentative output", "{:.1f} s after the failure"),
+                            ("time_to_caught_up_s", "primary caught up", "{:.1f} s after the failure"),
+                            ("peak_lag_s", "peak lag", "{:.1f} s"), ("throughput_dip", "throughput dip", "{:.0%}"),
+                            ("records_reprocessed", "records reprocessed", "{}"), ("lost_windows", "windows lost", "{}"),
+                            ("duplicated_windows", "windows duplicated", "{}")):
+        if key in m:
+            rows.append([label, "-", num(key, fmt)])
+            shown.add(key)
+    for key, label in (("output_equals_reference", "output equals the reference"), ("exactly_once_held", "exactly once")):
+        if key in m:
+            rows.append([label, "-", {True: "yes", False: "NO", None: "-"}.get(m[key], str(m[key]))])
+            shown.add(key)
+    rows += [[key.replace("_", " "), "-", str(value)] for key, value in m.items() if key not in shown]
+    return rows
 
 
 def _add_partitions_bench(bench_group) -> None:

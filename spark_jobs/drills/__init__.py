@@ -7,7 +7,8 @@ the planner's predicted output fidelity (paper 000, Sec. VI), its recovery again
   :mod:`~spark_jobs.drills.reconcile`: undoing faults from the journal (the drill's finish, the next experiment,
   the safety net, ``ftops doctor --repair``, ``ftops halt``).
 - :mod:`~spark_jobs.drills.live`: what a drill on a running job measures.
-- :mod:`~spark_jobs.drills.local`: ``ftops drill run``, a drill on a private local cluster.
+- :mod:`~spark_jobs.drills.local`: ``ftops drill run``, a drill on a private local cluster; :mod:`~spark_jobs.drills.design`:
+  whether its outage can measure a window, checked before it starts; :mod:`~spark_jobs.drills.ports`: its default port base.
 - :mod:`~spark_jobs.drills.progress`: a job's micro-batches and output files as drills read them.
 - :mod:`~spark_jobs.drills.bench`: ``ftops bench drills``.
 """

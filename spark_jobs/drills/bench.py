@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
-from spark_jobs.drills.documents import DrillConfig, DrillReport
+from spark_jobs.drills.documents import DEFAULT_PORT_BASE, DrillConfig, DrillReport
 from spark_jobs.drills.local import run_drill, wait_for_ports
 from spark_jobs.pipeline.loading import load_workload, pipeline_label
 
@@ -46,7 +46,7 @@ class BenchDrillsConfig(BaseModel):
     kill_driver: bool = False
     trigger_s: float = 1.0
     work_dir: Path
-    port_base: int = 7000
+    port_base: int = DEFAULT_PORT_BASE
     timeout_s: float = 600.0
     objective: str = "output-fidelity"
 

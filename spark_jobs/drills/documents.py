@@ -10,10 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from ft_core.replication.predicted_accuracy import AccuracyEstimate
+from spark_jobs.drills.ports import DEFAULT_PORT_BASE
 from spark_jobs.drills.replica_cost import ReplicaCost
+
 
 class DrillConfig(BaseModel):
     """What to drill and how (ports: see :class:`DrillPorts`)."""
@@ -43,7 +45,7 @@ class DrillConfig(BaseModel):
     steady_lag_s: float = Field(default=8.0, gt=0, description="steady: watermarks within this many wall seconds "
                                 "(plus three recent batch durations) of the input's")
     worker_timeout_s: int = Field(default=5, ge=1, description="the master declares a silent worker dead after this")
-    port_base: int = Field(default=7000, ge=1024, le=65000)
+    port_base: int = Field(default=DEFAULT_PORT_BASE, ge=1024, le=65000)
     timeout_s: float = Field(default=600.0, gt=0, description="deadline of each wait")
     serve: bool = Field(default=False, description="run the serving view (spark_jobs.serving_view) over the primary "
                         "and replica sinks and report what its consumers saw")
@@ -71,6 +73,19 @@ class DrillPorts(BaseModel):
         return cls(primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90, standby_ui=base + 91,
                    worker_port_base=base + 100, worker_ui_base=base + 200, replacement_port_base=base + 150,
                    replacement_ui_base=base + 250, primary_driver_ui=base + 40, replica_driver_ui=base + 41)
+
+    @staticmethod
+    def role(offset: int) -> str:
+        """What a drill runs on port BASE+``offset``.
+
+            >>> DrillPorts.role(77), DrillPorts.role(201)
+            ('the primary master', "a worker's UI")
+        """
+        named = {77: "the primary master", 78: "the standby master", 90: "the primary master's UI",
+                 91: "the standby master's UI", 40: "the primary driver's UI", 41: "the replica driver's UI"}
+        ranges = {100: "a worker", 150: "the replacement worker", 200: "a worker's UI", 250: "the replacement worker's UI"}
+        low = offset - offset % 50
+        return named.get(offset) or ranges.get(low, "none of the drill's ports")
 
 
 class DrillReport(BaseModel):
@@ -122,3 +137,38 @@ class DrillReport(BaseModel):
     serve_equals_reference: bool | None = Field(default=None, description="final view, tentative flags removed, == reference")
     predicted_accuracy_estimate: AccuracyEstimate | None = Field(default=None, description="spread, windows, sample")
     objective: str = "output-fidelity"
+    design_warnings: list[str] = Field(default_factory=list, description="what the check of the drill's design "
+                                       "warned about before it started (spark_jobs.drills.design)")
+
+    @computed_field(description="passed: the primary's final output equals the reference (no window lost or "
+                    "duplicated), at least one failure window was measured and, with the serving view, its final "
+                    "content equals the reference; else failed (the reasons in verdict_reasons)")
+    @property
+    def verdict(self) -> Literal["passed", "failed"]:
+        return "failed" if self.verdict_reasons else "passed"
+
+    @computed_field(description="why the drill failed (empty when it passed)")
+    @property
+    def verdict_reasons(self) -> list[str]:
+        """What makes a drill fail, from its measurements.
+
+            >>> r = DrillReport.model_construct(output_equals_reference=False, lost_windows=2, duplicated_windows=0,
+            ...                                 tentative_accuracy_per_window=[], serve=False)
+            >>> r.verdict, r.verdict_reasons  # doctest: +NORMALIZE_WHITESPACE
+            ('failed', ['the final output differs from the batch reference: 2 windows lost, 0 duplicated',
+                        'no failure window measured: no window ended while the primary was down (lengthen
+                        --new-capacity-after or raise --speedup)'])
+        """
+        reasons = []
+        if not self.output_equals_reference:
+            changed = "" if self.lost_windows or self.duplicated_windows else " (other rows in its windows)"
+            reasons.append(f"the final output differs from the batch reference: {self.lost_windows} windows lost, "
+                           f"{self.duplicated_windows} duplicated{changed}")
+        elif self.lost_windows or self.duplicated_windows:
+            reasons.append(f"{self.lost_windows} windows lost, {self.duplicated_windows} duplicated")
+        if not self.tentative_accuracy_per_window:
+            reasons.append("no failure window measured: no window ended while the primary was down (lengthen "
+                           "--new-capacity-after or raise --speedup)")
+        if self.serve and self.serve_equals_reference is False:
+            reasons.append("the serving view's final content differs from the batch reference")
+        return reasons

@@ -7,9 +7,11 @@ checkpoint without losing or duplicating a window.
 
 One drill (:func:`run_drill`), every step polling real state with generous deadlines:
 
-1. validate (the pipeline's parameters, the plan's tasks, ports) before anything starts; the plan is
+1. validate (the pipeline's parameters, the plan's tasks, the outage against the pipeline's windows:
+   :mod:`spark_jobs.drills.design`, the ports) before anything starts or is written; the plan is
    ``--plan`` or computed by the planner for ``budget``; its OF (and IC) are recomputed from the
-   pipeline's own topology document;
+   pipeline's own topology document. A refusal (InputError) before the jobs start leaves the work dir
+   as it was: removed when the drill created it, emptied again when it was given empty;
 2. start a private cluster (``spark_jobs.cluster.standalone``): the primary pool's workers all in the failure
    domain ``fail_domain``, the standby pool for the replica;
 3. feed the pipeline's seeded sample input in real time; submit the primary (whole pipeline, checkpointing) to the
@@ -57,6 +59,7 @@ Whatever happens (an exception, Ctrl-C), everything the drill started is stopped
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -94,10 +97,13 @@ class DrillSetup(BaseModel):
     predicted_output_fidelity: float
     predicted_internal_completeness: float
     ports: DrillPorts
+    design_warnings: list[str] = []
 
 
 def prepare_drill(config: DrillConfig) -> DrillSetup:
-    """Validate the pipeline, the plan (given or computed) and the ports; raises InputError."""
+    """Validate the pipeline, the plan (given or computed), the drill's design and the ports; raises InputError."""
+    from spark_jobs.drills.design import check_design
+
     from ft_core.replication.fidelity import internal_completeness, replicated_fidelity
     from ft_core.topology.task_graph import build_task_graph
     from spark_jobs.runtime.run_pipeline import load_plan_tasks
@@ -130,9 +136,11 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
         check_can_create()
     chosen = graph.indices(tasks, "plan task")
     failed = [i for i in range(graph.n) if i not in chosen]
+    design = check_design(workload, config.new_capacity_after_s, config.speedup)
+    check_drill_ports(config)
     return DrillSetup(workload=workload, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
                       predicted_internal_completeness=internal_completeness(graph, failed),
-                      ports=DrillPorts.from_base(config.port_base))
+                      ports=DrillPorts.from_base(config.port_base), design_warnings=design.warnings)
 
 
 def cluster_config(config: DrillConfig, state_dir: Path):
@@ -147,34 +155,82 @@ def cluster_config(config: DrillConfig, state_dir: Path):
                          start_timeout_s=config.timeout_s, network=config.network, subnet=config.subnet)
 
 
+def check_drill_ports(config: DrillConfig) -> None:
+    """Every port of the drill's cluster can be bound on 127.0.0.1, else InputError naming ``--port-base``, the
+    port, what the drill runs there and a base whose ports are free (checked before any slow work)."""
+    from spark_jobs.cluster.standalone import check_ports_free
+
+    if config.network == "namespaces":  # every daemon on a new host of its own
+        return
+    try:
+        check_ports_free(cluster_config(config, config.work_dir / "spark"))
+    except InputError as exc:
+        free = next((b for b in range(config.port_base + 1000, 65000, 1000) if _ports_free(config, b)), None)
+        busy = re.match(r"port (\d+) on (\S+) is in use", str(exc))  # check_ports_free names the first port in use
+        what = str(exc) if busy is None else \
+            f"{busy[0]} ({DrillPorts.role(int(busy[1]) - config.port_base)}, BASE+{int(busy[1]) - config.port_base})"
+        other = "choose another --port-base" + (f" ({free} is free)" if free else "")
+        raise InputError(f"--port-base {config.port_base}: {what}; a drill takes ports BASE+40 to BASE+299: {other}, "
+                         "or stop what holds it", field="--port-base") from None
+
+
+def _ports_free(config: DrillConfig, base: int) -> bool:
+    from spark_jobs.cluster.standalone import check_ports_free
+
+    try:
+        check_ports_free(cluster_config(config.model_copy(update={"port_base": base}), config.work_dir / "spark"))
+    except InputError:
+        return False
+    return True
+
+
 def wait_for_ports(config: DrillConfig, timeout_s: float = 180.0) -> None:
     """Wait until a drill's cluster ports can be bound. Right after a drill, connections of its killed
     daemons linger in the kernel for up to a minute and still hold the ports; back-to-back drills
     (the benchmark) wait for them, while a single drill refuses a port in use at once (exit 2)."""
-    from spark_jobs.cluster.standalone import check_ports_free
     from spark_jobs.runtime.waiting import wait_while
 
     if config.network == "namespaces":  # every daemon on a new host of its own: nothing lingers there
         return
-    def in_use() -> bool:
-        try:
-            check_ports_free(cluster_config(config, config.work_dir / "spark"))
-        except InputError:
-            return True
-        return False
-
-    if not wait_while(in_use, timeout_s=timeout_s, interval_s=2.0):
-        check_ports_free(cluster_config(config, config.work_dir / "spark"))  # still in use: names the port
+    if not wait_while(lambda: not _ports_free(config, config.port_base), timeout_s=timeout_s, interval_s=2.0):
+        check_drill_ports(config)  # still in use: names the port
 
 
 def run_drill(config: DrillConfig, progress: Progress | None = None) -> DrillReport:
-    """Run one drill end to end (see the module docstring); always stops what it started."""
+    """Run one drill end to end (see the module docstring); always stops what it started, and a refusal
+    before the jobs start leaves the work dir as it was."""
+    say = progress or (lambda _msg: None)
+    work = config.work_dir.resolve()
+    created = next((p for p in reversed([work, *work.parents]) if not p.exists()), None)  # the first folder it makes
     setup = prepare_drill(config)
-    drill = _Drill(config, setup, progress or (lambda _msg: None))
+    for warning in setup.design_warnings:
+        say(f"warning: {warning}")
+    drill = _Drill(config, setup, say)
+    refused = False
     try:
         return drill.run()
+    except InputError:
+        refused = drill.stage in _BEFORE_JOBS
+        raise
     finally:
         drill.teardown()
+        if refused:
+            _restore(work, created)
+
+
+_BEFORE_JOBS = ("validating", "predicting tentative accuracy", "starting the clusters")
+
+
+def _restore(work: Path, created: Path | None) -> None:
+    """Put the work dir back as it was before the drill: remove the folders the drill created (``created``: the
+    first of them, ``work`` or an ancestor), or empty ``work`` again when it existed (it was empty: validated)."""
+    import shutil
+
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for child in work.iterdir():
+        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
 
 
 class _Drill:
@@ -437,7 +493,8 @@ class _Drill:
             new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
             params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,
             algorithm=self.config.algorithm if self.config.plan is None else None,
-            replica_cost=self._replica_cost(), work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0))
+            replica_cost=self._replica_cost(), work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0,
+            design_warnings=self.setup.design_warnings))
 
     def _replica_cost(self) -> ReplicaCost | None:
         if "replica" not in self.procs:

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ft_core.cli.progress import Progress
 from ft_core.errors import FtopsError
 from spark_jobs.drills.bench import DEFAULT_PARAMS
-from spark_jobs.drills.documents import DrillConfig, DrillReport
+from spark_jobs.drills.documents import DEFAULT_PORT_BASE, DrillConfig, DrillReport
 from spark_jobs.drills.local import run_drill
 from spark_jobs.pipeline.loading import load_workload
 
@@ -43,7 +43,7 @@ class PartitionsConfig(BaseModel):
     ratio: float = Field(default=0.5, gt=0, le=1, description="replicated share of the tasks (structure-aware plan)")
     new_capacity_after_s: float = Field(default=30.0, ge=0)
     work_dir: Path
-    port_base: int = 7000
+    port_base: int = DEFAULT_PORT_BASE
     timeout_s: float = 600.0
 
 

@@ -46,11 +46,17 @@ class Output:
     ``window_local``: a window's rows depend only on the events whose event time lies in that window
     (windowed aggregations, joins on the window). A drill on a running job then checks only the windows
     from just before its fault on, reading only the input that holds them; set False for a pipeline that
-    carries state across windows, and drills run the reference over the whole input."""
+    carries state across windows, and drills run the reference over the whole input.
+    ``window_s`` and ``slide_s``: the windows' length and step in event seconds (numbers, or functions of
+    the params; ``slide_s`` None: tumbling), which ``ftops drill run`` checks its outage against before it
+    starts; left None, they are read from the parameters ``window_s`` and ``slide_s`` when the pipeline
+    has them (:meth:`Workload.windowing`)."""
 
     window: str | None = "window"
     key: tuple[str, ...] = ()
     window_local: bool = True
+    window_s: float | Callable[[Any], float] | None = None
+    slide_s: float | Callable[[Any], float] | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,28 @@ class Workload:
 
     def records(self, source: str, index: int) -> list[dict]:
         return self.require_sample("a seeded input").records(self.params, source, index)
+
+    def windowing(self) -> tuple[float, float] | None:
+        """The output's (window length, slide) in event seconds: what :class:`Output` declares, else the
+        parameters ``window_s`` and ``slide_s`` (a slide of None: tumbling); None when neither says.
+
+            >>> from spark_jobs.workloads.topk import pipeline
+            >>> pipeline.bind(["window_s=60"]).windowing(), pipeline.bind(["window_s=4", "slide_s=2"]).windowing()
+            ((60.0, 60.0), (4.0, 2.0))
+        """
+        def value(declared: float | Callable[[Any], float] | None, param: str) -> float | None:
+            if declared is None:
+                declared = getattr(self.params, param, None)
+            elif callable(declared):
+                declared = declared(self.params)
+            ok = isinstance(declared, (int, float)) and not isinstance(declared, bool) and math.isfinite(declared)
+            return float(declared) if ok else None  # a parameter named so that holds no number says nothing
+
+        window = value(self.pipeline.output.window_s, "window_s")
+        if window is None or window <= 0:
+            return None
+        slide = value(self.pipeline.output.slide_s, "slide_s")
+        return window, slide if slide is not None and slide > 0 else window
 
     # -- topology ---------------------------------------------------------------------------------
     def source_rates(self) -> dict[str, float]:

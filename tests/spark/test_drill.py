@@ -17,8 +17,9 @@ from tests.conftest import assert_plot, namespaces_of, test_network, test_port
 
 # Small and quick: 4 tasks (O1 x2 -> O2 -> O3), 2-second windows, 50 records/s.
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "n_pages=40", "p1=2"]
-# Ports of these tests only, 400 apart because a drill uses base..base+299 (the drill's default base
-# is 7000); every Spark test owns a disjoint block below the kernel's ephemeral range (32768+).
+# Ports of these tests only, 400 apart because a drill uses base..base+299 (never the drill's default base,
+# 25000, which a user's drill may hold); every Spark test owns a disjoint block below the kernel's ephemeral
+# range (32768+).
 BASE_FULL, BASE_EMPTY, BASE_BAD = test_port(12400), test_port(12800), test_port(13200)
 
 
@@ -65,6 +66,7 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
     assert victim.startswith("worker-primary-rack-a-") and victim.endswith(f"-{BASE_FULL + 100}")
     assert report.output_equals_reference and report.lost_windows == 0 and report.duplicated_windows == 0
     assert report.windows_expected > len(report.tentative_accuracy_per_window)
+    assert (report.verdict, report.verdict_reasons, report.design_warnings) == ("passed", [], [])
     # The jobs really ran on the standalone pools, and nothing the drill started is left running.
     run_doc = json.loads((tmp_path / "drill" / "primary" / "_run.json").read_text())
     replica_doc = json.loads((tmp_path / "drill" / "replica" / "_run.json").read_text())
@@ -75,11 +77,18 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
         assert namespaces_of(report.subnet) == []  # the hosts, their links and the bridge are gone
 
 
-def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_its_checkpoint(tmp_path):
+def test_empty_plan_gives_no_tentative_output_and_a_killed_driver_restarts_from_its_checkpoint(tmp_path, cli):
     """As root, across hosts too (issue 14), the other fault kind: the primary's rack host is down (every process
-    on it killed, its link cut), and its driver, on the drivers' host, is killed as well."""
+    on it killed, its link cut), and its driver, on the drivers' host, is killed as well. Run as users run it, by
+    the command: its verdict is in its JSON and its exit code."""
     network = test_network()
-    report = run_drill(_drill(tmp_path, BASE_EMPTY, budget=0, kill_driver=True, network=network, fault="host-down"))
+    res = cli("drill", "run", "--workload", "topk", "--budget", "0", "--kill-driver", "--network", network, "--fault",
+              "host-down", "--primary-workers", "1", "--new-capacity-after", "5", "--port-base", BASE_EMPTY,
+              "--timeout-s", "300", "--work-dir", tmp_path / "drill", "--json", *[a for p in PARAMS for a in ("--param", p)],
+              timeout=900)
+    assert res.code == 0, res.err[-3000:]
+    report = DrillReport.model_validate(res.json())
+    assert res.json()["verdict"] == "passed" and res.json()["verdict_reasons"] == []
 
     assert (report.fault, report.network) == ("host-down", network) and report.detection_s is not None
     assert report.plan_tasks == [] and report.predicted_output_fidelity == 0.0
@@ -112,9 +121,9 @@ def test_port_in_use_exits_2_and_leaves_nothing_running(tmp_path, cli):
         blocker.listen()
         res = cli("drill", "run", "--workload", "topk", "--budget", "4", "--work-dir", work, "--port-base", BASE_BAD,
                   *[a for p in PARAMS for a in ("--param", p)])
-    assert res.code == 2 and f"port {BASE_BAD + 90} on 127.0.0.1 is in use" in res.err
+    assert res.code == 2 and f"port {BASE_BAD + 90} on 127.0.0.1 is in use" in res.err and "--port-base" in res.err
     assert _processes_mentioning(str(tmp_path)) == []
-    assert not (work / "spark" / "cluster.json").exists()
+    assert not work.exists()  # refused before anything was written
 
 
 def _drill_report(workload: str, of: float, predicted: float, measured: float) -> DrillReport:
