@@ -20,7 +20,7 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
-          "/api/jobs/topk/recovery-runs/1/experiment")
+          "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt")
 
 
 def _windows(start_ms: int, accuracies: list[float]) -> dict:
@@ -278,3 +278,27 @@ def _section(page: str, ident: str, tag: str = "section") -> str:
     """The HTML of ``<{tag} id='{ident}'>...</{tag}>`` (the tag's name closes it)."""
     start = page.index(f"<{tag} id='{ident}'>")
     return page[start:page.index(f"</{tag.split()[0]}>", start)]
+
+
+def test_the_pages_show_the_halt_and_the_jobs_fault_journal(ui):
+    client, token, seeded = ui
+    store = seeded["store"]
+    auth = {"Authorization": f"Bearer {token}"}
+    holder = "command ftops drill job topk (pid 1 on vm)"
+    store.acquire_lease("topk", "drill", holder, ttl_s=300)
+    undone = store.open_fault("topk", "drill", seeded["drills"][0], holder, "domain_down", "rack-a",
+                              {"seam": "standalone", "domain": "rack-a", "workers": []}, undo_within_s=600)
+    store.close_fault(undone, "safety net ftops_safety_net/scheduled__1", "worker-primary-rack-a-7102 joined rack-a")
+    still = store.open_fault("topk", "drill", seeded["drills"][2], holder, "driver_killed", "ftops-topk-primary",
+                             {"seam": "streams", "role": "primary"}, undo_within_s=600)
+    page = client.get("/jobs/topk", headers=auth).text
+    journal = page[page.index("id='faults'"):]
+    assert f"#{undone}" in journal and "joined rack-a" in journal and "safety net ftops_safety_net" in journal
+    assert f"<tr class='bad'><td>#{still}</td>" in journal and "OPEN (undo by" in journal  # an open fault stands out
+    assert [f["fault_id"] for f in client.get("/api/jobs/topk/faults", headers=auth).json()] == [still, undone]
+    assert "id='halted'" not in page and client.get("/api/halt", headers=auth).json() == {"halted": False}
+    store.halt("<script>alert(1)</script> game day", "ops")
+    for route in ("/", "/jobs/topk"):
+        banner = client.get(route, headers=auth).text
+        assert "id='halted'" in banner and "&lt;script&gt;" in banner and "<script>alert" not in banner
+    assert client.get("/api/halt", headers=auth).json()["reason"] == "<script>alert(1)</script> game day"

@@ -30,6 +30,7 @@ from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
+from ftops_provider.ui.safety import faults_section, halt_banner
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
@@ -101,7 +102,7 @@ def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
                    f"<td>{j['replication_budget']}</td></tr>" for j in jobs)
     body = (f"<table><tr><th>job</th><th>workload</th><th>kind</th><th>replica budget</th></tr>{rows}</table>"
             if rows else "<p>No jobs registered yet.</p>")
-    return _page("Fault tolerance: jobs", body)
+    return _page("Fault tolerance: jobs", halt_banner(store.halted()) + body)
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
@@ -110,14 +111,15 @@ def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResp
     _known(store, job)
     plans = store.plans(job, "replication")
     nav = ("<nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>Recovery runs</a>"
-           "<a href='../'>All jobs</a></nav>")
+           "<a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>")
     kind = JobKind.from_store(store, job)
-    body = [nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
+    body = [halt_banner(store.halted()), nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
             history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
     body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
     body.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
+    body.append(faults_section(store.faults(job, limit=20)))
     return _page(f"Fault tolerance: {job}", "".join(body))
 
 
@@ -190,6 +192,20 @@ def drills_api(job: JobName, limit: int = Query(100, ge=1, le=1000), store: Hist
     """The job's drills, oldest first: predicted OF, measured accuracy (and per window), times, verdicts."""
     _known(store, job)
     return [DrillOut.from_store(d) for d in store.drills(job, limit)]
+
+
+@app.get("/api/jobs/{job}/faults")
+def faults_api(job: JobName, limit: int = Query(100, ge=1, le=1000), store: HistoryStore = Depends(get_store)) -> list[dict]:
+    """The job's fault journal, newest first."""
+    _known(store, job)
+    return [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in f.items()} for f in store.faults(job, limit)]
+
+
+@app.get("/api/halt")
+def halt_api(store: HistoryStore = Depends(get_store)) -> dict:
+    """The halt in force (``{"halted": false}`` when none)."""
+    halt = store.halted()
+    return {"halted": False} if halt is None else {"halted": True, **{**halt, "halted_at": halt["halted_at"].isoformat()}}
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")
