@@ -163,7 +163,7 @@ def _steady(state) -> Condition:
                                         state.ctx.replica_output)
         except InputError as exc:
             return False, str(exc)
-        files = steady_lag_files(dep.primary_checkpoint, dep.input, polls=3)
+        files = steady_lag_files(dep.primary_checkpoint, dep.input)  # the most over six polls (its docstring)
         return True, {"lag_s": round(lag, 1), "replica_lag_s": None if replica is None else round(replica, 1),
                       "bound_s": s.steady_lag_s, "lag_files": files, "checked_at": time.time()}
 

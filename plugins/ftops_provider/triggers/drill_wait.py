@@ -43,9 +43,13 @@ class DrillWaitTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         watch = self.watch()
         deadline = self.started_at + self.timeout_s
+        missing = None
         try:
             while True:
                 result = await asyncio.to_thread(watch.poll)
+                if result.status == "pending" and result.missing != missing:  # the task's log says what it waits for
+                    missing = result.missing
+                    self.log.info("%s: waiting: %s", self.wait, missing)
                 if result.status != "pending":
                     yield TriggerEvent(result.model_dump(exclude_none=True))
                     return
