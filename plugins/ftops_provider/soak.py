@@ -47,11 +47,20 @@ class SoakDrill(BaseModel):
                                          "again (None: not steady within the deadline)")
     elapsed_s: float
     error: str | None = None
+    capacity_after: dict[str, int] | None = Field(default=None, description="live primary workers per failure domain "
+                                                  "once the drill ended (None: a soak from before it was recorded)")
+    capacity_expected: dict[str, int] | None = Field(default=None, description="the workers per domain before the first "
+                                                     "drill: what every drill must leave")
+
+    @property
+    def domains_kept(self) -> bool:
+        return self.capacity_expected is None or self.capacity_after == self.capacity_expected
 
     @property
     def passed(self) -> bool:
         return (self.dag_state == "success" and self.status == "passed" and self.lost_windows == 0
-                and self.duplicated_windows == 0 and bool(self.output_equals_reference) and self.steady_after_s is not None)
+                and self.duplicated_windows == 0 and bool(self.output_equals_reference) and self.steady_after_s is not None
+                and self.domains_kept)
 
 
 class SoakResult(BaseModel):
@@ -105,10 +114,13 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
                           started_at=started, load_at_start=load)
 
     _ensure_plan(stack, job, progress)
+    first = _capacity(stack, job)
+    progress(f"workers per failure domain before the first drill: {_shown(first)}")
     for index, domain in enumerate(soak_domains(domains, drills), start=1):
         (step or progress)(f"drill {index} of {drills}: failure domain {domain}")
         try:
-            done.append(_one_drill(stack, job, index, domain, replacement_delay_s, steady_timeout_s))
+            drill = _one_drill(stack, job, index, domain, replacement_delay_s, steady_timeout_s)
+            done.append(drill.model_copy(update={"capacity_after": _capacity(stack, job), "capacity_expected": first}))
         except ExternalError as exc:  # a run that never finishes: the next trigger would only queue behind it
             done.append(SoakDrill(index=index, domain=domain, dag_run_id="-", dag_state="unfinished",
                                   elapsed_s=time.time() - started, error=str(exc)))
@@ -120,6 +132,18 @@ def run_soak(stack, *, job: str, drills: int, domains: Sequence[str], replacemen
                  f"{last.lost_windows}/{last.duplicated_windows}, steady again after "
                  f"{'-' if last.steady_after_s is None else f'{last.steady_after_s:.0f} s'}")
     return so_far()
+
+
+def _capacity(stack, job: str) -> dict[str, int]:
+    """Live primary workers per failure domain of the cluster ``job`` runs on (the cluster seam)."""
+    from ftops_provider.local_stack import SAMPLE_JOBS
+    from spark_jobs.cluster.seam import cluster_of
+
+    return cluster_of(stack.deployment(next(j for j in SAMPLE_JOBS if j.name == job))).capacity()
+
+
+def _shown(capacity: dict[str, int] | None) -> str:
+    return "-" if capacity is None else ", ".join(f"{d} {n}" for d, n in sorted(capacity.items())) or "none"
 
 
 def _ensure_plan(stack, job: str, progress: Callable[[str], None]) -> None:
@@ -182,10 +206,11 @@ def soak_report(result: SoakResult, table: Path | None = None, planned: int | No
              "-" if d.duplicated_windows is None else d.duplicated_windows,
              "-" if d.output_equals_reference is None else ("yes" if d.output_equals_reference else "no"),
              num(d.tentative_accuracy, 3), num(d.time_to_first_tentative_s), num(d.time_to_caught_up_s),
-             num(d.steady_after_s, 0), num(d.elapsed_s, 0), "yes" if d.passed else "no"] for d in result.drills]
+             num(d.steady_after_s, 0), _shown(d.capacity_after), num(d.elapsed_s, 0), "yes" if d.passed else "no"]
+            for d in result.drills]
     rendered = format_table(["drill", "domain", "DAG run", "drill record", "lost", "duplicated", "output = reference",
-                          "tentative accuracy", "first tentative (s)", "caught up (s)", "steady after (s)", "took (s)",
-                          "pass"], rows)
+                          "tentative accuracy", "first tentative (s)", "caught up (s)", "steady after (s)",
+                          "workers per domain after", "took (s)", "pass"], rows)
     passed = sum(d.passed for d in result.drills)
     errors = [f"- drill {d.index}: {d.error}" for d in result.drills if d.error]
     return "\n".join([
@@ -195,8 +220,10 @@ def soak_report(result: SoakResult, table: Path | None = None, planned: int | No
         + ("" if result.load_at_start is None else f", load average at the start {result.load_at_start:.1f}")
         + " (the machine is shared: times are wall-clock).", "",
         "A drill passes when its DAG run succeeded, its record says passed with 0 lost and 0 duplicated windows "
-        "and output equal to the reference, and the job is steady again (primary and replica within "
-        f"{STEADY_LAG_S:.0f} s of their input) afterwards.", "",
+        "and output equal to the reference, the job is steady again (primary and replica within "
+        f"{STEADY_LAG_S:.0f} s of their input) afterwards, and the primary's live workers per failure domain are "
+        "those before the first drill" + ("" if not result.drills or result.drills[0].capacity_expected is None
+                                          else f" ({_shown(result.drills[0].capacity_expected)})") + ".", "",
         "```", rendered, "```", "",
         *([_times_plot(result, table), ""] if table is not None and result.drills else []),
         f"**{passed} of {len(result.drills)} passed**; {result.count('aborted')} aborted, {result.count('failed')} failed; "

@@ -21,10 +21,24 @@ def _drill(index: int, **changes) -> SoakDrill:
 
 @pytest.mark.parametrize("flaw", [dict(dag_state="failed"), dict(status="aborted"), dict(lost_windows=1),
                                   dict(duplicated_windows=2), dict(output_equals_reference=False),
-                                  dict(steady_after_s=None), dict(status=None, lost_windows=None)])
-def test_a_drill_passes_only_when_run_record_windows_output_and_steady_state_all_hold(flaw):
-    assert _drill(1).passed
-    assert not _drill(1, **flaw).passed
+                                  dict(steady_after_s=None), dict(status=None, lost_windows=None),
+                                  dict(capacity_after={"rack-b": 1, "rack-c": 1})])
+def test_a_drill_passes_only_when_run_record_windows_output_steady_state_and_domains_all_hold(flaw):
+    kept = {"capacity_after": {"rack-a": 1, "rack-b": 1}, "capacity_expected": {"rack-a": 1, "rack-b": 1}}
+    assert _drill(1, **kept).passed
+    assert not _drill(1, **{**kept, **flaw}).passed
+
+
+def test_the_report_shows_the_workers_per_domain_each_drill_left():
+    expected = {"rack-a": 1, "rack-b": 1}
+    result = SoakResult(command="c", job="topk", elapsed_s=1, drills=[
+        _drill(1, capacity_after=expected, capacity_expected=expected),
+        _drill(2, capacity_after={"rack-b": 1, "rack-c": 1}, capacity_expected=expected)])
+    report = soak_report(result)
+    assert "those before the first drill (rack-a 1, rack-b 1)" in report
+    rows = [line for line in report.splitlines() if line.split()[:1] in (["1"], ["2"])]
+    assert "rack-a 1, rack-b 1" in rows[0] and rows[0].split()[-1] == "yes"
+    assert "rack-b 1, rack-c 1" in rows[1] and rows[1].split()[-1] == "no"
 
 
 def test_the_report_counts_and_names_what_failed():
