@@ -31,7 +31,21 @@ if WORKER:  # before anything imports airflow (it reads AIRFLOW_HOME once)
 # class-data archive instead of loading them from the jars (tests/spark_class_archive.py). Set once, by the
 # first process (xdist's controller); its workers inherit it. A JDK_JAVA_OPTIONS of your own wins.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-if "JDK_JAVA_OPTIONS" not in os.environ:
+# The tiers: `make test` runs every test (FTOPS_TEST_TIER=full, the default); `make check` (FTOPS_TEST_TIER=check)
+# the tests that need neither a JVM nor Airflow processes, where none can start (tests/check_tier.py). A test is
+# in the full tier only when it is marked `full`: every test under FULL_TIER_DIRS, or using FULL_TIER_FIXTURES,
+# is (pytest_collection_modifyitems); elsewhere mark it with @pytest.mark.full.
+TIER = os.environ.get("FTOPS_TEST_TIER") or "full"
+if TIER not in ("full", "check"):
+    raise ValueError(f"FTOPS_TEST_TIER={TIER!r}: full (make test) or check (make check)")
+FULL_TIER_DIRS = ("tests/spark/", "tests/airflow/", "tests/stack/")
+FULL_TIER_FIXTURES = {"spark", "airflow_db", "installed_wheel"}  # a Spark session, Airflow's database, the wheel
+CHECK_TIER_LOG = None
+if TIER == "check":
+    from tests.check_tier import guard
+
+    CHECK_TIER_LOG = guard(ROOT / ".state" / "check-tier", WORKER)
+elif "JDK_JAVA_OPTIONS" not in os.environ:
     from tests.spark_class_archive import java_options
 
     os.environ["JDK_JAVA_OPTIONS"] = " ".join([TEST_JVM_OPTIONS, *java_options(ROOT / ".state", TEST_JVM_OPTIONS)])
@@ -101,9 +115,45 @@ SLOWEST_FIRST = [
 ]
 
 
-def pytest_collection_modifyitems(items: list) -> None:
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "full: needs a JVM (Spark) or Airflow processes; runs in `make test`, not in "
+                                       "`make check` (tests/conftest.py, tests/check_tier.py)")
+
+
+def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
+    """The check tier does not even import the full tier's directories (their modules import Spark and Airflow)."""
+    if TIER == "check" and any(collection_path.is_relative_to(ROOT / d) for d in FULL_TIER_DIRS):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config, items: list) -> None:
+    for item in items:
+        if item.nodeid.startswith(FULL_TIER_DIRS) or FULL_TIER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.full)
+    if TIER == "check":
+        left_out = [item for item in items if item.get_closest_marker("full")]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if not item.get_closest_marker("full")]
     rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: modules keep their order
+
+
+@pytest.fixture(autouse=True)
+def _check_tier_guard():
+    """In the check tier, a test that started a JVM or Airflow (what the guard recorded while it ran) fails."""
+    if CHECK_TIER_LOG is None:
+        yield
+        return
+    from tests.check_tier import started_during
+
+    offset = CHECK_TIER_LOG.stat().st_size
+    yield
+    _, started = started_during(CHECK_TIER_LOG, offset)
+    if started:
+        pytest.fail("make check starts no JVM and no Airflow, and this test started " + "; ".join(sorted(set(started)))
+                    + ": mark it @pytest.mark.full (it then runs in make test only)", pytrace=False)
 
 
 class CliResult:
