@@ -102,10 +102,9 @@ class DrillSetup(BaseModel):
 
 def prepare_drill(config: DrillConfig) -> DrillSetup:
     """Validate the pipeline, the plan (given or computed), the drill's design and the ports; raises InputError."""
-    from spark_jobs.drills.design import check_design
-
     from ft_core.replication.fidelity import internal_completeness, replicated_fidelity
     from ft_core.topology.task_graph import build_task_graph
+    from spark_jobs.drills.design import check_design
     from spark_jobs.runtime.run_pipeline import load_plan_tasks
 
     workload = load_workload(config.pipeline, config.params)
@@ -230,7 +229,10 @@ def _restore(work: Path, created: Path | None) -> None:
         shutil.rmtree(created, ignore_errors=True)
         return
     for child in work.iterdir():
-        shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 class _Drill:
