@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore
 from tests.conftest import ROOT, run_cli
+from tests.store_fixtures import fresh_connection
 
 EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
@@ -39,11 +39,7 @@ def running_job(job: str, root: Path, base: int, db_url: str) -> Iterator[tuple]
                            worker_timeout_s=5, primary_port=base + 77, primary_ui=base + 90, standby_port=base + 78,
                            standby_ui=base + 91, worker_port_base=base + 100, worker_ui_base=base + 200)
     cluster_up(config)
-    conn = connect(db_url)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-    conn.autocommit = False
+    conn = fresh_connection(db_url)
     env = {"FTOPS_DATABASE_URL": db_url}
     stop = threading.Event()
     feed = None

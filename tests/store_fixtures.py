@@ -27,13 +27,19 @@ def pg_server():
     shutil.rmtree(state, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_conn(pg_server):
-    """A connection to a freshly emptied database (the schema dropped before each test)."""
-    conn = connect(pg_server.url())
+def fresh_connection(url: str):
+    """A connection to the database at ``url``, emptied first (its schema dropped and made again)."""
+    conn = connect(url)
     conn.autocommit = True
     with conn.cursor() as cur:
         cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     conn.autocommit = False
+    return conn
+
+
+@pytest.fixture
+def pg_conn(pg_server):
+    """A connection to a freshly emptied database (the schema dropped before each test)."""
+    conn = fresh_connection(pg_server.url())
     yield conn
     conn.close()

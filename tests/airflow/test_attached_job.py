@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.store.connection import connect
 from ft_core.store.history import HistoryStore
 from spark_jobs.cluster.seam import cluster_of
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
-from tests.store_fixtures import pg_server  # noqa: F401 - fixture
+from tests.store_fixtures import fresh_connection, pg_server  # noqa: F401 - fixture
 
 BASE = test_port(15700)
 JOB = "clicks"
@@ -38,11 +37,7 @@ def attached(pg_server, tmp_path_factory):
                            worker_timeout_s=5, primary_port=BASE + 77, primary_ui=BASE + 90, standby_port=BASE + 78,
                            standby_ui=BASE + 91, worker_port_base=BASE + 100, worker_ui_base=BASE + 200)
     cluster_up(config)
-    conn = connect(pg_server.url())
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-    conn.autocommit = False
+    conn = fresh_connection(pg_server.url())
     os.environ["FTOPS_DATABASE_URL"] = os.environ["AIRFLOW_CONN_FTOPS_DB"] = pg_server.url()
     dep = None
     try:
