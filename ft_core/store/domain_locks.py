@@ -5,9 +5,9 @@ Drilling ``alerts`` by failing ``rack-a`` while ``gauges``, whose executors also
 corrupts both measurements (each sees the other's failure) and doubles the blast radius on the jobs' users. And a
 fleet where every due job is drilled at once takes too much capacity away at once.
 
-Model: a drill holds, for its lease's lifetime, every failure domain it touches: the one it fails and each one
-where its job's executors run, named with their cluster (``<master>#<domain>``, :mod:`spark_jobs.drills.fleet_lock`
-computes them). Taking them is one transaction under a fleet-wide advisory lock that refuses
+Model: a drill holds, for its lease's lifetime, every failure domain it touches: the one it fails and those where
+its job's executors run or may land while it runs (its cluster's), named with their cluster (``<master>#<domain>``,
+:mod:`spark_jobs.drills.fleet_lock` computes them). Taking them is one transaction under a fleet-wide advisory lock that refuses
 (:class:`DomainsBusyError`, a :class:`~ft_core.store.leases.BusyError`: the DAG skips the job, the command exits 3,
 the job stays due) when another job's live drill holds one of them, or when ``ftops_fleet.max_drills`` other drills
 hold domains already. A row is live only while its holder holds a live lease on its job, so a holder that dies

@@ -19,6 +19,8 @@ Example::
     2592000
     >>> name_param("topk", "registered job").schema["maxLength"]
     63
+    >>> optional_name_param("registered job (empty: the due jobs)").resolve("")
+    ''
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ def name_param(default: str, description: str, **schema: Any) -> Param:
     creates a run) refuses anything else, with the pattern and length the CLI checks."""
     return Param(default, type="string", minLength=1, maxLength=MAX_NAME_LENGTH, pattern=NAME_PATTERN,
                  description=description, **schema)
+
+
+def optional_name_param(description: str) -> Param:
+    """A DAG ``Param`` holding a job name or nothing (empty, its default): what the empty value means is the DAG's
+    to say in ``description`` (the due jobs, or a refusal)."""
+    return Param("", type="string", maxLength=MAX_NAME_LENGTH, pattern=f"^$(?!\\n)|{NAME_PATTERN}",
+                 description=description)
 
 
 def bounded_param(default: Any, kind: Any, description: str, **schema: Any) -> Param:

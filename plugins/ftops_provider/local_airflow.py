@@ -220,7 +220,8 @@ class LocalAirflow:
         failed = [t for t, ti in self.task_instances(dag_id, run_id).items() if ti["state"] in wanted]
         parts = []
         for task in failed:
-            attempts = sorted((self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}").glob("attempt=*.log"))
+            # a mapped task's attempts are one level down, in map_index=N (the fleet DAGs map over jobs)
+            attempts = sorted((self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}").rglob("attempt=*.log"))
             tail = attempts[-1].read_text(errors="replace").splitlines()[-lines:] if attempts else ["(no log file)"]
             parts.append(f"--- {task} ({attempts[-1].name if attempts else '-'}):\n" + "\n".join(tail))
         return "\n".join(parts)

@@ -1,13 +1,18 @@
 """ftops_checkpoint_tuning with ``dag.test()``: profiling copies of a user's job (examples/sensor_alerts.py, loaded
-from its file: a stream-static join and a shuffle by another key) on real Spark, mapped over three candidate
-intervals (each killed once and restarted from its checkpoint), Chiron's models and the recommended interval
-stored in the real PostgreSQL history store. The samples run through the same pipeline API."""
+from its file: a stream-static join and a shuffle by another key) on real Spark at three candidate intervals (each
+killed once and restarted from its checkpoint), Chiron's models and the recommended interval stored in the real
+PostgreSQL history store. The run is a scheduled one (no ``job`` in its conf, issue 33): of the user's two jobs (no
+sample job in the store), it tunes the one whose tuning schedule is due and leaves the other alone. The samples run
+through the same pipeline API."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
+import pendulum
+
+from ft_core.fleet.schedules import Scheduled, due
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from spark_jobs.runtime.job_streams import JobDeployment
@@ -17,9 +22,11 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
 JOB = "alerts"
+OTHER = "gauges"  # a second job of the user's, its tuning not due
 
 
-def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendation(tmp_path, pg_server, pg_conn, monkeypatch):
+def test_a_scheduled_tuning_profiles_three_intervals_of_the_due_job_and_stores_the_recommendation(tmp_path, pg_server,
+                                                                                                 pg_conn, monkeypatch):
     from airflow.dag_processing.dagbag import DagBag
 
     from spark_jobs.cluster.standalone import local_masters
@@ -30,18 +37,26 @@ def test_checkpoint_tuning_profiles_three_intervals_and_stores_the_recommendatio
     assert pool.returncode == 0, pool.stderr
     upgrade(pg_conn)
     store = HistoryStore(pg_conn)
-    dep = JobDeployment(pipeline=str(EXAMPLE), root=str(tmp_path / JOB), params=PARAMS, **local_masters())
-    store.register_job(JobSpec(name=JOB, workload=str(EXAMPLE), max_recovery_s=600, deployment=dep.model_dump()))
+    for name, schedule in ((JOB, "@daily"), (OTHER, "@monthly")):
+        dep = JobDeployment(pipeline=str(EXAMPLE), root=str(tmp_path / name), params=PARAMS, **local_masters())
+        store.register_job(JobSpec(name=name, workload=str(EXAMPLE), max_recovery_s=600, deployment=dep.model_dump()))
+        store.set_policy(name, {"tuning_schedule": schedule}, "test")
+    with pg_conn, pg_conn.cursor() as cur:  # alerts' set 26 hours ago: its daily schedule fired since; gauges' just now
+        cur.execute("UPDATE ftops_job SET tuning_schedule_at = now() - interval '26 hours' WHERE name = %s", (JOB,))
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
-    run = dag.test(run_conf={"job": JOB, "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
+    # no job: the due ones (said explicitly: dag.test() keeps the last run's conf in the DAG object's Params)
+    run = dag.test(run_conf={"job": "", "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
     assert run.state == "success"
 
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
-    assert [states[("profile_interval", i)] for i in range(3)] == ["success"] * 3
-    assert states[("validate_interval", -1)] == "success"
-    assert states[("apply_interval", -1)] == "skipped"  # resubmit is off by default (and no lease was taken)
+    assert states[("profile_interval", 0)] == "success" and ("profile_interval", 1) not in states  # one job due
+    assert states[("validate_interval", 0)] == "success"
+    assert states[("apply_interval", 0)] == "skipped"  # resubmit is off by default (and no lease was taken)
     assert store.lease(JOB) is None
+    assert store.current_plan(OTHER, "checkpoint") is None and store.policy(OTHER)["last_tuning_started_at"] is None
+    assert store.policy(JOB)["last_tuning_started_at"] is not None  # tuned now: not due again until tomorrow
+    assert [r.job for r in due([Scheduled(**r) for r in store.scheduled("tuning")], pendulum.now("UTC"))] == []
     profile = store.latest_profile(JOB, "checkpoint")["doc"]
     assert [p["checkpoint_interval_ms"] for p in profile["profiles"]] == [1000, 2000, 3000]
     for entry in profile["profiles"]:

@@ -179,7 +179,7 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
         cur.execute("SELECT stream, count(*) FROM ftops_stream_progress GROUP BY stream")
         streams = dict(cur.fetchall())
     assert streams.get(f"ftops-{JOB}-primary", 0) > 0 and any(f"ftops-{JOB}-replica" in s for s in streams)
-    waits = {ti.task_id: ti.xcom_pull(task_ids=ti.task_id) for ti in run.get_task_instances()
+    waits = {ti.task_id: ti.xcom_pull(task_ids=ti.task_id, map_indexes=ti.map_index) for ti in run.get_task_instances()
              if ti.task_id in ("wait_tentative", "wait_caught_up")}
     assert waits["wait_caught_up"]["seen"]["source"] == "history store"
     # on this shared disk the replica's output file can appear before its batch's row, and then the folder answers
@@ -261,7 +261,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     def request() -> dict | None:
         runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
         for run in runs.json().get("dag_runs", []):
-            got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/-1"
+            got = client.get(f"/api/v2/dags/ftops_chaos_drill/dagRuns/{run['dag_run_id']}/taskInstances/approve_drill/0"
                              "/hitlDetails", headers=headers)
             if got.status_code == 200:
                 return {"run_id": run["dag_run_id"], **got.json()}
@@ -271,7 +271,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
         asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
         answered["body"] = asked["body"]
         answered["response"] = client.patch(
-            f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/-1/hitlDetails",
+            f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/0/hitlDetails",
             json={"chosen_options": ["Reject"]}, headers=headers)
 
     person = threading.Thread(target=reject, daemon=True)

@@ -20,10 +20,13 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 class _Run:
     """What a sensor reads of its DAG run here: the XCom of the step before it (the drill's state)."""
 
+    map_index = -1  # the sensor pulls the XCom of its own map index (the job's drill in the DAG's mapped group)
+
     def __init__(self, state):
         self.state, self.pushed = state.model_dump(mode="json"), {}
 
-    def xcom_pull(self, task_ids: str):
+    def xcom_pull(self, task_ids: str, key: str = "return_value", map_indexes: int | None = None):
+        assert map_indexes == self.map_index
         return self.state
 
     def xcom_push(self, key: str, value) -> None:

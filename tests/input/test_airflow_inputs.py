@@ -130,6 +130,8 @@ def _operators():
         (PlanStagesOperator(task_id="t", units_dir=nowhere, job_name="j", node_cap="0"),
          "node_cap: Input should be greater than 0 (got '0')"),
         (PlanStagesOperator(task_id="t", units_dir=nowhere, job_name="j", policy="fastest"), "policy: expected one of"),
+        (PlanStagesOperator(task_id="t", units_dir=nowhere, job_name=""),  # the recovery DAG's job Param has no default
+         "job: name the registered job this recovery is recorded under"),
         (ProfileIntervalOperator(task_id="t", job_name="topk", interval_s="0", work_dir=nowhere),
          "interval_s: Input should be greater than 0 (got '0')"),
         (ProfileIntervalOperator(task_id="t", job_name="topk", interval_s="1", work_dir=nowhere, failures="1.5"), "failures"),
@@ -141,7 +143,7 @@ def _operators():
     ]
 
 
-@pytest.mark.parametrize("index", range(14))
+@pytest.mark.parametrize("index", range(15))
 def test_operators_refuse_bad_arguments_before_acting(index):
     """The task fails (no retry) with the message; it never reached the history store or a cluster, which
     would fail differently here (no connection is configured)."""

@@ -46,7 +46,7 @@ CREATE TABLE ftops_fleet_turn (
 );
 
 -- The failure domains a drill holds for its lease's lifetime: the domain it fails and every domain where its job's
--- executors run, each named with its cluster (`<master>#<domain>`). A drill whose domains overlap another live
+-- executors run or may land meanwhile (spark_jobs.drills.fleet_lock), each named with its cluster (`<master>#<domain>`). A drill whose domains overlap another live
 -- drill's is refused like a busy job. A row is live while its (job, holder) holds a live lease: a holder that
 -- died leaves rows that expire with its lease (no separate renewal, the same crash safety).
 CREATE TABLE ftops_domain_lock (

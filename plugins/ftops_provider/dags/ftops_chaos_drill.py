@@ -1,12 +1,20 @@
-"""ftops_chaos_drill: a correlated failure under a running job, measured as its users see it.
+"""ftops_chaos_drill: a correlated failure under a running job, measured as its users see it; the fleet's drills.
 
-Trigger it from the Airflow UI with the form (job, failure domain, fault, kill the driver or not, replacement
-delay, guards) or on its weekly schedule (``FTOPS_SCHEDULES=manual`` turns schedules off). Every step is one
-step of the drill engine (``spark_jobs.drills.engine``), the same as ``ftops drill job``:
+Which jobs: a run with ``job`` in its conf (the trigger form) drills that job, due or not. A run without one (the
+hourly scheduled run; ``FTOPS_SCHEDULES=manual`` turns schedules off) drills every job whose drill schedule is due
+(``ftops job set NAME --drill-schedule CRON|@weekly|...``: due when it fired since the job's last drill), at most
+Airflow's ``[core] max_map_length`` per run (the rest next run, least recently picked first), and succeeds doing
+nothing when none is due. ``due_jobs`` lists them; the drill below is a task group mapped over them, one drill per
+job, each under the job's own lease. Two jobs whose executors share a failure domain are never drilled at once: the
+preflight of the second is skipped (the job stays due for the next run), as it is beyond the fleet's limit on
+drills at once (``ftops job fleet --max-drills N``, default 2).
 
-``preflight`` takes the job's lease (one experiment per job: a drill or recovery already running, or a halt
-(``ftops halt``), makes this run end *skipped*, naming why), undoes what a dead experiment left on the job, checks
-the blast radius and opens the drill record -> ``wait_steady`` (deferred: the primary and the replica keep up with
+Each drill's steps are steps of the drill engine (``spark_jobs.drills.engine``), the same as ``ftops drill job``:
+
+``preflight`` takes the job's lease (one experiment per job: a drill or recovery already running, a drill of
+another job on a shared failure domain, or a halt (``ftops halt``), makes the job's drill end *skipped*, naming why),
+undoes what a dead experiment left on the job, checks the blast radius, takes the failure domains and opens the drill
+record -> ``wait_steady`` (deferred: the primary and the replica keep up with
 their input) -> for jobs in ``approve`` mode, ``approve_drill`` asks a person (Airflow's human-in-the-loop
 approval) -> ``inject_failure`` (each fault written to the fault journal with its undo, then applied: the domain's
 workers and executors killed or its hosts cut off, optionally the primary driver) -> deferred waits:
@@ -30,10 +38,10 @@ from datetime import timedelta
 import pendulum
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.hitl import ApprovalOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Param, task, task_group
 
 from ft_core.input.quantities import PositiveSeconds, Seconds, Seed
-from ftops_provider.arguments import bounded_param, name_param
+from ftops_provider.arguments import bounded_param, name_param, optional_name_param
 from ftops_provider.notifications import FtopsNotifier
 from ftops_provider.operators.drills import (AddCapacityOperator, DrillPreflightOperator, EnsurePrimaryOperator,
                                              FinishDrillOperator, InjectFailureOperator, InjectFaultsOperator,
@@ -42,14 +50,14 @@ from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import DrillWaitSensor
 from spark_jobs.drills.probes import STEADY_LAG_S, STEADY_WAIT_S
 
-SETTINGS = {key: "{{ params.%s }}" % param for key, param in (
-    ("job", "job"), ("domain", "failure_domain"), ("fault", "fault"), ("kill_driver", "kill_driver"),
+SETTINGS = {key: "{{ params.%s }}" % param for key, param in (  # the job comes from the mapped group
+    ("domain", "failure_domain"), ("fault", "fault"), ("kill_driver", "kill_driver"),
     ("replacement_delay_s", "replacement_delay_s"), ("timeout_s", "timeout_s"), ("steady_lag_s", "steady_lag_s"),
     ("max_duration_s", "max_duration_s"), ("max_lag_s", "max_lag_s"), ("lease_ttl_s", "lease_ttl_s"))}
 
 with DAG(
     dag_id="ftops_chaos_drill",
-    schedule=dag_schedule("@weekly"),  # FTOPS_SCHEDULES=manual: manual runs only
+    schedule=dag_schedule("@hourly"),  # wakes to drill the due jobs; FTOPS_SCHEDULES=manual: manual runs only
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -57,7 +65,8 @@ with DAG(
     doc_md=__doc__,
     render_template_as_native_obj=True,
     params={
-        "job": name_param("topk", "registered job to drill"),
+        "job": optional_name_param("registered job to drill, due or not; empty (the default, and every scheduled run): "
+                                   "every job whose drill schedule is due"),
         "failure_domain": name_param("auto", "failure domain of the primary pool to fail ('auto': where the primary's "
                                      "executors run)"),
         "fault": Param("host-down", enum=["host-down", "partition"], description="host-down: the domain's workers and "
@@ -78,49 +87,64 @@ with DAG(
                                      "safety net undoes its faults", minimum=30, maximum=86_400),
     },
 ) as dag:
-    preflight = DrillPreflightOperator(task_id="preflight", settings=SETTINGS)
-    steady = DrillWaitSensor(task_id="wait_steady", wait="steady", state_task_id="preflight", timeout_s=STEADY_WAIT_S)
 
     @task
-    def approval_request(ti=None) -> str:
-        from airflow.sdk.exceptions import AirflowSkipException
+    def due_jobs(params=None, dag_run=None) -> list[str]:
+        from ftops_provider.leases import run_holder
+        from ftops_provider.operators.fleet import jobs_to_operate
 
-        from ftops_provider.operators.drills import drill_approval_body
+        return jobs_to_operate("drill", params["job"], run_holder(dag_run.dag_id, dag_run.run_id))
 
-        state = ti.xcom_pull(task_ids="preflight")
-        if not state["needs_approval"]:
-            raise AirflowSkipException("the job is in auto mode: no approval needed")
-        return drill_approval_body(state)
+    @task_group(group_id="drill", prefix_group_id=False)  # one drill per job; task ids as in a single drill
+    def drill(job: str):
+        preflight = DrillPreflightOperator(task_id="preflight", settings={**SETTINGS, "job": job})
+        steady = DrillWaitSensor(task_id="wait_steady", wait="steady", state_task_id="preflight", timeout_s=STEADY_WAIT_S)
 
-    approve = ApprovalOperator(task_id="approve_drill", subject="ftops: run this chaos drill?",
-                               body="{{ ti.xcom_pull(task_ids='approval_request') }}", defaults="Reject",
-                               response_timeout=timedelta(hours=4))
-    decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not the injection's own check
-    inject = InjectFailureOperator(task_id="inject_failure", state_task_id="preflight",
-                                   trigger_rule="none_failed_min_one_success")
-    wait_tentative = DrillWaitSensor(task_id="wait_tentative", wait="tentative", state_task_id="inject_failure",
-                                     timeout_s="{{ params.timeout_s }}")
-    replacement_due = DrillWaitSensor(task_id="wait_replacement_due", wait="capacity_due", state_task_id="inject_failure",
-                                      timeout_s="{{ params.replacement_delay_s + 60 }}")
-    add_capacity = AddCapacityOperator(task_id="add_capacity", state_task_id="inject_failure")
-    ensure_primary = EnsurePrimaryOperator(task_id="ensure_primary", state_task_id="add_capacity")
-    wait_executors = DrillWaitSensor(task_id="wait_executors", wait="executors", state_task_id="ensure_primary",
-                                     timeout_s="{{ params.timeout_s }}")
-    wait_caught_up = DrillWaitSensor(task_id="wait_caught_up", wait="caught_up", state_task_id="ensure_primary",
-                                     timeout_s="{{ params.timeout_s }}")
-    inject_faults = InjectFaultsOperator(task_id="inject_faults", state_task_id="ensure_primary",
-                                         profile="{{ params.fault_profile }}", duration_s="{{ params.fault_duration_s }}",
-                                         seed="{{ params.fault_seed }}")
-    verify = VerifyDrillOperator(task_id="verify", state_task_id="ensure_primary", trigger_rule="none_failed")
-    finish = FinishDrillOperator(task_id="finish", trigger_rule="all_done", on_failure_callback=FtopsNotifier())
+        @task
+        def approval_request(ti=None) -> str:
+            from airflow.sdk.exceptions import AirflowSkipException
 
-    preflight >> steady >> approval_request() >> approve >> decided
-    [steady, decided] >> inject >> [wait_tentative, replacement_due]
-    replacement_due >> add_capacity >> ensure_primary >> wait_executors >> [wait_caught_up, inject_faults]
-    [wait_tentative, wait_caught_up, inject_faults] >> verify
-    # After everything: it undoes what an abort left. Not directly after the approval: a rejection skips the
-    # approval's direct downstream tasks, and `finish` must still record the drill and release the lease.
-    [t for t in dag.tasks if t not in (finish, approve)] >> finish
+            from ftops_provider.operators.drills import drill_approval_body
+            from ftops_provider.operators.fleet import pulled
+
+            state = pulled(ti, "preflight")
+            if not state["needs_approval"]:
+                raise AirflowSkipException("the job is in auto mode: no approval needed")
+            return drill_approval_body(state)
+
+        request = approval_request()
+        approve = ApprovalOperator(task_id="approve_drill", subject="ftops: run this chaos drill?",
+                                   body="{{ ti.xcom_pull(task_ids='approval_request', map_indexes=ti.map_index) }}",
+                                   defaults="Reject", response_timeout=timedelta(hours=4))
+        decided = EmptyOperator(task_id="approval_decided")  # a rejection skips this, not the injection's own check
+        inject = InjectFailureOperator(task_id="inject_failure", state_task_id="preflight",
+                                       trigger_rule="none_failed_min_one_success")
+        wait_tentative = DrillWaitSensor(task_id="wait_tentative", wait="tentative", state_task_id="inject_failure",
+                                         timeout_s="{{ params.timeout_s }}")
+        replacement_due = DrillWaitSensor(task_id="wait_replacement_due", wait="capacity_due",
+                                          state_task_id="inject_failure", timeout_s="{{ params.replacement_delay_s + 60 }}")
+        add_capacity = AddCapacityOperator(task_id="add_capacity", state_task_id="inject_failure")
+        ensure_primary = EnsurePrimaryOperator(task_id="ensure_primary", state_task_id="add_capacity")
+        wait_executors = DrillWaitSensor(task_id="wait_executors", wait="executors", state_task_id="ensure_primary",
+                                         timeout_s="{{ params.timeout_s }}")
+        wait_caught_up = DrillWaitSensor(task_id="wait_caught_up", wait="caught_up", state_task_id="ensure_primary",
+                                         timeout_s="{{ params.timeout_s }}")
+        inject_faults = InjectFaultsOperator(task_id="inject_faults", state_task_id="ensure_primary",
+                                             profile="{{ params.fault_profile }}", duration_s="{{ params.fault_duration_s }}",
+                                             seed="{{ params.fault_seed }}")
+        verify = VerifyDrillOperator(task_id="verify", state_task_id="ensure_primary", trigger_rule="none_failed")
+        finish = FinishDrillOperator(task_id="finish", trigger_rule="all_done", on_failure_callback=FtopsNotifier())
+
+        preflight >> steady >> request >> approve >> decided
+        [steady, decided] >> inject >> [wait_tentative, replacement_due]
+        replacement_due >> add_capacity >> ensure_primary >> wait_executors >> [wait_caught_up, inject_faults]
+        [wait_tentative, wait_caught_up, inject_faults] >> verify
+        # After everything: it undoes what an abort left. Not directly after the approval: a rejection skips the
+        # approval's direct downstream tasks, and `finish` must still record the drill and release the lease.
+        [preflight, steady, request, decided, inject, wait_tentative, replacement_due, add_capacity, ensure_primary,
+         wait_executors, wait_caught_up, inject_faults, verify] >> finish
+
+    drill.expand(job=due_jobs())
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

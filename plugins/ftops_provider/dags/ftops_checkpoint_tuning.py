@@ -1,15 +1,23 @@
-"""ftops_checkpoint_tuning: pick a job's checkpoint (trigger) interval from profiling runs (Chiron, paper 004).
+"""ftops_checkpoint_tuning: pick a job's checkpoint (trigger) interval from profiling runs (Chiron, paper 004); the
+fleet's tunings.
 
-Weekly, or manually with the form. ``profile_interval`` is mapped over the candidate intervals: each runs an
-isolated copy of the job's workload at that interval, kills its driver ``failures`` times near the end of a
-checkpoint interval and measures ingress, latency, restore and warm-up; the ``ftops_profiling`` pool (one
-slot by default) limits how many copies run at once. ``recommend`` fits Chiron's quadratic models and picks
-the lowest-latency interval whose predicted recovery time meets the job's bound (stored as a ``checkpoint``
-plan with its R^2 and the recovery-time variant chosen by its error against the measured recovery times;
-the task fails with the smallest achievable recovery time when none does). ``validate_interval`` runs the
-recommended interval as one more copy with the same failures and stores its measured against predicted
-recovery beside the plan; ``apply_if_validated`` lets the change through only when the prediction was
-within ``max_recovery_error`` (20%) and ``resubmit`` is on, and otherwise logs why the job's interval stays.
+Which jobs: a run with ``job`` in its conf (the trigger form) tunes that job, due or not. A run without one (the
+hourly scheduled run; ``FTOPS_SCHEDULES=manual`` turns schedules off) tunes every job whose tuning schedule is due
+(``ftops job set NAME --tuning-schedule CRON|@weekly|...``: due when it fired since the job's last tuning started),
+at most Airflow's ``[core] max_map_length`` per run (the rest next run), and succeeds doing nothing when none is
+due. ``due_jobs`` lists them; the tuning below is a task group mapped over them, one per job (``start_tuning``
+records its start: the schedule counts from there).
+
+Per job, ``profile_interval`` runs an isolated copy of the job's workload at each candidate interval, one after the
+other, kills its driver ``failures`` times near the end of a checkpoint interval and measures ingress, latency,
+restore and warm-up; the ``ftops_profiling`` pool (one slot by default) limits how many jobs' copies run at once.
+``recommend`` fits Chiron's quadratic models and picks the lowest-latency interval whose predicted recovery time
+meets the job's bound (stored as a ``checkpoint`` plan with its R^2 and the recovery-time variant chosen by its error
+against the measured recovery times; the task fails with the smallest achievable recovery time when none does).
+``validate_interval`` runs the recommended interval as one more copy with the same failures and stores its measured
+against predicted recovery beside the plan; ``apply_if_validated`` lets the change through only when the prediction
+was within ``max_recovery_error`` (20%) and ``resubmit`` is on, and otherwise is skipped, saying why the job's
+interval stays (the steps after it are skipped with it).
 Then the primary restarts on its checkpoint with the new interval: the trigger interval is not pinned by a
 checkpoint, and two drivers must never share one, so the old primary stops first (``stop_primary``), then
 ``submit_primary`` and a deferred ``wait_primary_running``.
@@ -18,11 +26,11 @@ checkpoint, and two drivers must never share one, so the old primary stops first
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Param, task, task_group
 
 from ft_core.home import state_path
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, Fraction, PositiveSeconds, TaskCount
-from ftops_provider.arguments import bounded_param, name_param
+from ftops_provider.arguments import bounded_param, optional_name_param
 from ftops_provider.operators.checkpoint import (
     ApplyIntervalOperator,
     ProfileIntervalOperator,
@@ -35,11 +43,12 @@ from ftops_provider.schedules import dag_schedule
 from ftops_provider.sensors.waits import SparkAppSensor
 
 WORK_DIR = str(state_path("profiling"))  # $FTOPS_HOME/profiling
-APPLY = "ti.xcom_pull(task_ids='apply_interval')"
+APPLY = "ti.xcom_pull(task_ids='apply_interval', map_indexes=ti.map_index)"  # this job's, in the mapped group
+RUN_DIR = WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}"  # a folder per job under it
 
 with DAG(
     dag_id="ftops_checkpoint_tuning",
-    schedule=dag_schedule("@weekly"),  # FTOPS_SCHEDULES=manual: manual runs only
+    schedule=dag_schedule("@hourly"),  # wakes to tune the due jobs; FTOPS_SCHEDULES=manual: manual runs only
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,
@@ -47,7 +56,8 @@ with DAG(
     doc_md=__doc__,
     render_template_as_native_obj=True,
     params={
-        "job": name_param("topk", "registered job whose workload is profiled"),
+        "job": optional_name_param("registered job whose workload is profiled, due or not; empty (the default, and "
+                                   "every scheduled run): every job whose tuning schedule is due"),
         "intervals_s": Param("1,2,4", type="string", pattern=NUMBER_LIST_PATTERN,
                              description="candidate trigger intervals in seconds, comma-separated (>= 3)"),
         "failures": bounded_param(1, TaskCount, "driver kills per profiling copy"),
@@ -65,6 +75,13 @@ with DAG(
 ) as dag:
 
     @task
+    def due_jobs(params=None, dag_run=None) -> list[str]:
+        from ftops_provider.leases import run_holder
+        from ftops_provider.operators.fleet import jobs_to_operate
+
+        return jobs_to_operate("tuning", params["job"], run_holder(dag_run.dag_id, dag_run.run_id))
+
+    @task
     def candidate_intervals(params=None) -> list[float]:
         from ft_core.input.quantities import check_list
         from ftops_provider.arguments import bad_input_fails_the_task
@@ -73,38 +90,57 @@ with DAG(
         with bad_input_fails_the_task():
             return check_intervals(check_list(PositiveSeconds, str(params["intervals_s"]), "intervals_s", max_items="max_tasks"))
 
-    profiled = ProfileIntervalOperator.partial(
-        task_id="profile_interval", pool="ftops_profiling", job_name="{{ params.job }}",
-        work_dir=WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}",
-        failures="{{ params.failures }}", duration_s="{{ params.duration_s }}",
-    ).expand(interval_s=candidate_intervals())
-    recommend = RecommendIntervalOperator(task_id="recommend", job_name="{{ params.job }}", variant="{{ params.variant }}",
-                                          max_recovery_s="{{ params.max_recovery_s }}", case="{{ params.case }}")
-    validate = ValidateIntervalOperator(
-        task_id="validate_interval", pool="ftops_profiling", job_name="{{ params.job }}",
-        work_dir=WORK_DIR + "/{{ run_id | replace(':', '_') | replace('+', '_') }}", failures="{{ params.failures }}",
-        duration_s="{{ params.duration_s }}", max_recovery_error="{{ params.max_recovery_error }}")
+    intervals = candidate_intervals()
 
-    @task.short_circuit
-    def apply_if_validated(params=None, ti=None) -> bool:
-        from ftops_provider.operators.checkpoint import apply_decision
+    @task_group(group_id="tune", prefix_group_id=False)  # one tuning per job; task ids as in a single tuning
+    def tune(job: str):
+        @task
+        def start_tuning(job: str) -> str:
+            from ftops_provider.operators.fleet import tuning_started
 
-        return apply_decision(ti.xcom_pull(task_ids="validate_interval"), bool(params["resubmit"]))[0]
+            return tuning_started(job)
 
-    apply = ApplyIntervalOperator(task_id="apply_interval", job_name="{{ params.job }}")
-    stop = StopStreamOperator(task_id="stop_primary", output_dir="{{ " + APPLY + "['output'] }}")
-    submit = StreamSubmitOperator(task_id="submit_primary", conn_id="spark_primary", app_name="{{ " + APPLY + "['app_name'] }}",
-                                  run_args="{{ " + APPLY + "['run_args'] }}", master_ui="{{ " + APPLY + "['master_ui'] }}")
-    running = SparkAppSensor(task_id="wait_primary_running", app_name="{{ " + APPLY + "['app_name'] }}",
-                             spark_master_conn_id="ftops_spark_master", timeout_s=300)
+        started = start_tuning(job)
+        profiled = ProfileIntervalOperator(task_id="profile_interval", pool="ftops_profiling", job_name=job,
+                                           interval_s=intervals, work_dir=RUN_DIR, failures="{{ params.failures }}",
+                                           duration_s="{{ params.duration_s }}")
+        recommend = RecommendIntervalOperator(task_id="recommend", job_name=job, variant="{{ params.variant }}",
+                                              max_recovery_s="{{ params.max_recovery_s }}", case="{{ params.case }}")
+        validate = ValidateIntervalOperator(task_id="validate_interval", pool="ftops_profiling", job_name=job,
+                                            work_dir=RUN_DIR, failures="{{ params.failures }}",
+                                            duration_s="{{ params.duration_s }}",
+                                            max_recovery_error="{{ params.max_recovery_error }}")
 
-    @task(trigger_rule="all_done")
-    def release_lease(params=None, **context) -> bool:
-        from ftops_provider.operators.checkpoint import release_apply_lease
+        @task  # skipped, not a short circuit: in a mapped group a short circuit misses the tasks not expanded yet
+        def apply_if_validated(params=None, ti=None) -> bool:
+            from airflow.sdk.exceptions import AirflowSkipException
 
-        return release_apply_lease(params["job"], context)
+            from ftops_provider.operators.checkpoint import apply_decision
+            from ftops_provider.operators.fleet import pulled
 
-    profiled >> recommend >> validate >> apply_if_validated() >> apply >> stop >> submit >> running >> release_lease()
+            apply, why = apply_decision(pulled(ti, "validate_interval"), bool(params["resubmit"]))
+            if not apply:
+                raise AirflowSkipException(why)  # the steps after it are skipped by their trigger rules
+            return True
+
+        apply = ApplyIntervalOperator(task_id="apply_interval", job_name=job)
+        stop = StopStreamOperator(task_id="stop_primary", output_dir="{{ " + APPLY + "['output'] }}")
+        submit = StreamSubmitOperator(task_id="submit_primary", conn_id="spark_primary",
+                                      app_name="{{ " + APPLY + "['app_name'] }}", run_args="{{ " + APPLY + "['run_args'] }}",
+                                      master_ui="{{ " + APPLY + "['master_ui'] }}")
+        running = SparkAppSensor(task_id="wait_primary_running", app_name="{{ " + APPLY + "['app_name'] }}",
+                                 spark_master_conn_id="ftops_spark_master", timeout_s=300)
+
+        @task(trigger_rule="all_done")
+        def release_lease(job: str, **context) -> bool:
+            from ftops_provider.operators.checkpoint import release_apply_lease
+
+            return release_apply_lease(job, context)
+
+        started >> profiled >> recommend >> validate >> apply_if_validated() >> apply >> stop >> submit >> running
+        running >> release_lease(job)
+
+    tune.expand(job=due_jobs())
     dag.tasks >> RunFailureWatcher()  # `release_lease` runs after failures too: this leaf keeps such a run failed
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 
 Triggered from the Airflow UI with the form, for any pipeline deployed as units (``ftops units deploy
 --workload NAME | --pipeline REF``): the deployment records its pipeline, units and queries; the optional
-``pipeline`` parameter makes the run check that the deployment runs that one. ``detect_failure`` finds the
-units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
+``pipeline`` parameter makes the run check that the deployment runs that one. ``job`` (the registered job the run
+is recorded under) has no default: a run without one fails in ``plan_stages``, before anything is recorded or
+restarted, naming the parameter (the DAG has no schedule, so no run starts without a person). ``detect_failure``
+finds the units that are down (the last recorded failure, or applications whose drivers died); ``plan_stages``
 computes the staged schedule (paper 003: BestDensity order packed into each capacity step, or blocking /
 operator-centric; or ``catch-up``: the order with the least predicted time back to normal, from the units'
 measured rates and the expected ``arrival_times``) for the expected replacement nodes and opens the recovery run in the history store.
@@ -28,7 +30,7 @@ from ft_core.home import state_path
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
 from ft_core.recovery.staged import POLICIES
 from ft_core.input.quantities import NUMBER_LIST_PATTERN, PIPELINE_REF_PATTERN, PositiveFraction, PositiveSeconds
-from ftops_provider.arguments import bounded_param, name_param
+from ftops_provider.arguments import bounded_param, optional_name_param
 from ftops_provider.operators.recovery import (DetectFailureOperator, FinishRecoveryOperator, PlanStagesOperator,
                                                QueriesRecoveredSensor, RecordStageOperator, StageCapacitySensor)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
@@ -50,7 +52,8 @@ with DAG(
         "units_dir": Param(DEFAULT_UNITS_DIR, type="string", minLength=1, description="the recovery-units deployment folder (absolute)"),
         "pipeline": Param("", type="string", pattern=PIPELINE_REF_PATTERN, maxLength=500, description="optional: the pipeline the deployment must run (a sample's "
                           "name or module:attribute / file.py); empty: whatever it runs"),
-        "job": name_param("smartcity", "registered job the run is recorded under"),
+        "job": optional_name_param("registered job the run is recorded under; required (no default: a run without one "
+                                   "fails, naming it)"),
         "arrivals": Param("1,1", type="string", pattern=NUMBER_LIST_PATTERN,
                           description="expected replacement nodes (sizes, 1 = a node), in order, comma-separated"),
         "cost": Param("measured", type="string", pattern=r"^(measured|declared:(0?\.[0-9]*[1-9][0-9]*|1(\.0*)?))$",

@@ -2,10 +2,10 @@
 the models and the recommendation, its validation, and the resubmission of the primary with the new interval
 only when the recommendation validated.
 
-- :class:`ProfileIntervalOperator` (mapped over the candidate intervals; the ``ftops_profiling`` pool limits
-  how many run at once, one by default, so copies do not compete for cores): one isolated copy of the job's
-  workload per interval, with failures injected (``spark_jobs.profiling.run_profiling``), its profile kept
-  as a file;
+- :class:`ProfileIntervalOperator` (in the ``ftops_profiling`` pool, one slot by default, so copies of the
+  fleet's jobs do not compete for cores): one isolated copy of the job's workload per candidate interval, one
+  after the other, with failures injected (``spark_jobs.profiling.run_profiling``), each profile kept as a file
+  under ``<work_dir>/<job>/``;
 - :class:`RecommendIntervalOperator`: the per-interval profiles merged into one profiles document (stored as
   a ``checkpoint`` profile), the recovery-time variant chosen by its error against the recovery times the
   copies measured (``variant="auto"``, :mod:`ft_core.checkpoint.variant_choice`), Chiron's quadratic models
@@ -37,28 +37,31 @@ from airflow.sdk import BaseOperator
 from ft_core.input.quantities import Fraction, PositiveSeconds, TaskCount
 from ftops_provider.arguments import checked, checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
+from ftops_provider.operators.fleet import pulled
 
 log = logging.getLogger(__name__)
 
 
 class ProfileIntervalOperator(BaseOperator):
-    """Profile one candidate interval: a copy of the job's workload with ``failures`` driver kills."""
+    """Profile the candidate intervals (``interval_s``: one, or a list run one after the other): per interval a copy
+    of the job's workload with ``failures`` driver kills. Returns one result per interval."""
 
     template_fields = ("job_name", "interval_s", "work_dir", "failures", "duration_s")
 
-    def __init__(self, *, job_name: str, interval_s: float | str, work_dir: str, failures: int | str = 1,
+    def __init__(self, *, job_name: str, interval_s: float | str | list, work_dir: str, failures: int | str = 1,
                  duration_s: float | str = 60, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.job_name, self.interval_s, self.work_dir = job_name, interval_s, work_dir
         self.failures, self.duration_s = failures, duration_s
         self.ftops_db_conn_id = ftops_db_conn_id
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Any) -> list[dict[str, Any]]:
         from ftops_provider.operators.profiling import job_and_deployment
         from spark_jobs.profiling import ProfileConfig, run_profiling
 
         checked_name(self.job_name)
-        interval = checked(PositiveSeconds, self.interval_s, "interval_s")
+        given = self.interval_s if isinstance(self.interval_s, (list, tuple)) else [self.interval_s]
+        intervals = [checked(PositiveSeconds, i, "interval_s") for i in given]
         failures = checked(TaskCount, self.failures, "failures")
         duration = checked(PositiveSeconds, self.duration_s, "duration_s")
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
@@ -66,13 +69,16 @@ class ProfileIntervalOperator(BaseOperator):
             _, dep = job_and_deployment(store, self.job_name)
         finally:
             store.conn.close()
-        work = Path(self.work_dir) / f"interval-{interval:g}"
-        config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=failures,
-                               duration_s=duration, parallel=1, work_dir=work, **dep.profiling_settings())
-        report = run_profiling(config, progress=lambda msg: self.log.info("%s", msg))
-        for warning in report.warnings:
-            self.log.warning("%s", warning)
-        return {"interval_s": interval, "profiles": report.profiles, "raw": report.raw}
+        results = []
+        for interval in intervals:
+            work = Path(self.work_dir) / self.job_name / f"interval-{interval:g}"
+            config = ProfileConfig(pipeline=dep.pipeline, params=dep.params, intervals_s=[interval], failures=failures,
+                                   duration_s=duration, parallel=1, work_dir=work, **dep.profiling_settings())
+            report = run_profiling(config, progress=lambda msg: self.log.info("%s", msg))
+            for warning in report.warnings:
+                self.log.warning("%s", warning)
+            results.append({"interval_s": interval, "profiles": report.profiles, "raw": report.raw})
+        return results
 
 
 def merge_profiles(paths: list[str]) -> dict:
@@ -135,7 +141,9 @@ class RecommendIntervalOperator(BaseOperator):
 
 
 def _profile_paths(context: Any, profile_task_id: str) -> list[str]:
-    return [r["profiles"] for r in context["ti"].xcom_pull(task_ids=profile_task_id) or [] if r]
+    """The per-interval profile files the profiling step of this job (the same map index) wrote."""
+    results = pulled(context["ti"], profile_task_id) or []
+    return [r["profiles"] for r in ([results] if isinstance(results, dict) else results) if r]
 
 
 class ValidateIntervalOperator(BaseOperator):
@@ -162,9 +170,9 @@ class ValidateIntervalOperator(BaseOperator):
         failures = checked(TaskCount, self.failures, "failures")
         duration = checked(PositiveSeconds, self.duration_s, "duration_s")
         bound = checked(Fraction, self.max_recovery_error, "max_recovery_error")
-        rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
-        work = Path(self.work_dir) / "validation"
-        profiles = Path(self.work_dir) / "profiles.json"
+        rec = pulled(context["ti"], self.recommend_task_id)
+        work = Path(self.work_dir) / self.job_name / "validation"
+        profiles = Path(self.work_dir) / self.job_name / "profiles.json"
         profiles.parent.mkdir(parents=True, exist_ok=True)
         profiles.write_text(json.dumps(merge_profiles(_profile_paths(context, self.profile_task_id))))
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
@@ -253,7 +261,7 @@ class ApplyIntervalOperator(BaseOperator):
         from ft_core.store.leases import BusyError
 
         checked_name(self.job_name)
-        rec = context["ti"].xcom_pull(task_ids=self.recommend_task_id)
+        rec = pulled(context["ti"], self.recommend_task_id)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             try:

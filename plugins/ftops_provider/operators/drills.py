@@ -3,7 +3,8 @@
 
 Every step reads the drill's :class:`~spark_jobs.drills.engine.DrillState` from the XCom of the step before it
 (``state_task_id``), runs its engine step with the job's lease renewed meanwhile, and returns the new state
-(its XCom). The waits between the steps are :class:`~ftops_provider.sensors.waits.DrillWaitSensor`, deferred.
+(its XCom). The DAG maps the steps over jobs (a mapped task group, one drill per job): every pull reads the XCom of
+the same map index (:func:`~ftops_provider.operators.fleet.pulled`; in Airflow 3.3 a pull without ``map_indexes`` returns every index's value). The waits between the steps are :class:`~ftops_provider.sensors.waits.DrillWaitSensor`, deferred.
 :class:`FinishDrillOperator` runs whatever happened before (trigger rule ``all_done``): it undoes the drill's open
 faults, records the verdict and the experiment report, releases the lease, and fails the run visibly unless the
 drill passed.
@@ -20,6 +21,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from ftops_provider.arguments import bad_input_fails_the_task
 from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.leases import run_holder
+from ftops_provider.operators.fleet import pulled
 
 # The steps that hand the drill's state on, in order: the finish reads the newest one that ran.
 STATE_STEPS = ("preflight", "inject_failure", "add_capacity", "ensure_primary", "verify")
@@ -75,7 +77,7 @@ class _DrillStep(BaseOperator):
     def state_in(self, context: Any):
         from spark_jobs.drills.engine import DrillState
 
-        doc = context["ti"].xcom_pull(task_ids=self.state_task_id)
+        doc = pulled(context["ti"], self.state_task_id)
         if not doc:
             raise AirflowSkipException(f"{self.state_task_id} handed on no drill")
         return DrillState.model_validate(doc)
@@ -146,9 +148,9 @@ class InjectFailureOperator(_DrillStep):
         from spark_jobs.drills.engine import Hypothesis, inject
 
         state = self.state_in(context)
-        if state.needs_approval and not approved(context["ti"].xcom_pull(task_ids=self.approval_task_id)):
+        if state.needs_approval and not approved(pulled(context["ti"], self.approval_task_id)):
             raise AirflowSkipException("nobody approved the drill: nothing was injected")
-        steady = context["ti"].xcom_pull(task_ids=self.steady_task_id)
+        steady = pulled(context["ti"], self.steady_task_id)
         hypothesis = Hypothesis(**steady["seen"])
         try:
             out = self.run_step(state, lambda store, s: inject(store, s, hypothesis))
@@ -196,7 +198,7 @@ class VerifyDrillOperator(_DrillStep):
         from spark_jobs.drills.engine import verify
 
         state = self.state_in(context)
-        faults = context["ti"].xcom_pull(task_ids=self.faults_task_id)
+        faults = pulled(context["ti"], self.faults_task_id)
         out = self.run_step(state, lambda store, s: verify(store, s, {"faults": faults} if faults else None))
         r = out["report"]
         acc = r["tentative_accuracy"]
@@ -261,7 +263,7 @@ class FinishDrillOperator(_DrillStep):
 
         ti = context["ti"]
         states = task_states(context)
-        doc = next((d for t in reversed(STATE_STEPS) if (d := ti.xcom_pull(task_ids=t))), None)
+        doc = next((d for t in reversed(STATE_STEPS) if (d := pulled(ti, t))), None)
         if doc is None:
             if states.get("preflight") == "skipped":
                 raise AirflowSkipException("the drill was refused before it started (see the preflight's log)")
@@ -284,8 +286,7 @@ class FinishDrillOperator(_DrillStep):
     def _outcome(self, state, states: dict[str, str], ti):
         from spark_jobs.drills.engine import Outcome
 
-        fired = next(((ti.xcom_pull(task_ids=w, key="abort_probe"), r) for w in ABORTING
-                      if (r := ti.xcom_pull(task_ids=w, key="abort_reason"))), None)  # noqa: E501
+        fired = next(((pulled(ti, w, "abort_probe"), r) for w in ABORTING if (r := pulled(ti, w, "abort_reason"))), None)
         if fired is not None:
             return Outcome(verdict="aborted", reasons=[f"abort probe {fired[0]}: {fired[1]}"], fired=fired)
         failed = sorted(t for t, s in states.items() if s in ("failed", "upstream_failed") and t != self.task_id)
@@ -299,7 +300,11 @@ class FinishDrillOperator(_DrillStep):
 
 
 def task_states(context: Any) -> dict[str, str]:
-    """Task id -> state of this DAG run's tasks (through the Task SDK: a task cannot query the database)."""
+    """Task id -> state of this DAG run's tasks (through the Task SDK: a task cannot query the database); in a mapped
+    task group, those of the same map index (the same job's drill), by their task ids."""
     ti = context["ti"]
-    states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id])
-    return {task: str(getattr(state, "value", state)) for task, state in states.get(ti.run_id, {}).items()}
+    mapped = ti.map_index is not None and ti.map_index >= 0
+    states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id], **({"map_index": ti.map_index} if mapped else {}))
+    suffix = f"_{ti.map_index}"  # the Task SDK names a mapped instance <task id>_<map index>
+    return {task.removesuffix(suffix) if mapped else task: str(getattr(state, "value", state))
+            for task, state in states.get(ti.run_id, {}).items()}

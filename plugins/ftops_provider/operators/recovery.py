@@ -27,6 +27,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
+from ft_core.errors import InputError
 from ft_core.input.names import check_name
 from ftops_provider.arguments import bad_input_fails_the_task, checked
 from ftops_provider.hooks.history import HistoryStoreHook
@@ -92,6 +93,9 @@ class PlanStagesOperator(BaseOperator):
 
         root = Path(self.units_dir)
         with bad_input_fails_the_task():  # job name, arrivals, cost, policy and node cap checked before anything is read
+            if not self.job_name:
+                raise InputError("job: name the registered job this recovery is recorded under (the DAG's job Param "
+                                 "has no default)", field="job")
             check_name(self.job_name, "job name", "job_name")
             check_stage_inputs(self.arrivals, self.policy, self.node_cap, self.arrival_times)
             schedule, problem = plan_failure_stages(root, self.arrivals, self.cost, self.policy, self.node_cap,

@@ -179,7 +179,9 @@ class DrillWaitSensor(_DeferredWait):
 
         from ftops_provider.triggers.drill_wait import DrillWaitTrigger
 
-        state = context["ti"].xcom_pull(task_ids=self.state_task_id)
+        from ftops_provider.operators.fleet import pulled
+
+        state = pulled(context["ti"], self.state_task_id)  # the same job's drill in the DAG's mapped task group
         if not state:
             raise AirflowSkipException(f"{self.state_task_id} handed on no drill: nothing to wait for")
         if self.wait == "tentative" and not state["ctx"]["replica_output"]:
