@@ -56,6 +56,18 @@ def require_running(dep, job: str) -> str:
     return app
 
 
+def status(dep) -> dict:
+    """An attached job's state for ``ftops job status``: its application, whether its driver runs, its queries."""
+    from spark_jobs.runtime.launch import driver_running
+
+    running = driver_running(dep.control)
+    record = run_record(dep) if (Path(dep.control) / "_run.json").exists() else {}
+    return {"kind": "attached", "app": dep.app, "app_args": dep.app_args, "root": dep.root, "primary_master": dep.master,
+            "running": running, "app_id": record.get("app_id") if running else None,
+            "streams": [{"name": s, "state": "running" if running else "stopped", "app_id": q["id"],
+                         "checkpoint": q["checkpoint"]} for s, q in current_queries(dep).items()] if running else []}
+
+
 def current_queries(dep) -> dict[str, dict]:
     """Stream -> the newest start of each of the job's queries that has not ended since (its checkpoint, name, id)."""
     from spark_jobs.attach.hooks import queries

@@ -224,6 +224,15 @@ def _start(args: argparse.Namespace) -> int:
         dep = _deployment(store, args.name)
     finally:
         store.conn.close()
+    if dep.kind == "attached":  # its stored submit line, from its checkpoint
+        from spark_jobs.drills.reconcile import driver_env, resubmit_primary
+
+        submitted = resubmit_primary(args.name, dep, driver_env(args.db_dir))
+        if args.json:
+            print_json({"submitted": submitted, "job": args.name, "control": str(dep.control)})
+        else:
+            print(f"{args.name}: application {'submitted again from its stored line' if submitted else 'already running'}")
+        return 0
     dep.input.mkdir(parents=True, exist_ok=True)
     result = submit_stream(primary_app_name(args.name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
     if args.json:
@@ -260,10 +269,14 @@ def _status(args: argparse.Namespace) -> int:
         policy = store.policy(args.name)
     finally:
         store.conn.close()
-    if not row["deployment"]:
+    dep = parse_deployment(row["deployment"], args.name) if row["deployment"] else None
+    if dep is None:
         doc = {"job": args.name, "kind": "plan-only", "streams": []}
+    elif dep.kind == "attached":
+        from spark_jobs.attach.drill_support import status
+
+        doc = {"job": args.name, **status(dep)}
     else:
-        dep = parse_deployment(row["deployment"], args.name)
         apps = {a["name"]: a for ui in {dep.primary_ui, dep.standby_ui}
                 for a in master_state(ui).get("activeapps", [])}
         streams = [{"name": name, "state": app["state"], "app_id": app["id"]} for name, app in apps.items()
@@ -274,13 +287,21 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(doc)
         return 0
-    print(f"{args.name}: {doc['kind']}" + (f", pipeline {doc['pipeline']}, input {doc['input']}" if doc["kind"] == "runnable" else ""))
+    print(f"{args.name}: {doc['kind']}" + (f", pipeline {doc['pipeline']}, input {doc['input']}" if doc["kind"] == "runnable" else "")
+          + (f", application {doc['app']} ({'running' if doc['running'] else 'not running'})" if doc["kind"] == "attached" else ""))
     print(f"policy: drills {policy['drill_schedule']}, tuning {policy['tuning_schedule']}, priority {policy['priority']:g}, "
           f"apply {policy['apply']}")
     if doc["streams"]:
         print_table(["stream", "state", "application"], [[s["name"], s["state"], s["app_id"]] for s in doc["streams"]])
     return 0
 
+
+
+def _kind(job: dict) -> str:
+    """runnable (the pipeline API), attached (`ftops job submit`) or plan-only (a topology, no streams)."""
+    if not job["deployment"]:
+        return "plan-only"
+    return "attached" if job["deployment"].get("kind") == "attached" else "runnable"
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -290,7 +311,7 @@ def _list(args: argparse.Namespace) -> int:
         policies = store.policies()
     finally:
         store.conn.close()
-    rows = [{"job": j["name"], "kind": "runnable" if j["deployment"] else "plan-only", "pipeline": j["workload"],
+    rows = [{"job": j["name"], "kind": _kind(j), "pipeline": j["workload"],
              "budget": j["replication_budget"], "policy": policies[j["name"]]} for j in jobs]
     if args.json:
         print(json.dumps(rows, indent=2))

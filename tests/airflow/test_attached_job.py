@@ -83,6 +83,11 @@ def test_submit_registers_an_attached_job_that_reports_its_progress_and_its_quer
     again = run_cli("job", "submit", JOB, "--master", f"spark://127.0.0.1:{BASE + 77}", "--json", "--", APP, "--out",
                     root / "out", "--checkpoint", root / "checkpoint")
     assert again.code == 0 and again.json()["submitted"] is False  # it runs: not submitted twice
+    status = run_cli("job", "status", JOB, "--json")
+    assert status.code == 0 and status.json()["kind"] == "attached" and status.json()["running"]
+    assert [s["name"] for s in status.json()["streams"]] == ["ftops-clicks-clicks"]
+    assert {j["job"]: j["kind"] for j in run_cli("job", "list", "--json").json()}[JOB] == "attached"
+    assert run_cli("job", "start", JOB, "--json").json()["submitted"] is False  # it runs
     secret = run_cli("job", "submit", "other", "--conf", "spark.ssl.keyStorePassword=hunter2", "--", APP)
     assert secret.code == 2 and "--conf-env" in secret.err and "hunter2" not in secret.err
 
