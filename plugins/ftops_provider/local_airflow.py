@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_fixed
+from tenacity import retry, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_fixed
 
 from ft_core.errors import ExternalError, InputError
 from ftops_provider.dag_files import install_dag_files
@@ -171,17 +171,19 @@ class LocalAirflow:
         self._state_file.write_text(json.dumps({n: {"pid": pid, "started": t} for n, (pid, t) in records.items()}))
 
     # -- REST ------------------------------------------------------------------------------
-    # A loaded machine's api-server can miss a timeout now and then: reads and the token are asked again.
+    # A loaded machine's api-server can miss a timeout now and then, and its SQLite metadata database answers
+    # "Database error" (HTTP 500) while another component holds the write lock: reads, the token and idempotent
+    # writes (PATCH) are asked again; the last answer stands.
     @staticmethod
-    @retry(retry=retry_if_exception_type(httpx.TimeoutException), stop=stop_after_attempt(3), wait=wait_fixed(2),
-           reraise=True)
+    @retry(retry=retry_if_exception_type(httpx.TimeoutException) | retry_if_result(lambda r: r.status_code >= 500),
+           stop=stop_after_attempt(4), wait=wait_fixed(3), reraise=True, retry_error_callback=lambda s: s.outcome.result())
     def _request(method: str, url: str, **kwargs) -> httpx.Response:
         return httpx.request(method, url, **kwargs)
 
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> dict:
         """One call of Airflow's REST API as the admin user; an error names the call and the status."""
         try:
-            send = self._request if method == "GET" else httpx.request  # a write is not repeated blindly
+            send = self._request if method in ("GET", "PATCH") else httpx.request  # a POST is not repeated blindly
             resp = send(method, f"{self.url}{path}", json=body, timeout=30,
                         headers={"Authorization": f"Bearer {token or self.token()}"})
         except httpx.HTTPError as exc:

@@ -43,6 +43,14 @@ def register(sub, groups) -> None:
     soak.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
     _network_argument(soak)
     soak.set_defaults(func=_soak)
+    chaos = groups["bench"].add_parser("self-chaos", help="kill a piece of ftops mid-drill on the local stack and time "
+                                       "how long until the job is whole again (issue 35); writes docs/benchmarks/self-chaos.md")
+    chaos.add_argument("--scenarios", type=_scenario_list, default=None,
+                       help="comma-separated, in order (default all): " + ", ".join(_scenario_names()))
+    chaos.add_argument("--out", default="docs/benchmarks/self-chaos.md", help="report path")
+    chaos.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
+    chaos.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
+    chaos.set_defaults(func=_self_chaos)
 
 
 def _network_argument(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +180,33 @@ def _soak(args: argparse.Namespace) -> int:
                       on_drill=partial)
     emit_report(soak_report(result, out), args.out, args.json)
     return 0 if result.target_met else 1
+
+
+def _scenario_names() -> tuple[str, ...]:
+    from ftops_provider.self_chaos import SCENARIOS
+
+    return SCENARIOS
+
+
+def _scenario_list(text: str) -> list[str]:
+    chosen = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [c for c in chosen if c not in _scenario_names()]
+    if not chosen or unknown:
+        raise argparse.ArgumentTypeError(f"expected some of {', '.join(_scenario_names())}, got {text!r}")
+    return chosen
+
+
+def _self_chaos(args: argparse.Namespace) -> int:
+    from ftops_provider.self_chaos import run_self_chaos, self_chaos_report
+
+    stack = _stack(args)
+    stack.up()
+    scenarios = args.scenarios or list(_scenario_names())
+    progress = Progress("self-chaos", total=len(scenarios))
+    result = run_self_chaos(stack, scenarios, command_line(["bench", "self-chaos"]), progress=progress)
+    (stack.state / "self-chaos.json").write_text(result.model_dump_json(indent=2))  # the raw rows, beside the stack
+    emit_report(self_chaos_report(result), args.out, args.json)
+    return 0 if all(r.restored for r in result.rows) else 1
 
 
 def _summary(stack) -> dict:

@@ -27,7 +27,7 @@ from pathlib import Path
 from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.registry import add_renamed_flag
-from ft_core.errors import InputError
+from ft_core.errors import ExternalError, InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
 from spark_jobs.cli.discovery import add_spark_ui_arguments
@@ -183,15 +183,32 @@ def _register(args: argparse.Namespace) -> int:
     finally:
         store.conn.close()
     kind = "plan-only" if spec.deployment is None else "runnable"
+    running = None if spec.deployment is None else _primary_running(spec)
     if args.json:
         print_json({"job": spec.name, "job_id": job_id, "topology_id": topology_id, "kind": kind,
-                    "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment})
+                    "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment,
+                    "primary_running": running})
         return 0
     print(f"job {spec.name} registered ({kind}, id {job_id}); topology version id {topology_id} with "
           f"{sum(op['parallelism'] for op in topology['operators'])} tasks")
-    if spec.deployment:
+    if running:  # a registration changes what the next submission runs, not the running application
+        print(f"its primary already runs on {spec.primary_master}: the new registration applies when it is submitted "
+              f"again (`ftops job stop {spec.name}`, then `ftops job start {spec.name}`)")
+    elif spec.deployment:
         print(f"next: `ftops job start {spec.name}` submits its primary to {spec.primary_master}")
     return 0
+
+
+def _primary_running(spec) -> bool | None:
+    """Whether the job's primary application runs on its master (None when the master does not answer)."""
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.job_streams import primary_app_name
+
+    try:
+        apps = master_state(spec.deployment["primary_ui"], timeout_s=5).get("activeapps", [])
+    except ExternalError:
+        return None
+    return any(a["name"] == primary_app_name(spec.name) and a.get("state") == "RUNNING" for a in apps)
 
 
 def _check_registered_policy(store, spec, policy: dict) -> None:

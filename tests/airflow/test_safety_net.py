@@ -131,3 +131,16 @@ def test_a_halt_aborts_the_running_drill_undoes_its_fault_and_refuses_new_ones_u
     assert doctor.code == 1 and [f["what"] for f in doctor.json()["findings"]] == ["halted"]
     assert run_cli("resume").code == 0
     assert run_cli("doctor").code == 0 and store.halted() is None
+
+
+def test_registering_a_running_job_again_says_it_applies_at_the_next_submission(job, tmp_path):
+    """Issue 37 (item 9): re-registering a running job does not suggest `job start` (it already runs)."""
+    from tests.live_jobs import registration
+
+    dep, store = job
+    res = run_cli(*registration(JOB, dep.input.parent, BASE), "--test-job")
+    assert res.code == 0, res.err
+    assert "its primary already runs" in res.out and f"`ftops job stop {JOB}`, then `ftops job start {JOB}`" in res.out
+    assert "next: `ftops job start" not in res.out
+    doc = run_cli(*registration(JOB, dep.input.parent, BASE), "--test-job", "--json").json()
+    assert doc["primary_running"] is True
