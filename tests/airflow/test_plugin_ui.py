@@ -302,3 +302,51 @@ def test_the_pages_show_the_halt_and_the_jobs_fault_journal(ui):
         banner = client.get(route, headers=auth).text
         assert "id='halted'" in banner and "&lt;script&gt;" in banner and "<script>alert" not in banner
     assert client.get("/api/halt", headers=auth).json()["reason"] == "<script>alert(1)</script> game day"
+
+
+def test_a_user_who_may_change_dag_runs_halts_and_resumes_from_the_console_and_a_viewer_cannot(ui):
+    """Issue 35 (item 3) and 36: the Halt button. Halting records the halt (every running drill reads it on its next
+    poll, aborts and undoes its faults: tests/airflow/test_safety_net.py); only users who may change DAG runs may."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    client, token, seeded = ui
+    store = seeded["store"]
+    auth = {"Authorization": f"Bearer {token}"}
+    viewer = {"Authorization": "Bearer " + get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="vic", role="VIEWER"))}
+    page = client.get("/", headers=auth).text
+    assert "id='halt-form'" in page and "id='resume-form'" not in page
+    assert client.post("/api/halt", json={"reason": "game day"}, headers=viewer).status_code == 403
+    assert client.delete("/api/halt", headers=viewer).status_code == 403
+    assert client.post("/api/halt", json={"reason": "game day"}).status_code == 401
+    assert client.post("/api/halt", json={"reason": ""}, headers=auth).status_code == 422
+    assert client.post("/api/halt", json={"reason": "   "}, headers=auth).status_code == 422
+    assert store.halted() is None  # nothing refused changed anything
+
+    doc = client.post("/api/halt", json={"reason": "rack-b maintenance"}, headers=auth).json()
+    assert doc["halted"] and doc["reason"] == "rack-b maintenance" and doc["halted_by"] == "admin (the Airflow UI)"
+    assert store.halted()["reason"] == "rack-b maintenance"
+    again = client.post("/api/halt", json={"reason": "another"}, headers=auth).json()
+    assert again["reason"] == "rack-b maintenance"  # the standing halt is kept
+    page = client.get("/", headers=auth).text
+    assert "id='halted'" in page and "id='resume-form'" in page and "id='halt-form'" not in page
+    ended = client.delete("/api/halt", headers=auth).json()
+    assert ended["halted"] is False and ended["ended"]["reason"] == "rack-b maintenance" and store.halted() is None
+
+
+def test_the_halt_form_posts_only_from_the_page_itself(ui):
+    client, token, seeded = ui
+    store = seeded["store"]
+    auth = {"Authorization": f"Bearer {token}"}
+    for headers in ({}, {"Origin": "https://evil.example"}, {"Referer": "https://evil.example/x"}):
+        refused = client.post("/halt", data={"reason": "csrf"}, headers={**auth, **headers}, follow_redirects=False)
+        assert refused.status_code == 403 and store.halted() is None, headers
+    own = {**auth, "Origin": "http://testserver"}
+    assert client.post("/halt", data={"reason": ""}, headers=own, follow_redirects=False).status_code == 422
+    done = client.post("/halt", data={"reason": "zone a flapping"}, headers=own, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "./"
+    assert store.halted()["reason"] == "zone a flapping" and store.halted()["halted_by"] == "admin (the Airflow UI)"
+    assert client.post("/resume", headers={**auth, "Referer": "https://evil.example/"}).status_code == 403
+    assert store.halted() is not None
+    back = client.post("/resume", headers={**auth, "Referer": "http://testserver/ftops/"}, follow_redirects=False)
+    assert back.status_code == 303 and store.halted() is None

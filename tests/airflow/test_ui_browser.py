@@ -172,7 +172,7 @@ def _non_white(image: np.ndarray, box: dict[str, float]) -> int:
 
 # -- the test ---------------------------------------------------------------------------------------------
 
-def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser, tmp_path):
+def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser, tmp_path, pg_conn):
     page = f"{api_server.url}/ftops/jobs/topk"
     chart_box = {"x": 0, "y": 0, "width": VIEWPORT[0], "height": VIEWPORT[1]}
 
@@ -211,3 +211,19 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser,
     topology = _wait_css(browser, "#topology svg").rect
     assert topology["y"] + topology["height"] <= height
     assert _colour_pixels(image, topology, GREEN) > 8 * 150
+
+    # The console acts, too (issue 35, item 3): the admin halts every experiment from the jobs page with a reason and
+    # resumes them, in the browser (its form post carries Airflow's session cookie and the page's origin).
+    from ft_core.store.history import HistoryStore
+
+    store = HistoryStore(pg_conn)
+    browser.get(f"{api_server.url}/ftops/")
+    _wait_css(browser, "#halt-reason").send_keys("rack-b firmware upgrade")
+    _wait_css(browser, "#halt").click()
+    banner = _wait_css(browser, "#halted")
+    assert "rack-b firmware upgrade" in banner.text and "admin (the Airflow UI)" in banner.text
+    assert browser.current_url.rstrip("/") == f"{api_server.url}/ftops"
+    assert store.halted()["reason"] == "rack-b firmware upgrade"
+    _wait_css(browser, "#resume").click()
+    _wait_css(browser, "#halt-form")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#halted") and store.halted() is None

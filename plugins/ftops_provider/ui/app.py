@@ -18,10 +18,12 @@ from html import escape
 from typing import Annotated
 from urllib.parse import quote
 
-from airflow.api_fastapi.core_api.security import requires_authenticated
-from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
+from fastapi import Depends, FastAPI, Form, HTTPException, Query, Request
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ft_core.errors import InputError
@@ -30,7 +32,7 @@ from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
-from ftops_provider.ui.safety import faults_section, halt_banner
+from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
@@ -102,7 +104,8 @@ def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
                    f"<td>{j['replication_budget']}</td></tr>" for j in jobs)
     body = (f"<table><tr><th>job</th><th>workload</th><th>kind</th><th>replica budget</th></tr>{rows}</table>"
             if rows else "<p>No jobs registered yet.</p>")
-    return _page("Fault tolerance: jobs", halt_banner(store.halted()) + body)
+    halt = store.halted()
+    return _page("Fault tolerance: jobs", halt_banner(halt) + body + halt_form(halt))
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
@@ -204,8 +207,70 @@ def faults_api(job: JobName, limit: int = Query(100, ge=1, le=1000), store: Hist
 @app.get("/api/halt")
 def halt_api(store: HistoryStore = Depends(get_store)) -> dict:
     """The halt in force (``{"halted": false}`` when none)."""
+    return _halt_doc(store)
+
+
+# -- acting: the halt ------------------------------------------------------------------------------------
+# Halting aborts DAG runs (the drills): only a user who may change DAG runs may halt or resume. The UI records the
+# halt; every running drill reads it on its next poll, aborts and undoes its own faults (spark_jobs.drills.waits),
+# and the safety net undoes those of a dead holder: no fault injection or Spark call runs in the api-server.
+_MAY_OPERATE = [Depends(requires_access_dag("PUT", DagAccessEntity.RUN))]
+
+
+class HaltIn(BaseModel):
+    reason: str = Field(min_length=1, max_length=500, description="why experiments are halted (shown to everyone)")
+
+
+def _halt_doc(store: HistoryStore) -> dict:
     halt = store.halted()
     return {"halted": False} if halt is None else {"halted": True, **{**halt, "halted_at": halt["halted_at"].isoformat()}}
+
+
+def _by(user) -> str:
+    return f"{user.get_name()} (the Airflow UI)"
+
+
+def _same_origin(request: Request) -> None:
+    """A form post must come from a page of this server (the session cookie is SameSite=Lax already; this also
+    refuses a post whose Origin or Referer names another site)."""
+    from urllib.parse import urlsplit
+
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is None or urlsplit(source).netloc != request.headers.get("host"):
+        raise HTTPException(status_code=403, detail="a halt or resume form must be posted from the ftops page itself")
+
+
+@app.post("/api/halt", dependencies=_MAY_OPERATE)
+def halt_post_api(body: HaltIn, user: GetUserDep, store: HistoryStore = Depends(get_store)) -> dict:
+    """Halt every experiment of the fleet (as ``ftops halt``); a halt in force is kept (its reason stays)."""
+    if not body.reason.strip():
+        raise HTTPException(status_code=422, detail="reason: say why experiments are halted")
+    store.halt(body.reason.strip(), _by(user))
+    return _halt_doc(store)
+
+
+@app.delete("/api/halt", dependencies=_MAY_OPERATE)
+def resume_api(user: GetUserDep, store: HistoryStore = Depends(get_store)) -> dict:
+    """End the halt (as ``ftops resume``): drills may start again. ``ended`` is the halt that ended (null: none)."""
+    ended = store.resume(_by(user))
+    return {"halted": False, "ended": None if ended is None else {**ended, "halted_at": ended["halted_at"].isoformat()}}
+
+
+@app.post("/halt", dependencies=[*_MAY_OPERATE, Depends(_same_origin)])
+def halt_form_post(user: GetUserDep, reason: Annotated[str, Form(max_length=500)] = "",
+                   store: HistoryStore = Depends(get_store)) -> Response:
+    """The jobs page's Halt button."""
+    if not reason.strip():
+        raise HTTPException(status_code=422, detail="reason: say why experiments are halted")
+    store.halt(reason.strip(), _by(user))
+    return RedirectResponse("./", status_code=303)
+
+
+@app.post("/resume", dependencies=[*_MAY_OPERATE, Depends(_same_origin)])
+def resume_form_post(user: GetUserDep, store: HistoryStore = Depends(get_store)) -> Response:
+    """The jobs page's Resume button."""
+    store.resume(_by(user))
+    return RedirectResponse("./", status_code=303)
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")

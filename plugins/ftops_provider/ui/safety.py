@@ -17,7 +17,20 @@ def halt_banner(halt: dict[str, Any] | None) -> str:
         return ""
     return (f"<p id='halted' class='bad'><b>Experiments are halted</b> since "
             f"{halt['halted_at']:%Y-%m-%d %H:%M:%S %Z} by {escape(halt['halted_by'])}: {escape(halt['reason'])}. "
-            "No drill starts until <code>ftops resume</code>.</p>")
+            "Running drills abort and undo their faults; no drill starts until it is resumed "
+            "(<code>ftops resume</code>, or Resume below).</p>")
+
+
+def halt_form(halt: dict[str, Any] | None) -> str:
+    """The Halt button (with its reason) or, while halted, the Resume button. Posting needs permission to change
+    DAG runs; the server refuses others (403)."""
+    if halt is not None:
+        return ("<form id='resume-form' method='post' action='resume'><button id='resume' type='submit'>Resume "
+                "experiments</button></form>")
+    return ("<form id='halt-form' method='post' action='halt'><h2>Halt</h2><p class='caption'>Aborts every running "
+            "drill of the fleet (each undoes its faults) and refuses new ones until resumed, as <code>ftops halt</code>."
+            "</p><input id='halt-reason' name='reason' required maxlength='500' placeholder='why (shown to everyone)' "
+            "size='50'> <button id='halt' type='submit'>Halt all experiments</button></form>")
 
 
 def faults_section(faults: list[dict[str, Any]]) -> str:
