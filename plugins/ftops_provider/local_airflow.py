@@ -200,6 +200,24 @@ class LocalAirflow:
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token)
         return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}}, token)["dag_run_id"]
 
+    def run_dag(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900,
+                progress=lambda _m: None) -> dict:
+        """Trigger a run of ``dag_id`` (:meth:`trigger`) and wait until it ends; returns the run. Each change of its
+        state goes to ``progress``."""
+        run_id = self.trigger(dag_id, conf)
+        progress(f"{dag_id}: run {run_id} triggered")
+        state = None
+
+        def finished() -> dict | None:
+            nonlocal state
+            run = self.dag_run(dag_id, run_id)
+            if run["state"] != state:
+                state = run["state"]
+                progress(f"{dag_id}: {state}")
+            return run if state in ("success", "failed") else None
+
+        return wait_for(finished, timeout_s=timeout_s, interval_s=3, what=lambda: f"{dag_id} run {run_id} to finish (state {state})")
+
     def _dag_parsed(self, dag_id: str, token: str) -> bool:
         try:
             self.api("GET", f"/api/v2/dags/{dag_id}", token=token)

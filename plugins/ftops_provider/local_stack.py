@@ -29,7 +29,6 @@ from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
 from spark_jobs.runtime.processes import same_process, signal_group, start_time
-from spark_jobs.runtime.waiting import wait_for
 
 # The demo's jobs are test jobs: their plans and drills apply at once (no approval waits in a demo).
 SAMPLE_JOBS = (
@@ -243,16 +242,4 @@ class LocalStack:
     # -- Airflow REST ----------------------------------------------------------------------
     def trigger(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900) -> dict:
         """Unpause ``dag_id``, trigger a run with ``conf`` and wait for it to finish; returns the run."""
-        run_id = self.airflow.trigger(dag_id, conf)
-        self.progress(f"{dag_id}: run {run_id} triggered")
-        state = None
-
-        def finished() -> dict | None:
-            nonlocal state
-            run = self.airflow.dag_run(dag_id, run_id)
-            if run["state"] != state:
-                state = run["state"]
-                self.progress(f"{dag_id}: {state}")
-            return run if state in ("success", "failed") else None
-
-        return wait_for(finished, timeout_s=timeout_s, interval_s=3, what=lambda: f"{dag_id} run {run_id} to finish (state {state})")
+        return self.airflow.run_dag(dag_id, conf, timeout_s, self.progress)

@@ -57,6 +57,7 @@ class ChaosRow(BaseModel):
     duplicated_windows: int | None = None
     repaired_by: str | None = None
     error: str | None = None
+    measured_at: float | None = Field(default=None, description="when the scenario ended (epoch s)")
 
     @property
     def restored(self) -> bool:
@@ -100,6 +101,7 @@ class _Scenario:
         except (ExternalError, OSError) as exc:
             row.error = str(exc)
         row.domains_after = self.cluster.capacity()
+        row.measured_at = time.time()
         return row
 
     # -- the drill and the break ---------------------------------------------------------------------------------
@@ -224,6 +226,19 @@ def run_self_chaos(stack, scenarios: list[str], command: str, whole_within_s: fl
     return ChaosResult(command=command, started_at=started, elapsed_s=time.time() - started, rows=rows)
 
 
+def merged(previous: ChaosResult | None, new: ChaosResult) -> ChaosResult:
+    """``new``'s rows, and ``previous``'s for the scenarios ``new`` did not run (a scenario run again after a fix
+    replaces its row; each row keeps when it was measured), in the order of :data:`SCENARIOS`."""
+    if previous is None:
+        return new
+    rows = {r.scenario: r for r in previous.rows} | {r.scenario: r for r in new.rows}
+    order = [name for name in SCENARIOS if name in rows]
+    kept = [name for name in order if name not in {r.scenario for r in new.rows}]
+    command = new.command if not kept else f"{previous.command}, then {new.command}"
+    return ChaosResult(command=command, started_at=min(previous.started_at, new.started_at),
+                       elapsed_s=previous.elapsed_s + new.elapsed_s, rows=[rows[n] for n in order])
+
+
 def self_chaos_report(result: ChaosResult) -> str:
     from ft_core.cli.output import format_table
 
@@ -231,7 +246,8 @@ def self_chaos_report(result: ChaosResult) -> str:
     rows = [[r.scenario, r.drill_id or "-", r.recorded or "-", "-" if r.whole_after_s is None else f"{r.whole_after_s:.0f}",
              show(r.domains_before), show(r.domains_after), "-" if r.lost_windows is None else r.lost_windows,
              "-" if r.duplicated_windows is None else r.duplicated_windows, (r.repaired_by or "-").split(" (")[0],
-             "yes" if r.restored else "no"] for r in result.rows]
+             "yes" if r.restored else "no",
+             "-" if r.measured_at is None else time.strftime("%m-%d %H:%M", time.gmtime(r.measured_at))] for r in result.rows]
     restored = sum(r.restored for r in result.rows)
     return "\n".join([
         f"# ftops's own chaos: {len(result.rows)} scenarios on the local stack", "",
@@ -243,7 +259,7 @@ def self_chaos_report(result: ChaosResult) -> str:
         "before the drill, no open fault in the journal, the primary running with executors and steady again. "
         "*whole after* counts from the break. Output is compared with the batch reference from just before the drill.",
         "", "```", format_table(["scenario", "drill", "recorded", "whole after (s)", "domains before", "domains after",
-                                 "lost", "duplicated", "undone by", "restored"], rows), "```", "",
+                                 "lost", "duplicated", "undone by", "restored", "measured (UTC)"], rows), "```", "",
         f"**{restored} of {len(result.rows)} restored** with 0 lost and 0 duplicated windows.", "",
         *[f"- {r.scenario}: {r.error}" for r in result.rows if r.error],
         "Not run: " + "; ".join(f"{k} ({v})" for k, v in NOT_RUN.items()) + ".", ""])

@@ -46,11 +46,18 @@ def register(sub, groups) -> None:
     chaos = groups["bench"].add_parser("self-chaos", help="kill a piece of ftops mid-drill on the local stack and time "
                                        "how long until the job is whole again (issue 35); writes docs/benchmarks/self-chaos.md")
     chaos.add_argument("--scenarios", type=_scenario_list, default=None,
-                       help="comma-separated, in order (default all): " + ", ".join(_scenario_names()))
+                       help="comma-separated, in order (default all; a subset replaces those rows of the last "
+                            "report and keeps the others): " + ", ".join(_scenario_names()))
     chaos.add_argument("--out", default="docs/benchmarks/self-chaos.md", help="report path")
     chaos.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     chaos.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
     chaos.set_defaults(func=_self_chaos)
+
+
+def extend(sub, groups) -> None:
+    from ftops_provider.protect_cli import add_protect_command
+
+    add_protect_command(sub)  # `job protect` drives the local stack's Airflow when it runs
 
 
 def _network_argument(parser: argparse.ArgumentParser) -> None:
@@ -197,15 +204,18 @@ def _scenario_list(text: str) -> list[str]:
 
 
 def _self_chaos(args: argparse.Namespace) -> int:
-    from ftops_provider.self_chaos import run_self_chaos, self_chaos_report
+    from ftops_provider.self_chaos import ChaosResult, merged, run_self_chaos, self_chaos_report
 
     stack = _stack(args)
     stack.up()
     scenarios = args.scenarios or list(_scenario_names())
     progress = Progress("self-chaos", total=len(scenarios))
     result = run_self_chaos(stack, scenarios, command_line(["bench", "self-chaos"]), progress=progress)
-    (stack.state / "self-chaos.json").write_text(result.model_dump_json(indent=2))  # the raw rows, beside the stack
-    emit_report(self_chaos_report(result), args.out, args.json)
+    raw = stack.state / "self-chaos.json"  # the raw rows, beside the stack: a scenario run again replaces its row only
+    previous = ChaosResult.model_validate_json(raw.read_text()) if args.scenarios and raw.exists() else None
+    whole = merged(previous, result)
+    raw.write_text(whole.model_dump_json(indent=2))
+    emit_report(self_chaos_report(whole), args.out, args.json)
     return 0 if all(r.restored for r in result.rows) else 1
 
 

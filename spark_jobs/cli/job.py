@@ -41,6 +41,29 @@ def register(sub, groups) -> None:
 
     reg = jsub.add_parser("register", help="register (or update) a job: from a pipeline (runnable) or a topology "
                           "document (plan-only)", description="\n\n".join(__doc__.split("\n\n")[1:4]))
+    add_registration_arguments(reg)
+    reg.set_defaults(func=_register)
+
+    for name, help_text, func in (("start", "submit the job's primary (detached) unless it runs", _start),
+                                  ("stop", "stop the job's primary and replicas between micro-batches", _stop),
+                                  ("status", "the job's deployment and which of its streams run", _status),
+                                  ("checkpoint", "the job's checkpoint-interval recommendation and its validations "
+                                   "(predicted against measured recovery; applied only when validated)", _checkpoint)):
+        cmd = jsub.add_parser(name, help=help_text)
+        cmd.add_argument("name", type=name_flag("job name"), help="a registered job")
+        add_db_dir_argument(cmd)
+        cmd.add_argument("--json", action="store_true")
+        cmd.set_defaults(func=func)
+
+    lst = jsub.add_parser("list", help="the registered jobs (runnable or plan-only)")
+    add_db_dir_argument(lst)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_list)
+    register_commands(jsub)
+
+
+def add_registration_arguments(reg: argparse.ArgumentParser) -> None:
+    """The flags of ``job register`` (also ``job protect``'s, which registers first)."""
     reg.add_argument("--name", required=True, type=name_flag("job name"),
                      help="the job's name in the history store: 1-63 letters, digits, '-', '_' or '.', starting with a "
                           "letter or digit")
@@ -74,30 +97,16 @@ def register(sub, groups) -> None:
     add_policy_arguments(reg, apply=False)
     add_db_dir_argument(reg)
     reg.add_argument("--json", action="store_true")
-    reg.set_defaults(func=_register)
-
-    for name, help_text, func in (("start", "submit the job's primary (detached) unless it runs", _start),
-                                  ("stop", "stop the job's primary and replicas between micro-batches", _stop),
-                                  ("status", "the job's deployment and which of its streams run", _status),
-                                  ("checkpoint", "the job's checkpoint-interval recommendation and its validations "
-                                   "(predicted against measured recovery; applied only when validated)", _checkpoint)):
-        cmd = jsub.add_parser(name, help=help_text)
-        cmd.add_argument("name", type=name_flag("job name"), help="a registered job")
-        add_db_dir_argument(cmd)
-        cmd.add_argument("--json", action="store_true")
-        cmd.set_defaults(func=func)
-
-    lst = jsub.add_parser("list", help="the registered jobs (runnable or plan-only)")
-    add_db_dir_argument(lst)
-    lst.add_argument("--json", action="store_true")
-    lst.set_defaults(func=_list)
-    register_commands(jsub)
 
 
 def _store(args):
+    return open_store(args.db_dir)
+
+
+def open_store(db_dir):
     from ft_core.store.history import open_history_store
 
-    return open_history_store(args.db_dir)
+    return open_history_store(db_dir)
 
 
 def _ui_of(master: str, given: str | None) -> str:
@@ -166,11 +175,29 @@ def build_registration(args: argparse.Namespace):
 
 
 def _register(args: argparse.Namespace) -> int:
+    doc = register_job(args)
+    if args.json:
+        print_json(doc)
+        return 0
+    print(f"job {doc['job']} registered ({doc['kind']}, id {doc['job_id']}); topology version id {doc['topology_id']} "
+          f"with {doc['tasks']} tasks")
+    master = (doc["deployment"] or {}).get("primary_master")
+    if doc["primary_running"]:  # a registration changes what the next submission runs, not the running application
+        print(f"its primary already runs on {master}: the new registration applies when it is submitted "
+              f"again (`ftops job stop {doc['job']}`, then `ftops job start {doc['job']}`)")
+    elif doc["deployment"]:
+        print(f"next: `ftops job start {doc['job']}` submits its primary to {master}")
+    return 0
+
+
+def register_job(args: argparse.Namespace) -> dict:
+    """Register (or update) the job ``args`` describe (``job register``'s flags); what was stored, and whether its
+    primary runs already (None: plan-only, or its master does not answer)."""
     from ft_core.store.policies import checked_policy
 
     spec, topology, profile = build_registration(args)
     policy = checked_policy(policy_changes(args, with_apply=False))  # bad flags refused before anything is stored
-    store = _store(args)
+    store = open_store(args.db_dir)
     try:
         if policy:
             _check_registered_policy(store, spec, policy)
@@ -182,21 +209,10 @@ def _register(args: argparse.Namespace) -> int:
             store.set_policy(spec.name, policy, who("ftops job register"))
     finally:
         store.conn.close()
-    kind = "plan-only" if spec.deployment is None else "runnable"
-    running = None if spec.deployment is None else _primary_running(spec)
-    if args.json:
-        print_json({"job": spec.name, "job_id": job_id, "topology_id": topology_id, "kind": kind,
-                    "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment,
-                    "primary_running": running})
-        return 0
-    print(f"job {spec.name} registered ({kind}, id {job_id}); topology version id {topology_id} with "
-          f"{sum(op['parallelism'] for op in topology['operators'])} tasks")
-    if running:  # a registration changes what the next submission runs, not the running application
-        print(f"its primary already runs on {spec.primary_master}: the new registration applies when it is submitted "
-              f"again (`ftops job stop {spec.name}`, then `ftops job start {spec.name}`)")
-    elif spec.deployment:
-        print(f"next: `ftops job start {spec.name}` submits its primary to {spec.primary_master}")
-    return 0
+    return {"job": spec.name, "job_id": job_id, "topology_id": topology_id,
+            "kind": "plan-only" if spec.deployment is None else "runnable",
+            "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment,
+            "primary_running": None if spec.deployment is None else _primary_running(spec)}
 
 
 def _primary_running(spec) -> bool | None:
@@ -233,30 +249,33 @@ def _deployment(store, name: str):
 
 
 def _start(args: argparse.Namespace) -> int:
+    result = start_job(args.name, args.db_dir)
+    if args.json:
+        print_json(result)
+    elif "control" in result:
+        print(f"{args.name}: application {'submitted again from its stored line' if result['submitted'] else 'already running'}")
+    else:
+        print(f"{args.name}: primary {'submitted' if result['submitted'] else 'already running'} ({result['app_id']})")
+    return 0
+
+
+def start_job(name: str, db_dir) -> dict:
+    """Submit the registered job's primary (detached) unless it runs: ``submitted``, ``app_id``; an attached job's
+    stored submit line from its checkpoint (``control``: its control folder)."""
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
 
-    store = _store(args)
+    store = open_store(db_dir)
     try:
-        dep = _deployment(store, args.name)
+        dep = _deployment(store, name)
     finally:
         store.conn.close()
     if dep.kind == "attached":  # its stored submit line, from its checkpoint
         from spark_jobs.drills.reconcile import driver_env, resubmit_primary
 
-        submitted = resubmit_primary(args.name, dep, driver_env(args.db_dir))
-        if args.json:
-            print_json({"submitted": submitted, "job": args.name, "control": str(dep.control)})
-        else:
-            print(f"{args.name}: application {'submitted again from its stored line' if submitted else 'already running'}")
-        return 0
+        return {"submitted": resubmit_primary(name, dep, driver_env(db_dir)), "job": name, "control": str(dep.control)}
     dep.input.mkdir(parents=True, exist_ok=True)
-    result = submit_stream(primary_app_name(args.name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
-    if args.json:
-        print_json(result)
-    else:
-        print(f"{args.name}: primary {'submitted' if result['submitted'] else 'already running'} ({result['app_id']})")
-    return 0
+    return submit_stream(primary_app_name(name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
 
 
 def _stop(args: argparse.Namespace) -> int:

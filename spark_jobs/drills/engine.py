@@ -401,6 +401,8 @@ def finish(store, state: DrillState, outcome: Outcome, driver_env: dict[str, str
     from spark_jobs.drills.reconcile import undo_open_faults
 
     restored = undo_open_faults(store, state.job, state.holder, driver_env, drill_id=state.drill_id)
+    if state.ctx.t_fail:  # a drill that touched the job leaves it running (a refused one starts nothing)
+        restored += _streams_running(store, state, driver_env)
     verdict_, reasons = outcome.verdict, list(outcome.reasons)
     if store.drill_status(state.drill_id) == "running":
         store.finish_drill(state.drill_id, {"error": "; ".join(reasons), "restored": restored}, verdict_)
@@ -414,6 +416,18 @@ def finish(store, state: DrillState, outcome: Outcome, driver_env: dict[str, str
     store.release_lease(state.job, state.holder)
     _write(state, experiment)
     return experiment
+
+
+def _streams_running(store, state: DrillState, driver_env: dict[str, str]) -> list[str]:
+    """The primary and the replica resubmitted from their checkpoints if their drivers died or their master forgot
+    them (a master restarted mid-drill); what was resubmitted, for the report."""
+    from spark_jobs.drills.reconcile import restart_streams
+
+    try:
+        return [f"{what} resubmitted from its checkpoint" for what in restart_streams(store, state.job, state.deployment,
+                                                                                      driver_env)]
+    except (ExternalError, InputError, OSError) as exc:
+        return [f"could not check or restart the job's streams: {exc}"]
 
 
 def _write(state: DrillState, experiment: ExperimentReport) -> None:

@@ -69,7 +69,8 @@ def probes(state, fired: tuple[str, str] | None) -> list[Probe]:
                  reason=fired[1] if fired is not None and fired[0] == name else None)
            for name, bound in state.probes.bounds().items()]
     if fired is not None and fired[0] not in state.probes.bounds():  # the halt, or the lease lost
-        out.append(Probe(name=fired[0], bound="no halt, the lease held", fired=True, reason=fired[1]))
+        bound = {"primary_orphaned": "the primary's master keeps listing it"}.get(fired[0], "no halt, the lease held")
+        out.append(Probe(name=fired[0], bound=bound, fired=True, reason=fired[1]))
     return out
 
 

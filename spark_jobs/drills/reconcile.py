@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from ft_core.errors import FtopsError
 
 log = logging.getLogger(__name__)
+ORPHAN_GRACE_S = 120.0  # a driver younger than this may still be registering with its master
 STALE_EXPERIMENT = "its holder stopped without finishing it (its lease expired); its faults were undone"
 
 
@@ -68,11 +69,15 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
     from spark_jobs.attach.drill_support import is_attached
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
-    from spark_jobs.runtime.launch import driver_running
+    from spark_jobs.runtime.launch import driver_running, stop_run
 
     with locked(dep.primary_output / "_submit.lock"):
         if driver_running(dep.primary_output):
-            return False
+            if is_attached(dep) or not orphaned_primary(dep, primary_app_name(job)):
+                return False
+            log.warning("%s: its primary's driver runs but its master %s no longer lists it (a master restarted without "
+                        "recovery): stopping it and submitting it again from its checkpoint", job, dep.primary_master)
+            stop_run(dep.primary_output)
         if is_attached(dep):
             from spark_jobs.attach.deployment import submit
 
@@ -81,6 +86,47 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
         done = submit_stream(primary_app_name(job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=False,
                              extra_env=driver_env)
         return bool(done["submitted"])
+
+
+def orphaned_primary(dep, app_name: str) -> bool:
+    """Whether the primary's driver, submitted over :data:`ORPHAN_GRACE_S` ago, is missing from its master's
+    applications although the master answers: a standalone master restarted without recovery forgets the running
+    applications, and their drivers never get executors again. Unknown (the master does not answer) is not."""
+    import time
+
+    from spark_jobs.drills.live import master_apps
+
+    submitted = dep.primary_output / "_submit.json"
+    try:
+        if time.time() - submitted.stat().st_mtime < ORPHAN_GRACE_S:
+            return False  # still registering
+        apps = master_apps(dep.primary_ui)
+    except (FtopsError, OSError):
+        return False
+    return orphaned_app(app_name, apps)
+
+
+def orphaned_app(app_name: str, active_apps: list[dict]) -> bool:
+    """``app_name`` is in none of a master's active applications (RUNNING or WAITING both count as known).
+
+    >>> orphaned_app("ftops-a-primary", [{"name": "ftops-a-primary", "state": "WAITING"}])
+    False
+    >>> orphaned_app("ftops-a-primary", [{"name": "ftops-b-primary", "state": "RUNNING"}])
+    True
+    """
+    return not any(a.get("name") == app_name for a in active_apps)
+
+
+def restart_streams(store, job: str, dep, driver_env: dict[str, str]) -> list[str]:
+    """The job's primary and the replica of its applied plan running, each resubmitted from its checkpoint when its
+    driver died or its master forgot it; what was resubmitted."""
+    done = []
+    if resubmit_primary(job, dep, driver_env):
+        done.append("primary")
+    plan = store.running_replica_plan(job)
+    if plan is not None and resubmit_replica(job, dep, plan, driver_env):
+        done.append(f"replica of plan #{plan['plan_id']}")
+    return done
 
 
 def resubmit_replica(job: str, dep, plan: dict, driver_env: dict[str, str]) -> bool:
@@ -186,12 +232,9 @@ def make_whole(store, job: str, by: str, driver_env: dict[str, str]) -> list[Rep
                                outcome="recorded as aborted"))
     dep = _deployment(store, job)
     try:
-        if resubmit_primary(job, dep, driver_env):
-            done.append(Repair(job=job, fault_id=0, kind="primary", target=job, holder="", ok=True,
-                               outcome="resubmitted from its checkpoint"))
-        plan = store.running_replica_plan(job)
-        if plan is not None and resubmit_replica(job, dep, plan, driver_env):
-            done.append(Repair(job=job, fault_id=0, kind="replica", target=f"plan #{plan['plan_id']}", holder="", ok=True,
+        for what in restart_streams(store, job, dep, driver_env):
+            kind, target = ("primary", job) if what == "primary" else ("replica", what.split(" of ")[1])
+            done.append(Repair(job=job, fault_id=0, kind=kind, target=target, holder="", ok=True,
                                outcome="resubmitted from its checkpoint"))
     except (FtopsError, OSError) as exc:
         done.append(Repair(job=job, fault_id=0, kind="streams", target=job, holder="", ok=False,

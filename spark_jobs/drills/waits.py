@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ft_core.errors import FtopsError, InputError
+from ft_core.errors import ExternalError, FtopsError, InputError
 from spark_jobs.attach.drill_support import is_attached
 
 log = logging.getLogger(__name__)
@@ -54,9 +54,14 @@ class StoreView:
         self.factory, self._store, self.problem = factory, None, None
 
     def call(self, fn: Callable[[Any], Any]) -> Any:
-        try:
-            if self._store is None:
+        if self._store is None:
+            try:
                 self._store = self.factory()
+            except (ExternalError, OSError) as exc:  # cannot connect (a database restart): the next poll tries again
+                self.problem = f"history store not reachable ({exc})"
+                log.warning("%s; retrying at the next poll", self.problem)
+                return None
+        try:
             result, self.problem = fn(self._store), None
             return result
         except FtopsError:
@@ -82,12 +87,14 @@ class DrillWatch:
     def __init__(self, state, name: WaitName, view: StoreView):
         self.state, self.name, self.view = state, name, view
         self.condition = condition(state, name)
-        self._renewed = 0.0
+        self._renewed = self._orphan_checked = 0.0
 
     def poll(self) -> WaitResult:
         stop = self._guard()
         if stop is not None:
             return stop
+        if self.view.problem is not None:  # the halt and the lease are unknown: the drill takes no step blind
+            return WaitResult(status="pending", missing=self.view.problem)
         done, seen_or_missing = self.condition(self.view)
         if done:
             return WaitResult(status="ok", seen=seen_or_missing)
@@ -109,7 +116,22 @@ class DrillWatch:
         if not s.ctx.t_fail:
             return None
         fired = s.probes.fired(self._stored_lag())
+        if fired is None and self._primary_orphaned():
+            fired = ("primary_orphaned", f"the primary's master {s.deployment.primary_master} no longer lists it (a master "
+                                         "restarted without recovery): finish submits it again from its checkpoint")
         return None if fired is None else WaitResult(status="aborted", probe=fired[0], reason=fired[1])
+
+    def _primary_orphaned(self) -> bool:
+        """Its driver runs, its master answers and lists no such application (checked at most once a minute)."""
+        from spark_jobs.drills.reconcile import orphaned_primary
+        from spark_jobs.runtime.job_streams import primary_app_name
+        from spark_jobs.runtime.launch import driver_running
+
+        s = self.state
+        if is_attached(s.deployment) or time.time() - self._orphan_checked < 60:
+            return False
+        self._orphan_checked = time.time()
+        return driver_running(s.deployment.primary_output) and orphaned_primary(s.deployment, primary_app_name(s.job))
 
 
     def _stored_lag(self) -> Callable[[], float | None] | None:

@@ -45,8 +45,14 @@ def airflow(job, pg_server):
     """A real Airflow whose experiment schedules are off: only the safety net runs on its own."""
     home = ROOT / ".state" / "airflow-safety-net-test"
     shutil.rmtree(home, ignore_errors=True)
+    from pathlib import Path
+
+    from ftops_provider.local_stack import stack_connections
+    from spark_jobs.cluster.standalone import ClusterState
+
     local = LocalAirflow(home=home, port=AIRFLOW_PORT)
-    local.up(extra_env={"AIRFLOW_CONN_FTOPS_DB": pg_server.url(), "FTOPS_SCHEDULES": "manual"})
+    masters = ClusterState.load(Path(job[0].cluster_state)).masters()  # the replica's submission needs the standby
+    local.up(extra_env={**stack_connections(pg_server.url(), masters), "FTOPS_SCHEDULES": "manual"})
     try:
         token = local.token()
         wait_for(lambda: _watching(local, token), timeout_s=300, interval_s=3, what="the safety net's first run to watch")
@@ -133,7 +139,7 @@ def test_a_halt_aborts_the_running_drill_undoes_its_fault_and_refuses_new_ones_u
     assert run_cli("doctor").code == 0 and store.halted() is None
 
 
-def test_registering_a_running_job_again_says_it_applies_at_the_next_submission(job, tmp_path):
+def test_registering_a_running_job_again_says_it_applies_at_the_next_submission(job):
     """Issue 37 (item 9): re-registering a running job does not suggest `job start` (it already runs)."""
     from tests.live_jobs import registration
 
@@ -144,3 +150,72 @@ def test_registering_a_running_job_again_says_it_applies_at_the_next_submission(
     assert "next: `ftops job start" not in res.out
     doc = run_cli(*registration(JOB, dep.input.parent, BASE), "--test-job", "--json").json()
     assert doc["primary_running"] is True
+
+
+def test_job_protect_without_a_local_stack_registers_starts_and_says_what_waits_for_whom(job):
+    """Issue 37 (item 2): ``ftops job protect`` where no local stack runs: registered, the primary running (here
+    already), its first micro-batch seen, and the next step named for the job's apply mode; exit 0."""
+    from tests.live_jobs import registration
+
+    dep, store = job
+    args = registration(JOB, dep.input.parent, BASE)[2:]
+    res = run_cli("job", "protect", *args, "--test-job", "--json")
+    assert res.code == 0, res.err
+    doc = res.json()
+    assert doc["local_stack"] is False and doc["primary"]["submitted"] is False and doc["first_batch_s"] >= 0
+    assert doc["apply_mode"] == "auto" and doc["next"].startswith("ftops_profile_and_plan's next run (hourly)")
+    refused = run_cli("job", "protect", *args, "--test-job", "--drill")
+    assert refused.code == 2 and "--drill: a first drill runs through the local stack's Airflow" in refused.err
+
+
+def test_job_protect_through_airflow_plans_the_job_and_starts_its_replica(job, airflow):
+    """The local-stack path of ``ftops job protect`` on a real Airflow (this module's) and the job's real standby:
+    ftops_profile_and_plan runs, the plan is stored and its replica runs on the standby master."""
+    from ft_core.cli.main import build_parser
+    from ftops_provider.protect_cli import protect
+    from tests.live_jobs import registration
+
+    dep, store = job
+    args = build_parser().parse_args(["job", "protect", *map(str, registration(JOB, dep.input.parent, BASE)[2:])])
+    said: list[str] = []
+    doc = protect(args, airflow, said.append)
+    assert doc["plan_run"] == "success", said
+    plan = store.current_plan(JOB, "replication")
+    assert doc["plan"] == {"plan_id": plan["plan_id"], "output_fidelity": plan["objective"],
+                           "tasks": sorted(plan["payload"]["tasks"])} and doc["plan"]["tasks"]
+    assert doc["replica"]["state"] == "RUNNING", doc
+    assert store.running_replica_plan(JOB)["plan_id"] == plan["plan_id"]
+    assert doc["apply_mode"] == "auto"  # the local stack's default when neither --apply nor --test-job says
+    assert said[0].startswith("the local stack: apply mode auto") and said[1].startswith("1/4 registered")
+    assert any(m.startswith("4/4 plan #") and m.endswith("replica RUNNING") for m in said), said
+
+
+def test_a_primary_its_restarted_master_forgot_is_submitted_again_from_its_checkpoint(job):
+    """A standalone master restarted without recovery forgets its running applications: the driver lives on with no
+    executors (the self-chaos bench's spark-master-restarted left the job stalled). The repair every drill's finish,
+    the safety net and `ftops doctor --repair` run stops that driver and submits the primary again from its
+    checkpoint. Last in the module: it restarts the module's master."""
+    from pathlib import Path
+
+    from spark_jobs.cluster.standalone import restart_master
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.drills.reconcile import make_whole
+    from spark_jobs.runtime.job_streams import primary_app_name
+
+    dep, store = job
+    name = primary_app_name(JOB)
+
+    def app() -> dict | None:
+        return next((a for a in master_state(dep.primary_ui).get("activeapps", []) if a["name"] == name), None)
+
+    before = app()
+    assert before is not None and before["state"] == "RUNNING"
+    restart_master(Path(dep.cluster_state), "primary", down_s=5)
+    time.sleep(10)  # the driver's client would register again now if it could
+    assert app() is None  # forgotten: the driver lives on without executors
+    repairs = make_whole(store, JOB, by="test", driver_env={"FTOPS_DATABASE_URL": os.environ["FTOPS_DATABASE_URL"]})
+    assert [(r.kind, r.outcome) for r in repairs] == [("primary", "resubmitted from its checkpoint")]
+    wait_for(lambda: (a := app()) is not None and a["state"] == "RUNNING" and a["id"] != before["id"] or None,
+             timeout_s=180, interval_s=2, what="the primary running again on the restarted master")
+    assert cluster_of(dep).executor_domains(name)  # with executors again
+    assert make_whole(store, JOB, by="test", driver_env={}) == []  # whole: nothing more to do

@@ -76,3 +76,28 @@ def test_the_lag_probe_reads_the_primarys_rows_when_its_folders_are_out_of_reach
         "aborted", "too_far_behind", "the primary is 60 s behind its input, more than the bound of 30 s")
     assert poll(max_lag_s=90).status == "pending"  # within its bound
     assert poll(primary_stream=None).status == "pending"  # nothing to read: unknown, no abort
+
+
+def test_a_wait_polls_through_a_history_store_it_cannot_reach(pg_server, pg_conn, tmp_path):
+    """A database restart mid-drill costs polls, not the drill (the self-chaos bench's postgres-down-60s: the wait
+    failed at its first poll when the store refused the connection, and the safety net had to repair the job)."""
+    from ft_core.store.connection import connect
+    from ft_core.store.history import JobSpec
+    from spark_jobs.drills.waits import DrillWatch, StoreView
+    from tests.drill_states import drill_state
+
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    store.register_job(JobSpec(name="j", workload="topk", test_job=True))
+    store.acquire_lease("j", "drill", "dag run ftops_chaos_drill/test", ttl_s=300)
+    up = {"now": False}
+    down_url = pg_server.url().replace(f":{pg_server.port}/", ":1/")  # nothing listens on port 1
+
+    view = StoreView(lambda: HistoryStore(connect(pg_server.url() if up["now"] else down_url)))
+    now = time.time()
+    state = drill_state(tmp_path, job="j", ctx={"t_fail": now - 100}, capacity_due=now - 1)
+    watch = DrillWatch(state, "capacity_due", view)
+    away = watch.poll()
+    assert away.status == "pending" and view.problem.startswith("history store not reachable")
+    up["now"] = True  # the database is back
+    assert watch.poll().status == "ok" and view.problem is None

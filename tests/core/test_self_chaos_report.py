@@ -34,7 +34,7 @@ def test_the_report_counts_restored_scenarios_and_names_errors_and_what_it_did_n
     assert "**1 of 2 restored**" in text and "`ftops bench self-chaos`" in text
     assert "- postgres-down-60s: drill #4 to be recorded: timed out" in text
     line = next(t for t in text.splitlines() if t.startswith("drill-command-killed"))
-    assert "61" in line and "safety net" in line and line.rstrip().endswith("yes")
+    assert "61" in line and "safety net" in line and line.split()[-2:] == ["yes", "-"]  # restored; not timed
     assert all(name in text for name in NOT_RUN)
 
 
@@ -43,3 +43,18 @@ def test_the_scenario_flag_takes_known_names_in_order_and_refuses_others():
     for bad in ("", "drill-command-killed,rack-on-fire"):
         with pytest.raises(argparse.ArgumentTypeError, match="expected some of " + SCENARIOS[0]):
             _scenario_list(bad)
+
+
+def test_a_scenario_run_again_replaces_its_row_and_keeps_the_others():
+    from ftops_provider.self_chaos import merged
+
+    first = ChaosResult(command="ftops bench self-chaos", started_at=100, elapsed_s=1500, rows=[
+        ChaosRow(scenario=name, **{**WHOLE, "measured_at": 100 + i}) for i, name in enumerate(SCENARIOS)])
+    again = ChaosResult(command="ftops bench self-chaos --scenarios postgres-down-60s", started_at=5000, elapsed_s=300,
+                        rows=[ChaosRow(scenario="postgres-down-60s", **{**WHOLE, "whole_after_s": 80.0, "measured_at": 5300})])
+    whole = merged(first, again)
+    assert [r.scenario for r in whole.rows] == list(SCENARIOS)
+    by = {r.scenario: r for r in whole.rows}
+    assert by["postgres-down-60s"].whole_after_s == 80.0 and by["drill-command-killed"].measured_at == 100
+    assert whole.command == "ftops bench self-chaos, then ftops bench self-chaos --scenarios postgres-down-60s"
+    assert merged(None, again) is again

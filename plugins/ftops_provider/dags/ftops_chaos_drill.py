@@ -133,7 +133,9 @@ with DAG(
                                              profile="{{ params.fault_profile }}", duration_s="{{ params.fault_duration_s }}",
                                              seed="{{ params.fault_seed }}")
         verify = VerifyDrillOperator(task_id="verify", state_task_id="ensure_primary", trigger_rule="none_failed")
-        finish = FinishDrillOperator(task_id="finish", trigger_rule="all_done", on_failure_callback=FtopsNotifier())
+        # finish is idempotent: a database restart costs a retry here, not a wait for the safety net (lease TTL)
+        finish = FinishDrillOperator(task_id="finish", trigger_rule="all_done", retries=4, retry_delay=timedelta(seconds=30),
+                                     on_failure_callback=FtopsNotifier())
 
         preflight >> steady >> request >> approve >> decided
         [steady, decided] >> inject >> [wait_tentative, replacement_due]

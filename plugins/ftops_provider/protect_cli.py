@@ -1,0 +1,215 @@
+"""``ftops job protect``: from a pipeline to a protected job in one command (issue 37, item 2).
+
+A new user's job used to need five commands and a person at hand: ``job register``, ``job start``, a triggered
+``ftops_profile_and_plan`` to plan it and start its replica (paused DAGs, an approval waiting in Airflow), then a
+drill. ``job protect`` takes ``job register``'s flags and:
+
+1. registers the job (a runnable job: a pipeline with ``--input`` and ``--master``);
+2. submits its primary unless it runs, and waits for its first committed micro-batch (the rates the plan needs);
+3. on the local stack (its Airflow runs, on the stack's history store): unless ``--apply`` or ``--test-job`` says
+   otherwise, sets the job's apply mode to ``auto`` (a sandbox applies at once), runs ``ftops_profile_and_plan``
+   (profile, plan, replica) and reports the plan and whether its replica runs, or why it waits (a standby without
+   free cores); with ``--drill``, runs a first ``ftops_chaos_drill`` of the job and reports its verdict;
+4. anywhere else, it says what waits for whom: ``ftops_profile_and_plan``'s next run plans the job and, per its
+   apply mode, starts its replica (``auto``), asks a person in Airflow's Required actions (``approve``, the
+   default) or only stores the plan (``recommend``).
+
+The planning and the replica go through the same DAG as every other job (one way to apply a plan); this
+command only registers, starts and triggers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from ft_core.cli.output import print_json
+from ft_core.errors import ExternalError, InputError
+from ft_core.input.quantities import PositiveSeconds, Port, flag
+
+NEXT_ELSEWHERE = {
+    "auto": "ftops_profile_and_plan's next run (hourly) profiles it, plans its replica and starts it",
+    "approve": "ftops_profile_and_plan's next run (hourly) profiles it and plans its replica; the replica starts once a "
+               "person approves it in Airflow (Browse -> Required actions)",
+    "recommend": "ftops_profile_and_plan's next run (hourly) profiles it and stores its plans; nothing is applied "
+                 "(apply mode recommend: `ftops job set NAME --apply approve` or `auto` to change it)",
+}
+
+
+def add_protect_command(sub) -> None:
+    """``ftops job protect`` beside the other ``job`` commands (spark_jobs.cli.job creates the group)."""
+    from ft_core.cli.registry import group_commands
+    from spark_jobs.cli.job import add_registration_arguments
+
+    protect = group_commands(sub, "job").add_parser(
+        "protect", help="register a runnable job, start its primary, plan it and start its replica (on the local "
+                        "stack; elsewhere say what waits for whom); --drill: then a first drill",
+        description="\n\n".join(__doc__.split("\n\n")[1:3]))
+    add_registration_arguments(protect)
+    protect.add_argument("--drill", action="store_true", help="then run a first drill of the job (ftops_chaos_drill, "
+                                                              "local stack only)")
+    protect.add_argument("--first-batch-timeout-s", type=flag(PositiveSeconds), default=300.0,
+                         help="how long to wait for the primary's first micro-batch (default 300)")
+    protect.add_argument("--airflow-port", type=flag(Port), default=8080,
+                         help="the local stack's Airflow api-server port (default 8080)")
+    protect.set_defaults(func=_protect)
+
+
+def _protect(args: argparse.Namespace) -> int:
+    from ftops_provider.local_stack import LocalStack
+
+    if args.topology is not None or (args.pipeline is None and args.workload is None):
+        raise InputError("--pipeline: job protect needs a runnable job (a pipeline with --input and --master); "
+                         "`ftops job register --topology` registers a plan-only job")
+    stack = LocalStack(airflow_port=args.airflow_port)
+    airflow = stack.airflow if _on_local_stack(stack) else None
+    if args.drill and airflow is None:
+        raise InputError("--drill: a first drill runs through the local stack's Airflow (`ftops stack up`); elsewhere "
+                         "trigger ftops_chaos_drill with the job, or run `ftops drill job NAME`")
+    doc = protect(args, airflow, _say(args.json))
+    if args.json:
+        print_json(doc)
+    return 0 if _protected(doc, args.drill) else 1
+
+
+def protect(args: argparse.Namespace, airflow, say) -> dict:
+    """Register, start, wait for the first micro-batch; then, with ``airflow`` (the Airflow running ftops's DAGs on
+    this history store: :class:`~ftops_provider.local_airflow.LocalAirflow`), plan and start the replica through
+    ``ftops_profile_and_plan`` (and drill with ``args.drill``); without, say what waits for whom."""
+    from spark_jobs.cli.job import register_job, start_job
+
+    if airflow is not None and args.apply is None and not args.test_job:
+        args.apply = "auto"  # a sandbox: plans and drills apply at once
+        say("the local stack: apply mode auto (plans and drills apply at once; --apply approve asks a person first)")
+    registered = register_job(args)
+    say(f"1/4 registered {registered['job']} (id {registered['job_id']}, {registered['tasks']} tasks)")
+    started = start_job(args.name, args.db_dir)
+    say(f"2/4 primary {'submitted' if started['submitted'] else 'already running'} ({started.get('app_id')})")
+    dep = _deployment(args.name, args.db_dir)
+    first_batch_s = _first_batch(args.name, dep, args.first_batch_timeout_s)
+    say(f"3/4 first micro-batch committed after {first_batch_s:.0f} s")
+    doc = {"job": args.name, "registered": registered, "primary": started, "first_batch_s": round(first_batch_s, 1),
+           "local_stack": airflow is not None, "apply_mode": _apply_mode(args.name, args.db_dir)}
+    if airflow is None:
+        doc["next"] = NEXT_ELSEWHERE[doc["apply_mode"]]
+        say(f"4/4 no local stack: {doc['next']}")
+        return doc
+    doc.update(_plan_and_replica(airflow, dep.standby_ui, args.name, args.db_dir, say))
+    if args.drill:
+        doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say)
+    return doc
+
+
+def _protected(doc: dict, drilled: bool) -> bool:
+    if not doc["local_stack"]:
+        return True  # what follows is the DAG's, and said
+    replica_runs = (doc.get("replica") or {}).get("state") == "RUNNING" or doc.get("plan", {}).get("tasks") == []
+    return doc["plan_run"] == "success" and replica_runs and (not drilled or doc["drill"]["status"] == "passed")
+
+
+def _say(quiet: bool):
+    import sys
+
+    return (lambda _m: None) if quiet else (lambda m: print(m, file=sys.stdout, flush=True))
+
+
+def _on_local_stack(stack) -> bool:
+    """The local stack's Airflow runs and this command uses the stack's history store."""
+    alive = stack.airflow.alive()
+    if not alive or not all(alive.values()):
+        return False
+    url = os.environ.get("FTOPS_DATABASE_URL")
+    return url is None or url == stack.postgres.url()
+
+
+def _apply_mode(job: str, db_dir) -> str:
+    from spark_jobs.cli.job import open_store
+
+    store = open_store(db_dir)
+    try:
+        return store.policy(job)["apply"]
+    finally:
+        store.conn.close()
+
+
+def _deployment(job: str, db_dir):
+    from spark_jobs.cli.job import open_store
+    from spark_jobs.runtime.job_streams import parse_deployment
+
+    store = open_store(db_dir)
+    try:
+        return parse_deployment(store.job(job)["deployment"], job)
+    finally:
+        store.conn.close()
+
+
+def _first_batch(job: str, dep, timeout_s: float) -> float:
+    """Seconds until the primary's first micro-batch is committed (its metrics file has a batch)."""
+    from spark_jobs.pipeline.metrics import read_metrics
+    from spark_jobs.runtime.waiting import wait_for
+
+    metrics, t0 = dep.primary_output / "_metrics" / "metrics.jsonl", time.time()
+    try:
+        wait_for(lambda: bool(read_metrics(metrics)) or None, timeout_s=timeout_s, interval_s=2,
+                 what=f"the primary of {job} to commit its first micro-batch")
+    except ExternalError as exc:
+        raise ExternalError(f"{exc}: see `ftops job status {job}` and its driver log in "
+                            f"{dep.primary_output / '_logs'}") from None
+    return time.time() - t0
+
+
+def _plan_and_replica(airflow, standby_ui: str, job: str, db_dir, say) -> dict:
+    from spark_jobs.cli.job import open_store
+
+    run = airflow.run_dag("ftops_profile_and_plan", {}, timeout_s=1200, progress=say)
+    store = open_store(db_dir)
+    try:
+        plan = store.current_plan(job, "replication")
+        replica = store.running_replica_plan(job)
+    finally:
+        store.conn.close()
+    tasks = sorted(plan["payload"].get("tasks", [])) if plan else None
+    out = {"plan_run": run["state"], "plan": None if plan is None else
+           {"plan_id": plan["plan_id"], "output_fidelity": plan["objective"], "tasks": tasks}}
+    if plan is None:
+        say(f"4/4 ftops_profile_and_plan {run['state']}, but no replication plan was stored for {job}")
+        return out
+    out["replica"] = _replica_state(standby_ui, job, replica)
+    say(f"4/4 plan #{plan['plan_id']}: OF {plan['objective']:.4f}, replicating {len(tasks)} tasks; replica "
+        + (out["replica"]["state"] if out["replica"] else "none (the plan replicates nothing)")
+        + (f": {out['replica']['why']}" if out["replica"] and out["replica"].get("why") else ""))
+    return out
+
+
+def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | None:
+    """The replica application's state on the job's standby master, and why it waits when it does."""
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.job_streams import replica_app_name
+
+    if replica is None:
+        return None
+    doc = master_state(standby_ui, timeout_s=10)
+    name = replica_app_name(job, replica["plan_id"])
+    app = next((a for a in doc.get("activeapps", []) if a["name"] == name), None)
+    state = {"app": name, "state": app["state"] if app else "not running"}
+    if app and app["state"] == "WAITING":
+        holders = [f"{a['name']} ({a.get('cores', '?')} cores)" for a in doc.get("activeapps", []) if a["name"] != name]
+        state["why"] = (f"the standby has {doc.get('coresfree', 0)} free of {doc.get('cores', 0)} cores; taken by "
+                        + (", ".join(holders) or "nothing listed") + ": stop one (`ftops job stop JOB`) or add workers")
+    return state
+
+
+def _first_drill(airflow, job: str, db_dir, say) -> dict:
+    from spark_jobs.cli.job import open_store
+
+    run = airflow.run_dag("ftops_chaos_drill", {"job": job}, timeout_s=1800, progress=say)
+    store = open_store(db_dir)
+    try:
+        drills = store.drills(job)
+    finally:
+        store.conn.close()
+    last = drills[-1] if drills else {}
+    out = {"run": run["state"], "drill_id": last.get("drill_id"), "status": last.get("status", "not recorded")}
+    say(f"drill #{out['drill_id']}: {out['status']} (ftops_chaos_drill {run['state']}); `ftops job status {job}`")
+    return out
