@@ -104,7 +104,7 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
 def _protected(doc: dict, drilled: bool) -> bool:
     if not doc["local_stack"]:
         return True  # what follows is the DAG's, and said
-    replica_runs = (doc.get("replica") or {}).get("state") == "RUNNING" or doc.get("plan", {}).get("tasks") == []
+    replica_runs = (doc.get("replica") or {}).get("state") == "RUNNING" or (doc.get("plan") or {}).get("tasks") == []
     return doc["plan_run"] == "success" and replica_runs and (not drilled or doc["drill"]["status"] == "passed")
 
 
