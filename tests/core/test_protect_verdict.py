@@ -1,0 +1,31 @@
+"""``ftops job protect``'s exit code (issue 37, item 2): on the local stack the job counts as protected when the plan
+run succeeded, its replica runs (or the plan replicates nothing) and a requested first drill passed; elsewhere
+what follows is the DAG's, and said. The paths themselves run on real Spark and Airflow in
+tests/airflow/test_safety_net.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftops_provider.protect_cli import NEXT_ELSEWHERE, _protected
+
+RUNS = {"local_stack": True, "plan_run": "success", "plan": {"tasks": ["a[0]"]}, "replica": {"state": "RUNNING"}}
+
+
+@pytest.mark.parametrize("change, drilled, protected", [
+    ({}, False, True),
+    ({"replica": {"state": "WAITING", "why": "the standby has 0 free of 1 cores"}}, False, False),
+    ({"plan_run": "failed"}, False, False),
+    ({"plan": None, "replica": None}, False, False),  # the run stored no plan
+    ({"plan": {"tasks": []}, "replica": None}, False, True),  # nothing to replicate: nothing waits
+    ({"drill": {"status": "passed"}}, True, True),
+    ({"drill": {"status": "failed"}}, True, False),
+    ({"local_stack": False}, False, True),
+])
+def test_protected_when_planned_replicated_and_drilled_as_asked(change, drilled, protected):
+    assert _protected({**RUNS, **change}, drilled) is protected
+
+
+def test_every_apply_mode_says_what_waits_for_whom():
+    assert set(NEXT_ELSEWHERE) == {"auto", "approve", "recommend"}
+    assert "Required actions" in NEXT_ELSEWHERE["approve"] and "nothing is applied" in NEXT_ELSEWHERE["recommend"]
