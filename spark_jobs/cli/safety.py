@@ -109,12 +109,16 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from spark_jobs.drills.reconcile import driver_env, reconcile
+    from spark_jobs.drills.reconcile import driver_env, make_whole, orphaned_primaries, reconcile
 
     store = _store(args)
     try:
-        repairs = reconcile(store, by=f"ftops doctor --repair by {_who()}", driver_env=driver_env(args.db_dir)) \
-            if args.repair else []
+        repairs = []
+        if args.repair:
+            by, env = f"ftops doctor --repair by {_who()}", driver_env(args.db_dir)
+            repairs = reconcile(store, by=by, driver_env=env)
+            for job in orphaned_primaries(store):  # no fault of the job is open: its master forgot its primary
+                repairs += make_whole(store, job, by, env)
         findings = diagnose(store)
     finally:
         store.conn.close()
@@ -145,6 +149,11 @@ def diagnose(store) -> list[dict]:
     if halt is not None:
         out.append({"what": "halted", "job": None, "detail": f"since {halt['halted_at']:%Y-%m-%d %H:%M:%S %Z} by "
                     f"{halt['halted_by']}: {halt['reason']} (`ftops resume` ends it)"})
+    from spark_jobs.drills.reconcile import orphaned_primaries
+
+    out += [{"what": "orphaned primary", "job": job, "detail": "its driver runs but its master no longer lists it (a "
+             "master restarted without recovery): `ftops doctor --repair` submits it again from its checkpoint"}
+            for job in orphaned_primaries(store)]
     out += [{"what": "bad name", "job": None, "detail": f"job {j['name'][:80]!r} is not an identifier ({RULE}); register "
              "it again under a valid name"} for j in store.jobs() if not is_name(j["name"])]
     return out

@@ -106,6 +106,31 @@ def orphaned_primary(dep, app_name: str) -> bool:
     return orphaned_app(app_name, apps)
 
 
+def orphaned_primaries(store) -> list[str]:
+    """The registered jobs (ftops-run, not attached) whose primary is orphaned (:func:`orphaned_primary`); a job
+    whose deployment or master cannot be read is not listed (unknown is not orphaned)."""
+    from ft_core.input.names import is_name
+    from spark_jobs.runtime.job_streams import parse_deployment, primary_app_name
+    from spark_jobs.runtime.launch import driver_running
+
+    out = []
+    for name in (j["name"] for j in store.jobs()):
+        if not is_name(name):
+            continue
+        try:
+            stored = store.job(name).get("deployment")
+            if not stored:
+                continue
+            dep = parse_deployment(stored, name)
+            if getattr(dep, "kind", "") == "attached" or not driver_running(dep.primary_output):
+                continue
+            if orphaned_primary(dep, primary_app_name(name)):
+                out.append(name)
+        except (FtopsError, OSError, ValueError):
+            continue
+    return out
+
+
 def orphaned_app(app_name: str, active_apps: list[dict]) -> bool:
     """``app_name`` is in none of a master's active applications (RUNNING or WAITING both count as known).
 
