@@ -134,12 +134,11 @@ def _apply_mode(job: str, db_dir) -> str:
 
 
 def _deployment(job: str, db_dir):
-    from spark_jobs.cli.job import open_store
-    from spark_jobs.runtime.job_streams import parse_deployment
+    from spark_jobs.cli.job import open_store, registered_deployment
 
     store = open_store(db_dir)
     try:
-        return parse_deployment(store.job(job)["deployment"], job)
+        return registered_deployment(store, job)
     finally:
         store.conn.close()
 

@@ -242,7 +242,7 @@ def _check_registered_policy(store, spec, policy: dict) -> None:
         raise error
 
 
-def _deployment(store, name: str):
+def registered_deployment(store, name: str):
     from spark_jobs.runtime.job_streams import parse_deployment
 
     return parse_deployment(store.job(name)["deployment"], name)
@@ -267,7 +267,7 @@ def start_job(name: str, db_dir) -> dict:
 
     store = open_store(db_dir)
     try:
-        dep = _deployment(store, name)
+        dep = registered_deployment(store, name)
     finally:
         store.conn.close()
     if dep.kind == "attached":  # its stored submit line, from its checkpoint
@@ -283,7 +283,7 @@ def _stop(args: argparse.Namespace) -> int:
 
     store = _store(args)
     try:
-        dep = _deployment(store, args.name)
+        dep = registered_deployment(store, args.name)
     finally:
         store.conn.close()
     outputs = [dep.primary_output, *sorted(p for p in (dep.path / "replica").glob("plan-*") if p.is_dir())]

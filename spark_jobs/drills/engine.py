@@ -424,8 +424,8 @@ def _streams_running(store, state: DrillState, driver_env: dict[str, str]) -> li
     from spark_jobs.drills.reconcile import restart_streams
 
     try:
-        return [f"{what} resubmitted from its checkpoint" for what in restart_streams(store, state.job, state.deployment,
-                                                                                      driver_env)]
+        return [f"{kind} ({target}) resubmitted from its checkpoint"
+                for kind, target in restart_streams(store, state.job, state.deployment, driver_env)]
     except (ExternalError, InputError, OSError) as exc:
         return [f"could not check or restart the job's streams: {exc}"]
 

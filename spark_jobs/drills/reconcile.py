@@ -73,7 +73,7 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
 
     with locked(dep.primary_output / "_submit.lock"):
         if driver_running(dep.primary_output):
-            if is_attached(dep) or not orphaned_primary(dep, primary_app_name(job)):
+            if is_attached(dep) or not orphaned_primary(dep, job):
                 return False
             log.warning("%s: its primary's driver runs but its master %s no longer lists it (a master restarted without "
                         "recovery): stopping it and submitting it again from its checkpoint", job, dep.primary_master)
@@ -88,30 +88,32 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
         return bool(done["submitted"])
 
 
-def orphaned_primary(dep, app_name: str) -> bool:
-    """Whether the primary's driver, submitted over :data:`ORPHAN_GRACE_S` ago, is missing from its master's
-    applications although the master answers: a standalone master restarted without recovery forgets the running
-    applications, and their drivers never get executors again. Unknown (the master does not answer) is not."""
+def orphaned_primary(dep, job: str) -> bool:
+    """Whether the job's primary driver runs, was submitted over :data:`ORPHAN_GRACE_S` ago, and is missing from
+    its master's applications although the master answers: a standalone master restarted without recovery forgets
+    the running applications, and their drivers never get executors again. Unknown (the master does not answer) is
+    not orphaned."""
     import time
 
     from spark_jobs.drills.live import master_apps
+    from spark_jobs.runtime.job_streams import primary_app_name
+    from spark_jobs.runtime.launch import driver_running
 
     submitted = dep.primary_output / "_submit.json"
     try:
-        if time.time() - submitted.stat().st_mtime < ORPHAN_GRACE_S:
-            return False  # still registering
+        if not driver_running(dep.primary_output) or time.time() - submitted.stat().st_mtime < ORPHAN_GRACE_S:
+            return False  # not running, or still registering
         apps = master_apps(dep.primary_ui)
     except (FtopsError, OSError):
         return False
-    return orphaned_app(app_name, apps)
+    return orphaned_app(primary_app_name(job), apps)
 
 
 def orphaned_primaries(store) -> list[str]:
     """The registered jobs (ftops-run, not attached) whose primary is orphaned (:func:`orphaned_primary`); a job
     whose deployment or master cannot be read is not listed (unknown is not orphaned)."""
     from ft_core.input.names import is_name
-    from spark_jobs.runtime.job_streams import parse_deployment, primary_app_name
-    from spark_jobs.runtime.launch import driver_running
+    from spark_jobs.runtime.job_streams import parse_deployment
 
     out = []
     for name in (j["name"] for j in store.jobs()):
@@ -122,9 +124,7 @@ def orphaned_primaries(store) -> list[str]:
             if not stored:
                 continue
             dep = parse_deployment(stored, name)
-            if getattr(dep, "kind", "") == "attached" or not driver_running(dep.primary_output):
-                continue
-            if orphaned_primary(dep, primary_app_name(name)):
+            if getattr(dep, "kind", "") != "attached" and orphaned_primary(dep, name):
                 out.append(name)
         except (FtopsError, OSError, ValueError):
             continue
@@ -142,15 +142,15 @@ def orphaned_app(app_name: str, active_apps: list[dict]) -> bool:
     return not any(a.get("name") == app_name for a in active_apps)
 
 
-def restart_streams(store, job: str, dep, driver_env: dict[str, str]) -> list[str]:
+def restart_streams(store, job: str, dep, driver_env: dict[str, str]) -> list[tuple[str, str]]:
     """The job's primary and the replica of its applied plan running, each resubmitted from its checkpoint when its
-    driver died or its master forgot it; what was resubmitted."""
+    driver died or its master forgot it; what was resubmitted, as (kind, target) pairs."""
     done = []
     if resubmit_primary(job, dep, driver_env):
-        done.append("primary")
+        done.append(("primary", job))
     plan = store.running_replica_plan(job)
     if plan is not None and resubmit_replica(job, dep, plan, driver_env):
-        done.append(f"replica of plan #{plan['plan_id']}")
+        done.append(("replica", f"plan #{plan['plan_id']}"))
     return done
 
 
@@ -257,8 +257,7 @@ def make_whole(store, job: str, by: str, driver_env: dict[str, str]) -> list[Rep
                                outcome="recorded as aborted"))
     dep = _deployment(store, job)
     try:
-        for what in restart_streams(store, job, dep, driver_env):
-            kind, target = ("primary", job) if what == "primary" else ("replica", what.split(" of ")[1])
+        for kind, target in restart_streams(store, job, dep, driver_env):
             done.append(Repair(job=job, fault_id=0, kind=kind, target=target, holder="", ok=True,
                                outcome="resubmitted from its checkpoint"))
     except (FtopsError, OSError) as exc:

@@ -122,16 +122,14 @@ class DrillWatch:
         return None if fired is None else WaitResult(status="aborted", probe=fired[0], reason=fired[1])
 
     def _primary_orphaned(self) -> bool:
-        """Its driver runs, its master answers and lists no such application (checked at most once a minute)."""
+        """:func:`~spark_jobs.drills.reconcile.orphaned_primary`, asked at most once a minute."""
         from spark_jobs.drills.reconcile import orphaned_primary
-        from spark_jobs.runtime.job_streams import primary_app_name
-        from spark_jobs.runtime.launch import driver_running
 
         s = self.state
         if is_attached(s.deployment) or time.time() - self._orphan_checked < 60:
             return False
         self._orphan_checked = time.time()
-        return driver_running(s.deployment.primary_output) and orphaned_primary(s.deployment, primary_app_name(s.job))
+        return orphaned_primary(s.deployment, s.job)
 
 
     def _stored_lag(self) -> Callable[[], float | None] | None:
