@@ -141,13 +141,17 @@ class PolicyRecords(StoreBase):
             cur.execute(
                 f"""SELECT {', '.join(POLICY_FIELDS)},
                            (SELECT max(d.started_at) FROM ftops_drill d WHERE d.job_id = j.job_id),
-                           (SELECT t.started_at FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.operation = 'tuning')
+                           (SELECT t.started_at FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.operation = 'tuning'),
+                           (SELECT json_object_agg(t.operation, json_build_object('at', t.refused_at, 'reason', t.refused_reason))
+                            FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.refused_at IS NOT NULL)
                     FROM ftops_job j WHERE j.name = %s""", (job,))
             row = cur.fetchone()
         if row is None:
             raise InputError(f"job {job!r} is not registered")
         doc = _shown(dict(zip(POLICY_FIELDS, row)))
-        return {**doc, "last_drill_started_at": _iso(row[4]), "last_tuning_started_at": _iso(row[5])}
+        started = {"drill": row[4], "tuning": row[5]}
+        return {**doc, "last_drill_started_at": _iso(row[4]), "last_tuning_started_at": _iso(row[5]),
+                "refused": _standing_refusals(row[6] or {}, started)}
 
     def policies(self) -> dict[str, dict[str, Any]]:
         """Every job's policy by name (one query, for ``ftops job list``)."""
@@ -189,6 +193,32 @@ class PolicyRecords(StoreBase):
                 (operation, picked_by, list(jobs)))
             return cur.rowcount
 
+    def refuse(self, operation: str, job: str, reason: str) -> None:
+        """Record that a scheduled run could not operate the due ``job`` (``reason``, cut to 2,000 characters): shown
+        by :meth:`policy` until the operation next starts."""
+        if operation not in OPERATIONS:
+            raise InputError(f"operation {operation!r}: expected drill or tuning")
+        with self.conn, self.conn.cursor() as cur:
+            job_id = self._job_id(cur, job)
+            cur.execute("""INSERT INTO ftops_fleet_turn (job_id, operation, refused_at, refused_reason)
+                           VALUES (%s, %s, now(), %s) ON CONFLICT (job_id, operation)
+                           DO UPDATE SET refused_at = now(), refused_reason = EXCLUDED.refused_reason""",
+                        (job_id, operation, reason[:2000]))
+
+    def refusals(self) -> dict[str, dict[str, Any]]:
+        """The standing refusals of every job, ``{job: {operation: {at, reason}}}`` (one query, for ``ftops job
+        fleet``): a scheduled run skipped the job since the operation last started."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("""SELECT j.name, t.operation, t.refused_at, t.refused_reason FROM ftops_fleet_turn t
+                            JOIN ftops_job j USING (job_id)
+                            WHERE t.refused_at IS NOT NULL AND t.refused_at > coalesce(CASE t.operation
+                                WHEN 'drill' THEN (SELECT max(d.started_at) FROM ftops_drill d WHERE d.job_id = j.job_id)
+                                ELSE t.started_at END, '-infinity') ORDER BY j.name, t.operation""")
+            found: dict[str, dict[str, Any]] = {}
+            for name, operation, at, reason in cur.fetchall():
+                found.setdefault(name, {})[operation] = {"at": at.isoformat(), "reason": reason}
+            return found
+
     def tuning_started(self, job: str) -> None:
         """Record that a checkpoint tuning of the job starts now (the next one is due from its schedule after it)."""
         with self.conn, self.conn.cursor() as cur:
@@ -217,3 +247,14 @@ class PolicyRecords(StoreBase):
 
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
+
+
+def _standing_refusals(refusals: dict[str, dict[str, Any]], started: dict[str, datetime | None]) -> dict[str, Any]:
+    """The refusals (``{operation: {at, reason}}``) newer than the operation's last start: why a scheduled run
+    skipped the job since it last ran."""
+    standing = {}
+    for operation, refusal in sorted(refusals.items()):
+        at = datetime.fromisoformat(refusal["at"])
+        if started.get(operation) is None or at > started[operation]:
+            standing[operation] = {"at": at.isoformat(), "reason": refusal["reason"]}
+    return standing

@@ -313,12 +313,16 @@ def _status(args: argparse.Namespace) -> int:
 
         doc = {"job": args.name, **status(dep)}
     else:
-        apps = {a["name"]: a for ui in {dep.primary_ui, dep.standby_ui}
-                for a in master_state(ui).get("activeapps", [])}
+        apps, unreachable = {}, []
+        for ui in sorted({dep.primary_ui, dep.standby_ui}):
+            try:
+                apps.update({a["name"]: a for a in master_state(ui).get("activeapps", [])})
+            except ExternalError as exc:  # a master down is part of the status, not a reason to show none
+                unreachable.append(str(exc))
         streams = [{"name": name, "state": app["state"], "app_id": app["id"]} for name, app in apps.items()
                    if name.startswith(f"ftops-{args.name}-")]
         doc = {"job": args.name, "kind": "runnable", "pipeline": dep.pipeline, "input": str(dep.input),
-               "root": dep.root, "primary_master": dep.primary_master, "streams": streams}
+               "root": dep.root, "primary_master": dep.primary_master, "streams": streams, "unreachable": unreachable}
     doc["policy"] = policy
     if args.json:
         print_json(doc)
@@ -327,6 +331,10 @@ def _status(args: argparse.Namespace) -> int:
           + (f", application {doc['app']} ({'running' if doc['running'] else 'not running'})" if doc["kind"] == "attached" else ""))
     print(f"policy: drills {policy['drill_schedule']}, tuning {policy['tuning_schedule']}, priority {policy['priority']:g}, "
           f"apply {policy['apply']}")
+    for problem in doc.get("unreachable", []):
+        print(f"streams unknown: {problem}")
+    for operation, refusal in policy["refused"].items():
+        print(f"the scheduled {operation} skipped it at {refusal['at'][:19]} (it stays due): {refusal['reason']}")
     if doc["streams"]:
         print_table(["stream", "state", "application"], [[s["name"], s["state"], s["app_id"]] for s in doc["streams"]])
     return 0

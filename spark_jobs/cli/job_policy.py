@@ -139,6 +139,7 @@ def _fleet(args: argparse.Namespace) -> int:
         now = datetime.now(timezone.utc)
         due_now = {op: [r.job for r in due([Scheduled(**row) for row in store.scheduled(op)], now)]
                    for op in ("drill", "tuning")}
+        refused = store.refusals()
     finally:
         store.conn.close()
     drills: dict[str, dict] = {}
@@ -146,7 +147,7 @@ def _fleet(args: argparse.Namespace) -> int:
         entry = drills.setdefault(lock["job"], {"job": lock["job"], "holder": lock["holder"], "domains": [],
                                                 "since": lock["acquired_at"].isoformat()})
         entry["domains"].append(lock["domain"])
-    doc = {"max_drills": policy["max_drills"], "drills": list(drills.values()), "due": due_now}
+    doc = {"max_drills": policy["max_drills"], "drills": list(drills.values()), "due": due_now, "refused": refused}
     if args.json:
         print_json(doc)
         return 0
@@ -156,4 +157,8 @@ def _fleet(args: argparse.Namespace) -> int:
                     [[d["job"], d["holder"], ", ".join(d["domains"]), d["since"][:19]] for d in doc["drills"]])
     for op, jobs in due_now.items():
         print(f"due for a {op}: {', '.join(jobs) or 'none'}")
+    skipped = [[job, op, r["at"][:19], r["reason"]] for job, ops in refused.items() for op, r in ops.items()]
+    if skipped:
+        print("skipped by a scheduled run since they last ran (they stay due):")
+        print_table(["job", "operation", "at", "why"], skipped)
     return 0

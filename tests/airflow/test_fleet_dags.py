@@ -149,3 +149,31 @@ def test_more_due_jobs_than_max_map_length_are_all_operated_over_the_next_runs(s
     assert all(store.drills(n) == [] for n in names)  # busy: refused, nothing started
     still = due([Scheduled(**r) for r in store.scheduled("drill")], pendulum.now("UTC"))
     assert [r.job for r in still][:4] == names[2:6]  # next: the least recently picked
+
+
+def test_a_due_job_that_cannot_be_drilled_is_skipped_and_recorded_not_failing_the_scheduled_run(store, pg_server, tmp_path):
+    """One stopped job must not fail every hourly run of the fleet: a scheduled run skips the due job whose drill
+    cannot start (here its cluster is down), records why (``job status``/``job fleet``) and succeeds, touching
+    nothing; the job stays due. A person's run naming that job fails, as it should."""
+    from tests.store_fixtures import TEST_PORT
+    from tests.live_jobs import registration
+
+    env = {"FTOPS_DATABASE_URL": pg_server.url()}
+    res = run_cli(*registration("payments", tmp_path, TEST_PORT + 300), "--drill-schedule", "@hourly", "--apply", "auto",
+                  env=env)
+    assert res.code == 0, res.err
+    with store.conn, store.conn.cursor() as cur:
+        cur.execute("UPDATE ftops_job SET drill_schedule_at = now() - interval '2 hours'")
+    run = _dag("ftops_chaos_drill").test(run_conf=SCHEDULED)
+    assert run.state == "success"
+    states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
+    assert states[("preflight", 0)] == "skipped", states
+    assert {s for (t, _), s in states.items() if t != "due_jobs"} == {"skipped"}, states  # nothing ran, nothing failed
+    refused = store.policy("payments")["refused"]
+    assert list(refused) == ["drill"] and "no cluster state" in refused["drill"]["reason"], refused  # its cluster is down
+    assert store.drills("payments") == [] and store.lease("payments") is None and store.open_faults() == []
+    assert [r.job for r in due([Scheduled(**r) for r in store.scheduled("drill")], pendulum.now("UTC"))] == ["payments"]
+
+    manual = _dag("ftops_chaos_drill").test(run_conf={"job": "payments"})
+    assert manual.state == "failed"
+    assert {ti.task_id: ti.state for ti in manual.get_task_instances()}["preflight"] == "failed"

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from ft_core.errors import InputError
 from ft_core.fleet.schedules import Scheduled, due
 from ft_core.store.domain_locks import DomainsBusyError
 from ft_core.store.history import HistoryStore, JobSpec
@@ -35,7 +36,7 @@ def test_policy_is_set_at_registration_changed_later_shown_and_every_change_kept
     store = HistoryStore(pg_conn)
     assert store.policy("alerts") == {"drill_schedule": "@weekly", "tuning_schedule": "none", "priority": 2.0,
                                            "apply": "approve", "last_drill_started_at": None,
-                                           "last_tuning_started_at": None}
+                                           "last_tuning_started_at": None, "refused": {}}
     changed = run_cli("job", "set", "alerts", "--drill-schedule", "30  2 * * 1", "--tuning-schedule", "@daily",
                       "--apply", "auto", "--json", env=env)
     assert changed.code == 0, changed.err
@@ -204,3 +205,29 @@ def test_the_fleet_command_shows_and_sets_the_limit_the_held_domains_and_the_due
     assert [(d["job"], d["domains"]) for d in doc["drills"]] == [("alerts", ["m#rack-a"])]
     bad = run_cli("job", "fleet", "--max-drills", "0", env=env)
     assert bad.code == 2 and bad.err.startswith("ftops: error: --max-drills: ")
+
+
+def test_a_refused_due_job_says_why_until_its_operation_next_starts(env, pg_conn, tmp_path):
+    """A scheduled run that cannot drill a due job records why (the preflight's refusal); ``job status`` and ``job
+    fleet`` show it, and a drill that starts afterwards hides it: the refusal is about the time since the last drill."""
+    assert run_cli(*registration("alerts", tmp_path, 14000), "--test-job", "--drill-schedule", "@hourly", env=env).code == 0
+    store = HistoryStore(pg_conn)
+    assert store.policy("alerts")["refused"] == {} and store.refusals() == {}
+    store.refuse("drill", "alerts", "job 'alerts': its primary is not running")
+    refused = store.policy("alerts")["refused"]
+    assert list(refused) == ["drill"] and refused["drill"]["reason"] == "job 'alerts': its primary is not running"
+    assert store.refusals() == {"alerts": refused}
+    fleet = run_cli("job", "fleet", env=env)
+    assert fleet.code == 0 and "skipped by a scheduled run" in fleet.out and "its primary is not running" in fleet.out
+    status = run_cli("job", "status", "alerts", "--json", env=env)
+    assert status.code == 0, status.err  # its cluster is down (never started here): said, not an error
+    assert status.json()["policy"]["refused"] == refused and "does not answer" in status.json()["unreachable"][0]
+    text = run_cli("job", "status", "alerts", env=env)
+    assert text.code == 0 and "the scheduled drill skipped it at" in text.out and "streams unknown: " in text.out
+    with pytest.raises(InputError, match="expected drill or tuning"):
+        store.refuse("restart", "alerts", "x")
+    time.sleep(0.01)
+    store.start_drill("alerts", None, {})  # the drill ran after all: the refusal no longer stands
+    assert store.policy("alerts")["refused"] == {} and store.refusals() == {}
+    store.refuse("drill", "alerts", "x" * 5000)  # a long reason is cut, not refused by the column's check
+    assert len(store.policy("alerts")["refused"]["drill"]["reason"]) == 2000

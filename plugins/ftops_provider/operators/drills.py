@@ -110,6 +110,7 @@ class DrillPreflightOperator(BaseOperator):
         self.settings, self.ftops_db_conn_id = settings, ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from ft_core.errors import ExternalError
         from ft_core.store.faults import HaltedError
         from ft_core.store.leases import BusyError
         from spark_jobs.drills.engine import begin, drill_settings
@@ -126,6 +127,10 @@ class DrillPreflightOperator(BaseOperator):
         except AirflowFailException as exc:
             if "recommend mode" in str(exc):
                 raise AirflowSkipException(str(exc)) from None
+            self._refused_when_scheduled(store, context, settings.job, exc)
+            raise
+        except ExternalError as exc:
+            self._refused_when_scheduled(store, context, settings.job, exc)
             raise
         finally:
             store.conn.close()
@@ -133,6 +138,18 @@ class DrillPreflightOperator(BaseOperator):
                       state.job, state.ctx.plan_id, state.ctx.predicted_output_fidelity,
                       _fraction(state.ctx.predicted_accuracy), state.ctx.domain)
         return state.model_dump(mode="json")
+
+
+    def _refused_when_scheduled(self, store, context: Any, job: str, exc: Exception) -> None:
+        """In a scheduled run (no ``job`` Param: it operates the due jobs), a job that cannot be drilled now is
+        skipped, not failed, and why is recorded (``ftops job status``, ``ftops job fleet``): one stopped job must
+        not fail every hourly run of the fleet. A person's run for one job fails, as before."""
+        if (context.get("params") or {}).get("job"):
+            return
+        reason = str(exc)
+        store.refuse("drill", job, reason)
+        self.log.warning("job %s is due but cannot be drilled now, skipped (it stays due): %s", job, reason)
+        raise AirflowSkipException(f"not drillable now, recorded and skipped: {reason}") from None
 
 
 class InjectFailureOperator(_DrillStep):
