@@ -24,12 +24,14 @@ import argparse
 import json
 from pathlib import Path
 
+from ft_core.cli.budget import AUTO, TARGET_HELP, budget_or_auto
 from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.names import name_flag
-from ft_core.input.quantities import PositiveSeconds, Seconds, TaskBudget, flag
+from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
+from ft_core.replication.budget_advice import DEFAULT_TARGET
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.cli.job_policy import add_policy_arguments, policy_changes, register_commands, who
 from spark_jobs.pipeline.loading import add_pipeline_arguments
@@ -83,7 +85,10 @@ def add_registration_arguments(reg: argparse.ArgumentParser) -> None:
     reg.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                      help="a Spark conf of every stream of the job (repeatable), e.g. spark.driver.host=10.0.0.4 where the "
                           "executors call the driver back")
-    reg.add_argument("--budget", type=flag(TaskBudget), default=0, help="replication budget R: tasks with an active replica (default 0)")
+    reg.add_argument("--budget", type=budget_or_auto, default=0,
+                     help="replication budget R: tasks with an active replica (default 0), or auto: the smallest budget "
+                          "whose plan reaches --target-accuracy (`ftops plan budget` shows every budget)")
+    reg.add_argument("--target-accuracy", type=flag(PositiveFraction), default=None, help="with --budget auto: " + TARGET_HELP)
     reg.add_argument("--domains", type=Path, help="failure domains: a JSON/YAML mapping of worker host to domain")
     add_renamed_flag(reg, "--state-dir", "--cluster-state", type=Path, help="the state folder of a local cluster started with `ftops cluster "
                      "up` (drills fail its domains' workers)")
@@ -125,7 +130,35 @@ def _domains(path: Path | None) -> dict[str, str] | None:
 
 
 def build_registration(args: argparse.Namespace):
-    """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored."""
+    """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored.
+    ``--budget auto``: the smallest budget whose plan of the job's topology reaches ``--target-accuracy``
+    (:func:`ft_core.replication.budget_advice.smallest_budget_plan`, as ``ftops plan replication --budget auto``)."""
+    auto = args.budget == AUTO
+    if args.target_accuracy is not None and not auto:
+        raise InputError(f"--target-accuracy: only with --budget auto (--budget {args.budget} is registered as given)",
+                         field="--target-accuracy")
+    spec, topology, profile = _registration(argparse.Namespace(**{**vars(args), "budget": 0}) if auto else args)
+    if auto:
+        spec = spec.model_copy(update={"replication_budget": _auto_budget(topology, args)})
+    return spec, topology, profile
+
+
+def _auto_budget(topology: dict, args: argparse.Namespace) -> int:
+    from ft_core.errors import InfeasibleError
+    from ft_core.replication.budget_advice import DEFAULT_TARGET, smallest_budget_plan
+    from ft_core.topology.document import parse_topology
+    from ft_core.topology.task_graph import build_task_graph
+
+    graph = build_task_graph(parse_topology(topology))
+    target = DEFAULT_TARGET if args.target_accuracy is None else args.target_accuracy
+    plan = smallest_budget_plan(graph, target)
+    if plan is None:
+        raise InfeasibleError(f"--target-accuracy: no budget up to the {graph.n} tasks keeps OF >= {target:g}",
+                              field="--target-accuracy")
+    return plan.budget
+
+
+def _registration(args: argparse.Namespace):
     from pydantic import ValidationError
 
     from ft_core.store.history import JobSpec
@@ -181,6 +214,9 @@ def _register(args: argparse.Namespace) -> int:
         return 0
     print(f"job {doc['job']} registered ({doc['kind']}, id {doc['job_id']}); topology version id {doc['topology_id']} "
           f"with {doc['tasks']} tasks")
+    if doc["budget_choice"]:
+        print(f"budget auto: {doc['budget']}, the smallest whose plan keeps OF >= {doc['budget_choice']['target_accuracy']:g} "
+              "(--target-accuracy, judged on output fidelity)")
     master = (doc["deployment"] or {}).get("primary_master")
     if doc["primary_running"]:  # a registration changes what the next submission runs, not the running application
         print(f"its primary already runs on {master}: the new registration applies when it is submitted "
@@ -209,8 +245,10 @@ def register_job(args: argparse.Namespace) -> dict:
             store.set_policy(spec.name, policy, who("ftops job register"))
     finally:
         store.conn.close()
-    return {"job": spec.name, "job_id": job_id, "topology_id": topology_id,
-            "kind": "plan-only" if spec.deployment is None else "runnable",
+    choice = {"budget": AUTO, "target_accuracy": args.target_accuracy or DEFAULT_TARGET,
+              "target_measure": "output_fidelity"} if args.budget == AUTO else None
+    return {"job": spec.name, "job_id": job_id, "topology_id": topology_id, "budget": spec.replication_budget,
+            "budget_choice": choice, "kind": "plan-only" if spec.deployment is None else "runnable",
             "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment,
             "primary_running": None if spec.deployment is None else _primary_running(spec)}
 
