@@ -2,6 +2,8 @@
 
 - :mod:`~ft_core.fleet.schedules`: drill and tuning schedules (cron or preset), when a job is due, and which due
   jobs a scheduled run takes (at most Airflow's ``max_map_length``, the least recently picked first).
+- :mod:`~ft_core.fleet.recovery_order`: fleet-wide staged recovery: the order jobs lost with a failure domain
+  restart in as capacity returns (paper 003, jobs as queries, with their catch-up).
 """
 
 import lazy_loader
@@ -9,5 +11,6 @@ import lazy_loader
 # Public names load on first use, so importing one module of the package does not import all of them.
 __getattr__, __dir__, __all__ = lazy_loader.attach(
     __name__,
-    submod_attrs={"schedules": ["PRESETS", "Scheduled", "check_schedule", "due", "next_fire", "take"]},
+    submod_attrs={"schedules": ["PRESETS", "Scheduled", "check_schedule", "due", "next_fire", "take"],
+                  "recovery_order": ["Arrival", "FleetCapacity", "FleetJob", "FleetRecoveryPlan", "plan_fleet_recovery"]},
 )
