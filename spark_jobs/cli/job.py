@@ -293,16 +293,14 @@ def _start(args: argparse.Namespace) -> int:
     elif "control" in result:
         print(f"{args.name}: application {'submitted again from its stored line' if result['submitted'] else 'already running'}")
     else:
-        print(f"{args.name}: primary {'submitted' if result['submitted'] else 'already running'} ({result['app_id']})")
+        print(f"{args.name}: primary {'submitted' if result['submitted'] else 'already running'} "
+              f"({result['app_id'] or result['state']})")
     return 0
 
 
 def start_job(name: str, db_dir) -> dict:
     """Submit the registered job's primary (detached) unless it runs: ``submitted``, ``app_id``; an attached job's
     stored submit line from its checkpoint (``control``: its control folder)."""
-    from spark_jobs.runtime.detached_submit import submit_stream
-    from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
-
     store = open_store(db_dir)
     try:
         dep = registered_deployment(store, name)
@@ -312,8 +310,27 @@ def start_job(name: str, db_dir) -> dict:
         from spark_jobs.drills.reconcile import driver_env, resubmit_primary
 
         return {"submitted": resubmit_primary(name, dep, driver_env(db_dir)), "job": name, "control": str(dep.control)}
+    return _start_primary(name, dep)
+
+
+def _start_primary(name: str, dep) -> dict:
+    """Submit the primary unless its driver runs; a driver its master forgot (an orphaned primary) is stopped and the
+    primary submitted again from its checkpoint. Never a second driver beside a live one: two drivers on one
+    checkpoint corrupt it. Under the submit lock the safety net's repair takes too."""
+    from spark_jobs.drills.reconcile import locked, orphaned_primary
+    from spark_jobs.runtime.detached_submit import submit_stream
+    from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
+    from spark_jobs.runtime.launch import driver_running, stop_run
+
     dep.input.mkdir(parents=True, exist_ok=True)
-    return submit_stream(primary_app_name(name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+    dep.primary_output.mkdir(parents=True, exist_ok=True)
+    with locked(dep.primary_output / "_submit.lock"):
+        if driver_running(dep.primary_output):
+            if not orphaned_primary(dep, name):
+                return {"submitted": False, "app_id": None, "name": primary_app_name(name),
+                        "state": "its driver runs (registering with its master, or running)"}
+            stop_run(dep.primary_output)  # its master forgot it: from its checkpoint again, below
+        return submit_stream(primary_app_name(name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
 
 
 def _stop(args: argparse.Namespace) -> int:
