@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "ft_core.cli.budget",
     "ft_core.cli.demo",
     "ft_core.cli.bench_replication",
+    "ft_core.cli.bench_fleet",
     "ft_core.cli.fleet_recovery",
     "ft_core.cli.db",
     "ft_core.cli.checkpoint",

@@ -96,6 +96,26 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, Ex
             cur.execute("SELECT name, workload, replication_budget, max_recovery_s FROM ftops_job ORDER BY name")
             return [dict(zip(("name", "workload", "replication_budget", "max_recovery_s"), r)) for r in cur.fetchall()]
 
+    def has_job(self, job: str) -> bool:
+        """Whether ``job`` is registered (one indexed lookup: the console checks every page's job with it)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT 1 FROM ftops_job WHERE name = %s", (job,))
+            return cur.fetchone() is not None
+
+    def job_kinds(self, job: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per job (``job``: that one only): ``deployment`` (``runnable``, ``attached`` or None: plan-only) and, for a
+        plan-only job, ``rediscover`` (where its newest rates profile says it was discovered, or None). One query for
+        the fleet, not one per job (the jobs page, ``ftops job list``)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("""SELECT j.name, CASE WHEN j.deployment IS NULL THEN NULL
+                                               ELSE coalesce(j.deployment->>'kind', 'runnable') END, p.rediscover
+                           FROM ftops_job j LEFT JOIN LATERAL (
+                               SELECT f.doc->'rediscover' AS rediscover FROM ftops_profile f
+                               WHERE f.job_id = j.job_id AND f.kind = 'rates' AND j.deployment IS NULL
+                               ORDER BY f.created_at DESC, f.profile_id DESC LIMIT 1) p ON true
+                           WHERE %s::text IS NULL OR j.name = %s ORDER BY j.name""", (job, job))
+            return {name: {"deployment": kind, "rediscover": where} for name, kind, where in cur.fetchall()}
+
     def save_topology(self, job: str, doc: dict[str, Any]) -> int:
         """Store a topology version (a document seen before returns its existing id)."""
         digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()

@@ -396,21 +396,15 @@ def _status(args: argparse.Namespace) -> int:
 
 
 
-def _kind(job: dict) -> str:
-    """runnable (the pipeline API), attached (`ftops job submit`) or plan-only (a topology, no streams)."""
-    if not job["deployment"]:
-        return "plan-only"
-    return "attached" if job["deployment"].get("kind") == "attached" else "runnable"
-
-
 def _list(args: argparse.Namespace) -> int:
     store = _store(args)
     try:
-        jobs = [store.job(j["name"]) for j in store.jobs()]
+        jobs = store.jobs()
+        kinds = store.job_kinds()  # one query for the fleet, not one per job
         policies = store.policies()
     finally:
         store.conn.close()
-    rows = [{"job": j["name"], "kind": _kind(j), "pipeline": j["workload"],
+    rows = [{"job": j["name"], "kind": kinds[j["name"]]["deployment"] or "plan-only", "pipeline": j["workload"],
              "budget": j["replication_budget"], "policy": policies[j["name"]]} for j in jobs]
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -89,7 +89,7 @@ JobName = Annotated[str, Depends(job_in_path)]  # resolved before the store (dep
 
 
 def _known(store: HistoryStore, job: str) -> None:
-    if job not in {j["name"] for j in store.jobs()}:
+    if not store.has_job(job):
         raise HTTPException(status_code=404, detail=f"job {job!r} is not registered")
 
 
@@ -98,7 +98,7 @@ def _known(store: HistoryStore, job: str) -> None:
 @app.get("/", response_class=HTMLResponse)
 def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     jobs = store.jobs()
-    kinds = {j["name"]: JobKind.from_store(store, j["name"]) for j in jobs}
+    kinds = {name: JobKind.from_kind(info) for name, info in store.job_kinds().items()}  # one query, not one per job
     rows = "".join(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
                    f"<td>{escape(j['workload'])}</td><td>{escape(kinds[j['name']].summary)}</td>"
                    f"<td>{j['replication_budget']}</td></tr>" for j in jobs)

@@ -18,11 +18,19 @@ class JobKind(BaseModel):
 
     @classmethod
     def from_store(cls, store, job: str) -> JobKind:
-        if store.job(job).get("deployment"):
+        return cls.from_kind(store.job_kinds(job)[job])
+
+    @classmethod
+    def from_kind(cls, info: dict) -> JobKind:
+        """From one entry of ``HistoryStore.job_kinds()``."""
+        if info["deployment"] == "attached":
+            return cls(kind="attached", summary="attached", reason="its own unchanged application, submitted with "
+                       "`ftops job submit`: ftops records its progress, drills and restarts it, and recommends plans "
+                       "(no replica: ftops cannot run part of a job it did not write)")
+        if info["deployment"]:
             return cls(kind="runnable", summary="runnable", reason="written with the ftops pipeline API: ftops runs "
                        "its primary and its replicas")
-        profile = store.latest_profile(job, "rates")
-        where = (profile or {}).get("doc", {}).get("rediscover")
+        where = info.get("rediscover")
         if where:
             return cls(kind="plan-only", summary=f"plan-only: discovered from the Spark UI at {where['spark_ui']}",
                        reason=f"discovered from the Spark UI at {where['spark_ui']}, not written with the ftops pipeline "
