@@ -303,7 +303,7 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     ("dag", "ftops_profile_and_plan, per job"): [
         _c("job", job=True), ("latest_profile(plan-only job, 'rates')",
                               lambda st, s: [st.latest_profile(n, "rates") for n in s.plan_only[:1]]),
-        _c("jobs", why=" (plan_replication)"), _c("latest_topology", job=True),
+        _c("job", job=True, why=" (plan_replication)"), _c("latest_topology", job=True),
         _c("current_plan", "replication", job=True), _c("applied_plans", job=True)],
     # ftops_safety_net: the trigger's poll (triggers/orphaned_faults.py); make_whole of a repaired job (reconcile.py)
     ("dag", "ftops_safety_net"): [_c("orphaned_faults", why=" (trigger poll)"), _c("lease", job=True),

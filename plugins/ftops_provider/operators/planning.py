@@ -56,7 +56,7 @@ class PlanReplicationOperator(BaseOperator):
         from ft_core.topology.document import parse_topology
         from ft_core.topology.task_graph import build_task_graph
 
-        job = next((j for j in store.jobs() if j["name"] == self.job_name), None)
+        job = store.job(self.job_name) if store.has_job(self.job_name) else None  # one row, not the fleet's list
         doc = store.latest_topology(self.job_name)
         if job is None or doc is None:
             raise ValueError(f"job {self.job_name!r} is not registered with a topology (ftops job register)")
