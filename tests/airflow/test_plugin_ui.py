@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import timezone
 
 import pytest
 from fastapi.testclient import TestClient
@@ -350,3 +351,39 @@ def test_the_halt_form_posts_only_from_the_page_itself(ui):
     assert store.halted() is not None
     back = client.post("/resume", headers={**auth, "Referer": "http://testserver/ftops/"}, follow_redirects=False)
     assert back.status_code == 303 and store.halted() is None
+
+
+def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
+    """Per job: the experiment holding it now, its primary's newest micro-batch and lag, its current plan's OF, its
+    newest and next drill, its priority, and why a scheduled drill skipped it since; three store queries for the fleet
+    (store.fleet_overview: one)."""
+    from datetime import datetime
+
+    from ft_core.fleet.schedules import next_fire
+    from ft_core.store.stream_progress import BatchProgress
+
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+    store.set_policy("alerts", {"drill_schedule": "@daily", "priority": 3}, "test")
+    store.acquire_lease("alerts", "recovery", "dag run ftops_incremental_recovery/manual__1", ttl_s=600)
+    store.refuse("drill", "alerts", "no cluster state in /srv/spark; run `ftops cluster up` first")
+    now = time.time()
+    store.record_batch(BatchProgress(stream="ftops-alerts-primary", app_id="app-1", batch_id=7, batch_end=now - 30,
+                                     watermark_ms=int(now * 1000) - 50_000, input_watermark_ms=int(now * 1000) - 20_000))
+    rows = dict(re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td>(.*?)</tr>", client.get("/").text))
+    alerts = re.findall(r"<td>(.*?)</td>", rows["alerts"])
+    assert alerts[3] == "recovery by dag run ftops_incremental_recovery/manual__1"
+    assert re.fullmatch(r"last batch (29|3\d) s ago, 30 s behind its input", alerts[4]), alerts[4]
+    assert alerts[5:7] == ["-", "never"]
+    midnight = next_fire("@daily", datetime.now(timezone.utc))
+    assert alerts[7] in (f"{midnight:%Y-%m-%d %H:%M} UTC (@daily)", "due (@daily)")
+    assert alerts[8:] == ["3", "no cluster state in /srv/spark; run `ftops cluster up` first"]
+    topk = re.findall(r"<td>(.*?)</td>", rows["topk"])
+    assert topk[3:5] == ["-", "no progress recorded"]
+    assert topk[5] == f"{store.current_plan('topk', 'replication')['objective']:.3f}"  # budget 8's plan
+    newest = store.drills("topk")[-1]  # its drills passed, failed, and one still running: the newest
+    when = newest["started_at"].astimezone(timezone.utc)
+    assert topk[6] == f"running, {when:%Y-%m-%d %H:%M} UTC" and newest["status"] == "running"
+    assert topk[7:] == ["by hand only", "1", "-"]

@@ -33,7 +33,7 @@ from ft_core.store.history import HistoryStore
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
-from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
+from ftops_provider.ui.sections import diff_section, drills_section, history_section, jobs_table, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
@@ -98,12 +98,8 @@ def _known(store: HistoryStore, job: str) -> None:
 @app.get("/", response_class=HTMLResponse)
 def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     jobs = store.jobs()
-    kinds = {name: JobKind.from_kind(info) for name, info in store.job_kinds().items()}  # one query, not one per job
-    rows = "".join(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
-                   f"<td>{escape(j['workload'])}</td><td>{escape(kinds[j['name']].summary)}</td>"
-                   f"<td>{j['replication_budget']}</td></tr>" for j in jobs)
-    body = (f"<table><tr><th>job</th><th>workload</th><th>kind</th><th>replica budget</th></tr>{rows}</table>"
-            if rows else "<p>No jobs registered yet.</p>")
+    kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds().items()}  # one query, not one per job
+    body = jobs_table(jobs, kinds, {o["job"]: o for o in store.fleet_overview()})
     halt = store.halted()
     return _page("Fault tolerance: jobs", halt_banner(halt) + body + halt_form(halt))
 

@@ -232,3 +232,48 @@ def _status(status: str, error: str | None = None) -> str:
 def _short(v: Any, limit: int = 80) -> str:
     text = str(v)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def jobs_table(jobs: list[dict[str, Any]], kinds: dict[str, str], overview: dict[str, dict[str, Any]],
+               now: datetime | None = None) -> str:
+    """The jobs page's table, the fleet at a glance: per job its kind, the experiment holding it now, its primary's
+    newest micro-batch and lag, its current plan, its newest and next drill, and why a scheduled drill skipped it
+    (three store queries for the whole fleet)."""
+    if not jobs:
+        return "<p>No jobs registered yet.</p>"
+    now = now or datetime.now(timezone.utc)
+    head = "".join(f"<th>{h}</th>" for h in ("job", "workload", "kind", "replica budget", "now", "primary", "plan OF",
+                                              "last drill", "next drill", "priority", "skipped by the scheduled drill"))
+    rows = []
+    for j in jobs:
+        o = overview.get(j["name"], {})
+        cells = [j["workload"], kinds[j["name"]], j["replication_budget"],
+                 f"{o['experiment']} by {o['holder']}" if o.get("experiment") else "-", _primary(o, now),
+                 "-" if o.get("plan_of") is None else f"{o['plan_of']:.3f}",
+                 f"{o['last_drill']}, {_utc(o['last_drill_at'])}" if o.get("last_drill") else "never",
+                 _next_drill(o, now), f"{o.get('priority', 1):g}", o.get("skipped") or "-"]
+        rows.append(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
+                    + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _utc(moment: datetime) -> str:
+    return f"{moment.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def _primary(o: dict[str, Any], now: datetime) -> str:
+    """Its primary's newest micro-batch: how long ago, and how far its output is behind its input (event time)."""
+    if o.get("last_batch_at") is None:
+        return "no progress recorded"
+    ago = (now - o["last_batch_at"]).total_seconds()
+    lag = "" if o.get("lag_ms") is None else f", {max(o['lag_ms'], 0) / 1000:.0f} s behind its input"
+    return f"last batch {ago:.0f} s ago{lag}"
+
+
+def _next_drill(o: dict[str, Any], now: datetime) -> str:
+    from ft_core.fleet.schedules import next_fire
+
+    if not o.get("drill_schedule"):
+        return "by hand only"
+    due = next_fire(o["drill_schedule"], o["drill_since"])
+    return f"due ({o['drill_schedule']})" if due <= now else f"{_utc(due)} ({o['drill_schedule']})"
