@@ -46,6 +46,7 @@ def test_a_scheduled_tuning_profiles_three_intervals_of_the_due_job_and_stores_t
 
     dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
     # no job: the due ones (said explicitly: dag.test() keeps the last run's conf in the DAG object's Params)
+    before = pendulum.now("UTC")
     run = dag.test(run_conf={"job": "", "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})
     assert run.state == "success"
 
@@ -56,7 +57,9 @@ def test_a_scheduled_tuning_profiles_three_intervals_of_the_due_job_and_stores_t
     assert store.lease(JOB) is None
     assert store.current_plan(OTHER, "checkpoint") is None and store.policy(OTHER)["last_tuning_started_at"] is None
     assert store.policy(JOB)["last_tuning_started_at"] is not None  # tuned now: not due again until tomorrow
-    assert [r.job for r in due([Scheduled(**r) for r in store.scheduled("tuning")], pendulum.now("UTC"))] == []
+    # judged at the tuning's start: a run crossing midnight UTC makes the @daily job due again, rightly
+    assert [r.job for r in due([Scheduled(**r) for r in store.scheduled("tuning")], before.add(seconds=1))] == []
+    assert {r["job"]: r["since"] for r in store.scheduled("tuning")}[JOB] >= before
     profile = store.latest_profile(JOB, "checkpoint")["doc"]
     assert [p["checkpoint_interval_ms"] for p in profile["profiles"]] == [1000, 2000, 3000]
     for entry in profile["profiles"]:
