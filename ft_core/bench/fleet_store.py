@@ -279,7 +279,7 @@ def _c(method: str, *args: Any, job: bool = False, why: str = "") -> tuple[str, 
 # (side, page / DAG task / command) -> its store calls in order: (name, call)
 CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     # plugins/ftops_provider/ui/app.py jobs_page: the jobs, every job's kind (ui/models.py JobKind) and overview, the halt
-    ("ui", "jobs page"): [_c("jobs"), _c("job_kinds"), _c("fleet_overview"), _c("halted")],
+    ("ui", "jobs page"): [_c("job_kinds"), _c("fleet_overview"), _c("halted")],
     # job_page: _known, plans, JobKind.from_store, the halt, the topology, _diff of the two newest plans (_known, both
     # plans), drills, recovery runs, the fault journal
     ("ui", "job page"): [_c("has_job", job=True, why=" (_known)"), _c("plans", "replication", job=True),

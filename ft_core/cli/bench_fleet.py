@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from ft_core.cli.output import command_line, emit_report
-from ft_core.input.quantities import TaskCount, flag
+from ft_core.input.quantities import Port, TaskCount, flag
 
 
 def register(sub, groups) -> None:
@@ -24,6 +23,8 @@ def register(sub, groups) -> None:
     bench.add_argument("--jobs", type=flag(TaskCount), default=None, help="jobs in the synthetic store (default 5000)")
     bench.add_argument("--days", type=flag(TaskCount), default=None, help="days of history per job (default 365)")
     bench.add_argument("--out", default=None, help="report path (default docs/benchmarks/fleet.md; --quick: stdout only)")
+    bench.add_argument("--db-port", type=flag(Port), default=None,
+                       help="port of the benchmark's own embedded PostgreSQL (default: a free one)")
     bench.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     bench.set_defaults(func=_bench)
 
@@ -37,7 +38,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.days is not None:
         config = replace(config, store_days=args.days)
     out = args.out or (None if args.quick else "docs/benchmarks/fleet.md")
-    with _private_store() as conn:
+    with _private_store(args.db_port) as conn:
         report = run_benchmark(config, conn, command_line(["bench", "fleet"]), table=Path(out) if out else None,
                                progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
     emit_report(report, out, args.json)
@@ -45,14 +46,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _private_store():
+def _private_store(port: int | None):
     """A connection to an empty PostgreSQL of the benchmark's own, stopped and removed on the way out."""
     from ft_core.home import ftops_home
     from ft_core.store.connection import connect
-    from ft_core.store.embedded import EmbeddedPostgres
+    from ft_core.store.embedded import EmbeddedPostgres, free_port
 
     state = ftops_home() / "bench-fleet-postgres"
-    server = EmbeddedPostgres(state, _free_port())
+    server = EmbeddedPostgres(state, port or free_port())
     server.stop()
     shutil.rmtree(state, ignore_errors=True)
     server.start()
@@ -66,8 +67,3 @@ def _private_store():
         server.stop()
         shutil.rmtree(state, ignore_errors=True)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 
+from ft_core.errors import InfeasibleError, InputError
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, TaskBudget, flag
 from ft_core.replication.budget_advice import DEFAULT_MAX_BUDGET, DEFAULT_TARGET
 from ft_core.replication.planners import ALGORITHMS
@@ -30,6 +31,27 @@ def budget_or_auto(text: str) -> int | str:
 
 
 budget_or_auto.__name__ = "budget"
+
+
+def check_target_flag(budget: int | str, target: float | None, what: str) -> None:
+    """``--target-accuracy`` means something only with ``--budget auto``."""
+    if target is not None and budget != AUTO:
+        raise InputError(f"--target-accuracy: only with --budget auto (--budget {budget} is {what} as given)",
+                         field="--target-accuracy")
+
+
+def auto_budget_plan(graph, target: float | None, algorithm: str = "structure-aware", *, time_limit: float | None = 60.0,
+                     started: float | None = None):
+    """``--budget auto``: the plan of the smallest budget reaching ``target`` (default :data:`DEFAULT_TARGET`) and
+    what the JSON says of the choice; InfeasibleError naming ``--target-accuracy`` when no budget does."""
+    from ft_core.replication.budget_advice import smallest_budget_plan
+
+    target = DEFAULT_TARGET if target is None else target
+    plan = smallest_budget_plan(graph, target, algorithm, time_limit=time_limit, started=started)
+    if plan is None:
+        raise InfeasibleError(f"--target-accuracy: no budget up to the {graph.n} tasks keeps OF >= {target:g} with the "
+                              f"{algorithm} planner", field="--target-accuracy")
+    return plan, {"budget": AUTO, "target_accuracy": target, "target_measure": "output_fidelity"}
 
 
 def register(sub, groups) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ft_core.cli.budget import AUTO, TARGET_HELP, budget_or_auto
+from ft_core.cli.budget import AUTO, TARGET_HELP, auto_budget_plan, budget_or_auto, check_target_flag
 from ft_core.cli.output import print_json, print_table
-from ft_core.errors import InfeasibleError, InputError
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, flag
 from ft_core.replication.fidelity import fidelity_report
 from ft_core.replication.mctree import count_mc_trees
@@ -82,11 +81,11 @@ def _fidelity(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    if args.target_accuracy is not None and args.budget != AUTO:
-        raise InputError(f"--target-accuracy: only with --budget auto (--budget {args.budget} is planned as given)")
+    check_target_flag(args.budget, args.target_accuracy, "planned")
     graph = load_graph(args.topology)
     if args.budget == AUTO:
-        plan, choice = _auto_budget(graph, args)
+        plan, choice = auto_budget_plan(graph, args.target_accuracy, args.algorithm, time_limit=args.time_limit,
+                                        started=args.started)
     else:
         plan, choice = plan_replication(graph, args.budget, args.algorithm, time_limit=args.time_limit,
                                         started=args.started), None
@@ -103,15 +102,3 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"no tentative output: {plan.reason}")
     print_table(["replicated task"], [[t] for t in plan.tasks])
     return 0
-
-
-def _auto_budget(graph: TaskGraph, args: argparse.Namespace):
-    """The plan of the smallest budget reaching the target, and what the JSON says of the choice."""
-    from ft_core.replication.budget_advice import DEFAULT_TARGET, smallest_budget_plan
-
-    target = DEFAULT_TARGET if args.target_accuracy is None else args.target_accuracy
-    plan = smallest_budget_plan(graph, target, args.algorithm, time_limit=args.time_limit, started=args.started)
-    if plan is None:
-        raise InfeasibleError(f"--target-accuracy: no budget up to the {graph.n} tasks keeps OF >= {target:g} with the "
-                              f"{args.algorithm} planner", field="--target-accuracy")
-    return plan, {"budget": AUTO, "target_accuracy": target, "target_measure": "output_fidelity"}

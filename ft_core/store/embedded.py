@@ -22,6 +22,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.store.connection import connect
 
 DATABASE = "ftops"
+HOST = "127.0.0.1"  # the embedded server listens on loopback only (module docstring)
 USER = "ftops"
 
 
@@ -48,7 +49,7 @@ class EmbeddedPostgres:
 
     def url(self) -> str:
         port = self._recorded_port()
-        return f"postgresql://{USER}:{self._password()}@127.0.0.1:{port}/{DATABASE}"
+        return f"postgresql://{USER}:{self._password()}@{HOST}:{port}/{DATABASE}"
 
     # -- actions ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -59,8 +60,8 @@ class EmbeddedPostgres:
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
         self._run([self._binary("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o",
-                   f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''", "start"],
-                  f"starting PostgreSQL on 127.0.0.1:{self.port} (log: {self.log})")
+                   f"-p {self.port} -c listen_addresses={HOST} -c unix_socket_directories=''", "start"],
+                  f"starting PostgreSQL on {HOST}:{self.port} (log: {self.log})")
         (self.state_dir / "server.json").write_text(json.dumps({"port": self.port}))
         self._ensure_database()
 
@@ -133,3 +134,12 @@ class EmbeddedPostgres:
         if proc.returncode != 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
             raise ExternalError(f"{what} failed: {detail[0]} (see {self.log})")
+
+
+def free_port() -> int:
+    """A port free now on the embedded server's address (the OS picks it), for a server of one's own."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]

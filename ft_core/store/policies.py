@@ -141,17 +141,14 @@ class PolicyRecords(StoreBase):
             cur.execute(
                 f"""SELECT {', '.join(POLICY_FIELDS)},
                            (SELECT max(d.started_at) FROM ftops_drill d WHERE d.job_id = j.job_id),
-                           (SELECT t.started_at FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.operation = 'tuning'),
-                           (SELECT json_object_agg(t.operation, json_build_object('at', t.refused_at, 'reason', t.refused_reason))
-                            FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.refused_at IS NOT NULL)
+                           (SELECT t.started_at FROM ftops_fleet_turn t WHERE t.job_id = j.job_id AND t.operation = 'tuning')
                     FROM ftops_job j WHERE j.name = %s""", (job,))
             row = cur.fetchone()
         if row is None:
             raise InputError(f"job {job!r} is not registered")
         doc = _shown(dict(zip(POLICY_FIELDS, row)))
-        started = {"drill": row[4], "tuning": row[5]}
         return {**doc, "last_drill_started_at": _iso(row[4]), "last_tuning_started_at": _iso(row[5]),
-                "refused": _standing_refusals(row[6] or {}, started)}
+                "refused": self.refusals(job).get(job, {})}
 
     def policies(self) -> dict[str, dict[str, Any]]:
         """Every job's policy by name (one query, for ``ftops job list``)."""
@@ -205,15 +202,16 @@ class PolicyRecords(StoreBase):
                            DO UPDATE SET refused_at = now(), refused_reason = EXCLUDED.refused_reason""",
                         (job_id, operation, reason[:2000]))
 
-    def refusals(self) -> dict[str, dict[str, Any]]:
-        """The standing refusals of every job, ``{job: {operation: {at, reason}}}`` (one query, for ``ftops job
-        fleet``): a scheduled run skipped the job since the operation last started."""
+    def refusals(self, job: str | None = None) -> dict[str, dict[str, Any]]:
+        """The standing refusals of every job (``job``: that one), ``{job: {operation: {at, reason}}}`` in one query:
+        a scheduled run skipped the job since the operation last started (``ftops job fleet``, :meth:`policy`)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("""SELECT j.name, t.operation, t.refused_at, t.refused_reason FROM ftops_fleet_turn t
                             JOIN ftops_job j USING (job_id)
-                            WHERE t.refused_at IS NOT NULL AND t.refused_at > coalesce(CASE t.operation
+                            WHERE t.refused_at IS NOT NULL AND (%s::text IS NULL OR j.name = %s)
+                              AND t.refused_at > coalesce(CASE t.operation
                                 WHEN 'drill' THEN (SELECT max(d.started_at) FROM ftops_drill d WHERE d.job_id = j.job_id)
-                                ELSE t.started_at END, '-infinity') ORDER BY j.name, t.operation""")
+                                ELSE t.started_at END, '-infinity') ORDER BY j.name, t.operation""", (job, job))
             found: dict[str, dict[str, Any]] = {}
             for name, operation, at, reason in cur.fetchall():
                 found.setdefault(name, {})[operation] = {"at": at.isoformat(), "reason": reason}
@@ -221,11 +219,12 @@ class PolicyRecords(StoreBase):
 
     def fleet_overview(self) -> list[dict[str, Any]]:
         """One row per job for the console's jobs page, in one query (index-backed at 5,000 jobs: `ftops bench
-        fleet`): its drill schedule (and since when it counts), priority and apply mode, the experiment holding it now
+        fleet`): its workload and replica budget, its drill schedule (and since when it counts), priority and apply mode, the experiment holding it now
         (a live lease: kind and holder), its newest drill (status, started), why a scheduled drill skipped it since,
         its current replication plan's OF, and its primary stream's newest micro-batch (end, watermarks)."""
         with self.conn, self.conn.cursor() as cur:
-            cur.execute("""SELECT j.name, j.drill_schedule, coalesce(d.started_at, j.drill_schedule_at), j.priority,
+            cur.execute("""SELECT j.name, j.workload, j.replication_budget, j.drill_schedule,
+                                  coalesce(d.started_at, j.drill_schedule_at), j.priority,
                                   j.apply_mode, l.kind, l.holder, d.status, d.started_at, t.refused_reason, p.objective,
                                   s.batch_end, s.input_watermark_ms - s.watermark_ms
                            FROM ftops_job j
@@ -241,8 +240,8 @@ class PolicyRecords(StoreBase):
                                               WHERE stream = 'ftops-' || j.name || '-primary'
                                               ORDER BY batch_end DESC LIMIT 1) s ON true
                            ORDER BY j.name""")
-            keys = ("job", "drill_schedule", "drill_since", "priority", "apply", "experiment", "holder", "last_drill",
-                    "last_drill_at", "skipped", "plan_of", "last_batch_at", "lag_ms")
+            keys = ("job", "workload", "replication_budget", "drill_schedule", "drill_since", "priority", "apply",
+                    "experiment", "holder", "last_drill", "last_drill_at", "skipped", "plan_of", "last_batch_at", "lag_ms")
             return [dict(zip(keys, r)) for r in cur.fetchall()]
 
     def tuning_started(self, job: str) -> None:
@@ -274,13 +273,3 @@ class PolicyRecords(StoreBase):
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
-
-def _standing_refusals(refusals: dict[str, dict[str, Any]], started: dict[str, datetime | None]) -> dict[str, Any]:
-    """The refusals (``{operation: {at, reason}}``) newer than the operation's last start: why a scheduled run
-    skipped the job since it last ran."""
-    standing = {}
-    for operation, refusal in sorted(refusals.items()):
-        at = datetime.fromisoformat(refusal["at"])
-        if started.get(operation) is None or at > started[operation]:
-            standing[operation] = {"at": at.isoformat(), "reason": refusal["reason"]}
-    return standing

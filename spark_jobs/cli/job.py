@@ -24,14 +24,13 @@ import argparse
 import json
 from pathlib import Path
 
-from ft_core.cli.budget import AUTO, TARGET_HELP, budget_or_auto
+from ft_core.cli.budget import AUTO, TARGET_HELP, auto_budget_plan, budget_or_auto, check_target_flag
 from ft_core.cli.db import add_db_dir_argument
 from ft_core.cli.output import print_json, print_table
 from ft_core.cli.registry import add_renamed_flag
 from ft_core.errors import ExternalError, InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
-from ft_core.replication.budget_advice import DEFAULT_TARGET
 from spark_jobs.cli.discovery import add_spark_ui_arguments
 from spark_jobs.cli.job_policy import add_policy_arguments, policy_changes, register_commands, who
 from spark_jobs.pipeline.loading import add_pipeline_arguments
@@ -130,32 +129,18 @@ def _domains(path: Path | None) -> dict[str, str] | None:
 
 
 def build_registration(args: argparse.Namespace):
-    """The job, its topology document and (discovered jobs) its rates profile; InputError before anything is stored.
-    ``--budget auto``: the smallest budget whose plan of the job's topology reaches ``--target-accuracy``
-    (:func:`ft_core.replication.budget_advice.smallest_budget_plan`, as ``ftops plan replication --budget auto``)."""
-    auto = args.budget == AUTO
-    if args.target_accuracy is not None and not auto:
-        raise InputError(f"--target-accuracy: only with --budget auto (--budget {args.budget} is registered as given)",
-                         field="--target-accuracy")
-    spec, topology, profile = _registration(argparse.Namespace(**{**vars(args), "budget": 0}) if auto else args)
-    if auto:
-        spec = spec.model_copy(update={"replication_budget": _auto_budget(topology, args)})
-    return spec, topology, profile
-
-
-def _auto_budget(topology: dict, args: argparse.Namespace) -> int:
-    from ft_core.errors import InfeasibleError
-    from ft_core.replication.budget_advice import DEFAULT_TARGET, smallest_budget_plan
+    """The job, its topology document, (discovered jobs) its rates profile and (``--budget auto``) the budget choice;
+    InputError before anything is stored. ``--budget auto``: the smallest budget whose plan of the job's topology
+    reaches ``--target-accuracy``, as ``ftops plan replication --budget auto``."""
     from ft_core.topology.document import parse_topology
     from ft_core.topology.task_graph import build_task_graph
 
-    graph = build_task_graph(parse_topology(topology))
-    target = DEFAULT_TARGET if args.target_accuracy is None else args.target_accuracy
-    plan = smallest_budget_plan(graph, target)
-    if plan is None:
-        raise InfeasibleError(f"--target-accuracy: no budget up to the {graph.n} tasks keeps OF >= {target:g}",
-                              field="--target-accuracy")
-    return plan.budget
+    check_target_flag(args.budget, args.target_accuracy, "registered")
+    if args.budget != AUTO:
+        return (*_registration(args), None)
+    spec, topology, profile = _registration(argparse.Namespace(**{**vars(args), "budget": 0}))
+    plan, choice = auto_budget_plan(build_task_graph(parse_topology(topology)), args.target_accuracy)
+    return spec.model_copy(update={"replication_budget": plan.budget}), topology, profile, choice
 
 
 def _registration(args: argparse.Namespace):
@@ -231,7 +216,7 @@ def register_job(args: argparse.Namespace) -> dict:
     primary runs already (None: plan-only, or its master does not answer)."""
     from ft_core.store.policies import checked_policy
 
-    spec, topology, profile = build_registration(args)
+    spec, topology, profile, choice = build_registration(args)
     policy = checked_policy(policy_changes(args, with_apply=False))  # bad flags refused before anything is stored
     store = open_store(args.db_dir)
     try:
@@ -245,8 +230,6 @@ def register_job(args: argparse.Namespace) -> dict:
             store.set_policy(spec.name, policy, who("ftops job register"))
     finally:
         store.conn.close()
-    choice = {"budget": AUTO, "target_accuracy": args.target_accuracy or DEFAULT_TARGET,
-              "target_measure": "output_fidelity"} if args.budget == AUTO else None
     return {"job": spec.name, "job_id": job_id, "topology_id": topology_id, "budget": spec.replication_budget,
             "budget_choice": choice, "kind": "plan-only" if spec.deployment is None else "runnable",
             "tasks": sum(op["parallelism"] for op in topology["operators"]), "deployment": spec.deployment,
@@ -314,23 +297,15 @@ def start_job(name: str, db_dir) -> dict:
 
 
 def _start_primary(name: str, dep) -> dict:
-    """Submit the primary unless its driver runs; a driver its master forgot (an orphaned primary) is stopped and the
-    primary submitted again from its checkpoint. Never a second driver beside a live one: two drivers on one
-    checkpoint corrupt it. Under the submit lock the safety net's repair takes too."""
-    from spark_jobs.drills.reconcile import locked, orphaned_primary
-    from spark_jobs.runtime.detached_submit import submit_stream
-    from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
-    from spark_jobs.runtime.launch import driver_running, stop_run
+    """Submit the primary unless its driver runs (:func:`spark_jobs.drills.reconcile.submit_primary`: an orphaned one
+    is stopped and submitted again from its checkpoint), waiting until it runs."""
+    from spark_jobs.drills.reconcile import submit_primary
+    from spark_jobs.runtime.job_streams import primary_app_name
 
     dep.input.mkdir(parents=True, exist_ok=True)
-    dep.primary_output.mkdir(parents=True, exist_ok=True)
-    with locked(dep.primary_output / "_submit.lock"):
-        if driver_running(dep.primary_output):
-            if not orphaned_primary(dep, name):
-                return {"submitted": False, "app_id": None, "name": primary_app_name(name),
-                        "state": "its driver runs (registering with its master, or running)"}
-            stop_run(dep.primary_output)  # its master forgot it: from its checkpoint again, below
-        return submit_stream(primary_app_name(name), dep.primary_ui, [str(a) for a in primary_run_argv(dep)])
+    done = submit_primary(name, dep, None, wait=True)
+    return done if done is not None else {"submitted": False, "app_id": None, "name": primary_app_name(name),
+                                          "state": "its driver runs (registering with its master, or running)"}
 
 
 def _stop(args: argparse.Namespace) -> int:

@@ -66,6 +66,15 @@ def locked(path: Path):
 def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
     """Submit the job's primary from its checkpoint unless its driver runs (an attached job: its application, with
     its stored submit line); whether it was submitted."""
+    done = submit_primary(job, dep, driver_env, wait=False)
+    return bool(done and done["submitted"])
+
+
+def submit_primary(job: str, dep, driver_env: dict[str, str] | None, wait: bool) -> dict | None:
+    """The one rule for submitting a job's primary (the repairs, a drill, ``ftops job start``): never a second driver
+    beside a live one (two drivers on one checkpoint corrupt it); a driver its master forgot (:func:`orphaned_primary`)
+    is stopped and the primary submitted again from its checkpoint. Under the stream's submit lock. None when its
+    driver runs; else what the submission says (``submitted``: False when its master lists it running already)."""
     from spark_jobs.attach.drill_support import is_attached
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import primary_app_name, primary_run_argv
@@ -74,7 +83,7 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
     with locked(dep.primary_output / "_submit.lock"):
         if driver_running(dep.primary_output):
             if is_attached(dep) or not orphaned_primary(dep, job):
-                return False
+                return None
             log.warning("%s: its primary's driver runs but its master %s no longer lists it (a master restarted without "
                         "recovery): stopping it and submitting it again from its checkpoint", job, dep.primary_master)
             stop_run(dep.primary_output)
@@ -82,10 +91,9 @@ def resubmit_primary(job: str, dep, driver_env: dict[str, str]) -> bool:
             from spark_jobs.attach.deployment import submit
 
             submit(job, dep, driver_env)
-            return True
-        done = submit_stream(primary_app_name(job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=False,
+            return {"submitted": True}
+        return submit_stream(primary_app_name(job), dep.primary_ui, [str(a) for a in primary_run_argv(dep)], wait=wait,
                              extra_env=driver_env)
-        return bool(done["submitted"])
 
 
 def orphaned_primary(dep, job: str) -> bool:

@@ -1,7 +1,7 @@
 """``ftops job start`` never starts a second driver beside a live one (two drivers on one checkpoint corrupt it):
 a primary whose driver runs but is not yet (or no longer known to be) on its master is left alone. The orphaned case
 (the master answers without it, past its grace) is stopped and submitted again from its checkpoint, tested on real
-Spark in tests/airflow/test_safety_net.py through the same code (``resubmit_primary``'s rule)."""
+Spark in tests/airflow/test_safety_net.py through the same rule (``spark_jobs.drills.reconcile.submit_primary``)."""
 
 from __future__ import annotations
 

@@ -139,7 +139,6 @@ class DrillPreflightOperator(BaseOperator):
                       _fraction(state.ctx.predicted_accuracy), state.ctx.domain)
         return state.model_dump(mode="json")
 
-
     def _refused_when_scheduled(self, store, context: Any, job: str, exc: Exception) -> None:
         """In a scheduled run (no ``job`` Param: it operates the due jobs), a job that cannot be drilled now is
         skipped, not failed, and why is recorded (``ftops job status``, ``ftops job fleet``): one stopped job must

@@ -97,9 +97,8 @@ def _known(store: HistoryStore, job: str) -> None:
 
 @app.get("/", response_class=HTMLResponse)
 def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    jobs = store.jobs()
     kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds().items()}  # one query, not one per job
-    body = jobs_table(jobs, kinds, {o["job"]: o for o in store.fleet_overview()})
+    body = jobs_table(store.fleet_overview(), kinds)
     halt = store.halted()
     return _page("Fault tolerance: jobs", halt_banner(halt) + body + halt_form(halt))
 

@@ -234,25 +234,23 @@ def _short(v: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def jobs_table(jobs: list[dict[str, Any]], kinds: dict[str, str], overview: dict[str, dict[str, Any]],
-               now: datetime | None = None) -> str:
-    """The jobs page's table, the fleet at a glance: per job its kind, the experiment holding it now, its primary's
-    newest micro-batch and lag, its current plan, its newest and next drill, and why a scheduled drill skipped it
-    (three store queries for the whole fleet)."""
-    if not jobs:
+def jobs_table(overview: list[dict[str, Any]], kinds: dict[str, str], now: datetime | None = None) -> str:
+    """The jobs page's table, the fleet at a glance (one ``fleet_overview`` row per job): its kind, the experiment
+    holding it now, its primary's newest micro-batch and lag, its current plan, its newest and next drill, and why a
+    scheduled drill skipped it."""
+    if not overview:
         return "<p>No jobs registered yet.</p>"
     now = now or datetime.now(timezone.utc)
     head = "".join(f"<th>{h}</th>" for h in ("job", "workload", "kind", "replica budget", "now", "primary", "plan OF",
                                               "last drill", "next drill", "priority", "skipped by the scheduled drill"))
     rows = []
-    for j in jobs:
-        o = overview.get(j["name"], {})
-        cells = [j["workload"], kinds[j["name"]], j["replication_budget"],
-                 f"{o['experiment']} by {o['holder']}" if o.get("experiment") else "-", _primary(o, now),
-                 "-" if o.get("plan_of") is None else f"{o['plan_of']:.3f}",
-                 f"{o['last_drill']}, {_utc(o['last_drill_at'])}" if o.get("last_drill") else "never",
-                 _next_drill(o, now), f"{o.get('priority', 1):g}", o.get("skipped") or "-"]
-        rows.append(f"<tr><td><a href='jobs/{escape(quote(j['name'], safe=''))}'>{escape(j['name'])}</a></td>"
+    for o in overview:
+        cells = [o["workload"], kinds[o["job"]], o["replication_budget"],
+                 f"{o['experiment']} by {o['holder']}" if o["experiment"] else "-", _primary(o, now),
+                 "-" if o["plan_of"] is None else f"{o['plan_of']:.3f}",
+                 f"{o['last_drill']}, {_utc(o['last_drill_at'])}" if o["last_drill"] else "never",
+                 _next_drill(o, now), f"{o['priority']:g}", o["skipped"] or "-"]
+        rows.append(f"<tr><td><a href='jobs/{escape(quote(o['job'], safe=''))}'>{escape(o['job'])}</a></td>"
                     + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
@@ -263,17 +261,17 @@ def _utc(moment: datetime) -> str:
 
 def _primary(o: dict[str, Any], now: datetime) -> str:
     """Its primary's newest micro-batch: how long ago, and how far its output is behind its input (event time)."""
-    if o.get("last_batch_at") is None:
+    if o["last_batch_at"] is None:
         return "no progress recorded"
     ago = (now - o["last_batch_at"]).total_seconds()
-    lag = "" if o.get("lag_ms") is None else f", {max(o['lag_ms'], 0) / 1000:.0f} s behind its input"
+    lag = "" if o["lag_ms"] is None else f", {max(o['lag_ms'], 0) / 1000:.0f} s behind its input"
     return f"last batch {ago:.0f} s ago{lag}"
 
 
 def _next_drill(o: dict[str, Any], now: datetime) -> str:
     from ft_core.fleet.schedules import next_fire
 
-    if not o.get("drill_schedule"):
+    if not o["drill_schedule"]:
         return "by hand only"
     due = next_fire(o["drill_schedule"], o["drill_since"])
     return f"due ({o['drill_schedule']})" if due <= now else f"{_utc(due)} ({o['drill_schedule']})"
