@@ -103,10 +103,13 @@ def map_length_runs(store, map_length: int, picked_by: str = "bench fleet") -> M
     each was picked once (the picks are recorded in the store, as a run's are)."""
     from ft_core.fleet.schedules import Scheduled, due, take
 
+    now = datetime.now(timezone.utc)
     with store.conn, store.conn.cursor() as cur:  # every job due now: an hourly schedule set a day ago
         cur.execute("UPDATE ftops_job SET drill_schedule = '@hourly', drill_schedule_at = now() - interval '1 day'")
         cur.execute("DELETE FROM ftops_fleet_turn WHERE operation = 'drill'")
-    now = datetime.now(timezone.utc)
+        # The drills running now started at `now`: @hourly fires on the hour, so a start a few minutes back would
+        # make them due again whenever the hour turned in between (CI met that once).
+        cur.execute("UPDATE ftops_drill SET started_at = %s WHERE status = 'running'", (now,))
     first_due = len(due([Scheduled(**r) for r in store.scheduled("drill")], now))
     seen: dict[str, int] = {}
     per_run: list[int] = []
