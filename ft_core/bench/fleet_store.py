@@ -268,6 +268,7 @@ def subjects(store: HistoryStore) -> Subjects:
 
 
 Call = Callable[[HistoryStore, Subjects], Any]
+PAGE_ROWS = 100  # the console's jobs page shows 100 jobs a page (plugins/ftops_provider/ui/fleet.py PAGE_SIZE)
 
 
 def _c(method: str, *args: Any, job: bool = False, why: str = "") -> tuple[str, Call]:
@@ -279,7 +280,10 @@ def _c(method: str, *args: Any, job: bool = False, why: str = "") -> tuple[str, 
 # (side, page / DAG task / command) -> its store calls in order: (name, call)
 CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     # plugins/ftops_provider/ui/app.py jobs_page: the jobs, every job's kind (ui/models.py JobKind) and overview, the halt
-    ("ui", "jobs page"): [_c("job_kinds"), _c("fleet_overview"), _c("halted")],
+    # (fleet_states for every job; then the landing page's 100 jobs in full, ui/fleet.py)
+    ("ui", "jobs page"): [_c("fleet_states"),
+                          ("fleet_overview(100 names)", lambda st, s: st.fleet_overview(s.names[:PAGE_ROWS])),
+                          ("job_kinds(100 names)", lambda st, s: st.job_kinds(s.names[:PAGE_ROWS])), _c("halted")],
     # job_page: _known, plans, JobKind.from_store, the halt, the topology, _diff of the two newest plans (_known, both
     # plans), drills, recovery runs, the fault journal
     ("ui", "job page"): [_c("has_job", job=True, why=" (_known)"), _c("plans", "replication", job=True),

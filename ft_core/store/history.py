@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from ft_core.errors import InputError
@@ -102,10 +103,11 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, Ex
             cur.execute("SELECT 1 FROM ftops_job WHERE name = %s", (job,))
             return cur.fetchone() is not None
 
-    def job_kinds(self, job: str | None = None) -> dict[str, dict[str, Any]]:
-        """Per job (``job``: that one only): ``deployment`` (``runnable``, ``attached`` or None: plan-only) and, for a
-        plan-only job, ``rediscover`` (where its newest rates profile says it was discovered, or None). One query for
-        the fleet, not one per job (the jobs page, ``ftops job list``)."""
+    def job_kinds(self, job: str | Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Per job (``job``: that one only, or those of a list): ``deployment`` (``runnable``, ``attached`` or None:
+        plan-only) and, for a plan-only job, ``rediscover`` (where its newest rates profile says it was discovered, or
+        None). One query for the fleet, not one per job (the jobs page, ``ftops job list``)."""
+        names = None if job is None else [job] if isinstance(job, str) else list(job)
         with self.conn, self.conn.cursor() as cur:
             cur.execute("""SELECT j.name, CASE WHEN j.deployment IS NULL THEN NULL
                                                ELSE coalesce(j.deployment->>'kind', 'runnable') END, p.rediscover
@@ -113,7 +115,7 @@ class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, Ex
                                SELECT f.doc->'rediscover' AS rediscover FROM ftops_profile f
                                WHERE f.job_id = j.job_id AND f.kind = 'rates' AND j.deployment IS NULL
                                ORDER BY f.created_at DESC, f.profile_id DESC LIMIT 1) p ON true
-                           WHERE %s::text IS NULL OR j.name = %s ORDER BY j.name""", (job, job))
+                           WHERE %s::text[] IS NULL OR j.name = ANY(%s::text[]) ORDER BY j.name""", (names, names))
             return {name: {"deployment": kind, "rediscover": where} for name, kind, where in cur.fetchall()}
 
     def save_topology(self, job: str, doc: dict[str, Any]) -> int:

@@ -68,6 +68,16 @@ def test_profile_and_plan_on_topology_only_jobs_stores_one_plan_per_job_and_is_i
     states = {ti.task_id: ti.state for ti in first.get_task_instances()}
     assert states["submit_replica"] == "skipped" and states["record_applied"] == "skipped"
 
+    # the console's Re-plan: a run naming a job operates that job only; a name not registered fails the run
+    one = dag.test(run_conf={"job": "incidents"})
+    assert one.state == "success"
+    assert [ti.map_index for ti in one.get_task_instances() if ti.task_id == "plan_replication"] == [0]
+    nobody = dag.test(run_conf={"job": "nobody"})
+    states = {ti.task_id: ti.state for ti in nobody.get_task_instances()}
+    assert nobody.state == "failed" and states["registered_jobs"] == "failed"
+    assert all(ti.state in (None, "upstream_failed") for ti in nobody.get_task_instances() if ti.task_id == "profile")
+    dag.test(run_conf={"job": ""})  # dag.test() keeps the last run's conf in the DAG object's Params
+
 
 def test_two_planning_runs_at_once_store_one_consistent_history(pg_server, pg_conn, monkeypatch):
     """Two runs of the planning step at the same time (a manual trigger beside the schedule, or two DAG

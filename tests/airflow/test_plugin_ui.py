@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import timezone
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -374,6 +375,7 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
                                      watermark_ms=int(now * 1000) - 50_000, input_watermark_ms=int(now * 1000) - 20_000))
     rows = dict(re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td>(.*?)</tr>", client.get("/").text))
     alerts = re.findall(r"<td>(.*?)</td>", rows["alerts"])
+    assert alerts.pop(0) == "experiment"  # its state: the recovery holds it
     assert alerts[3] == "recovery by dag run ftops_incremental_recovery/manual__1"
     assert re.fullmatch(r"last batch (29|3\d) s ago, 30 s behind its input", alerts[4]), alerts[4]
     assert alerts[5:7] == ["-", "never"]
@@ -381,9 +383,146 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
     assert alerts[7] in (f"{midnight:%Y-%m-%d %H:%M} UTC (@daily)", "due (@daily)")
     assert alerts[8:] == ["3", "no cluster state in /srv/spark; run `ftops cluster up` first"]
     topk = re.findall(r"<td>(.*?)</td>", rows["topk"])
+    assert topk.pop(0) == "no progress"  # a drill row still running, but no lease holds it, and no batch recorded
     assert topk[3:5] == ["-", "no progress recorded"]
     assert topk[5] == f"{store.current_plan('topk', 'replication')['objective']:.3f}"  # budget 8's plan
     newest = store.drills("topk")[-1]  # its drills passed, failed, and one still running: the newest
     when = newest["started_at"].astimezone(timezone.utc)
     assert topk[6] == f"running, {when:%Y-%m-%d %H:%M} UTC" and newest["status"] == "running"
     assert topk[7:] == ["by hand only", "1", "-"]
+
+
+def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):
+    """Each job's state (ft_core.fleet.job_state) from its lease and its primary's newest batch; the counts per
+    state link to the filter; filter by state and by name (any case), sort by lag, 100 rows a page with a pager;
+    a state that is not one is refused naming the field."""
+    from ft_core.store.stream_progress import BatchProgress
+
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    now = time.time()
+    for i in range(120):
+        store.register_job(JobSpec(name=f"fleet-{i:03d}", workload="topk"))
+    for name, ago, lag_s in (("fleet-001", 20, 5), ("fleet-002", 20, 300), ("fleet-003", 900, 5), ("fleet-004", 10, 130)):
+        store.record_batch(BatchProgress(stream=f"ftops-{name}-primary", app_id="app-1", batch_id=1, batch_end=now - ago,
+                                         watermark_ms=int((now - lag_s) * 1000), input_watermark_ms=int(now * 1000)))
+    store.acquire_lease("fleet-005", "drill", "dag run ftops_chaos_drill/manual__9", ttl_s=600)
+
+    def jobs(page: str) -> list[tuple[str, str]]:
+        return re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td><td>([^<]*)</td>", page)
+
+    index = client.get("/").text
+    counts = re.search(r"<p id='fleet-counts'>(.*?)</p>", index).group(1)
+    assert counts == ("121 jobs: <a href='?state=experiment'>1 experiment</a>, <a href='?state=no+progress'>116 no "
+                      "progress</a>, <a href='?state=down'>1 down</a>, <a href='?state=lagging'>2 lagging</a>, "
+                      "<a href='?state=running'>1 running</a>")
+    assert len(jobs(index)) == 100 and "jobs 1-100 of 121" in index and "id='page-previous'" not in index
+    second = client.get("/" + re.search(r"id='page-next' href='([^']+)'", index).group(1).replace("&amp;", "&")).text
+    assert len(jobs(second)) == 21 and "jobs 101-121 of 121" in second and "id='page-next'" not in second
+    assert {j for j, _ in jobs(index)}.isdisjoint(j for j, _ in jobs(second))
+
+    lagging = client.get("/", params={"state": "lagging", "sort": "lag"}).text
+    assert jobs(lagging) == [("fleet-002", "lagging"), ("fleet-004", "lagging")]  # most behind first
+    assert "<option value='lagging' selected>" in lagging
+    assert jobs(client.get("/", params={"state": "down"}).text) == [("fleet-003", "down")]
+    assert [j for j, _ in jobs(client.get("/", params={"q": "FLEET-00", "state": ""}).text)] == \
+        [f"fleet-{i:03d}" for i in range(10)]
+    assert "No job matches." in client.get("/", params={"q": "nothing-like-it"}).text
+    by_state = [s for _, s in jobs(client.get("/", params={"sort": "state"}).text)]
+    assert by_state[:3] == ["experiment", "no progress", "no progress"]
+    refused = client.get("/", params={"state": "sleeping"})
+    assert refused.status_code == 422 and "state" in refused.text
+
+
+@pytest.fixture
+def airflow_dags():
+    """ftops's DAGs in Airflow's metadata database, as its DAG processor leaves them (an action triggers those);
+    the runs the test creates are deleted afterwards."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    DagBundlesManager().sync_bundles_to_db()
+    bag = DagBag(dag_folder=str(ROOT / "dags"))
+    assert not bag.import_errors, bag.import_errors
+    sync_bag_to_db(bag, "dags-folder", None)
+    before = {r.id for r in _ftops_runs()}
+    yield
+    with create_session() as session:
+        session.query(DagRun).filter(DagRun.id.in_({r.id for r in _ftops_runs()} - before)).delete(
+            synchronize_session=False)
+
+
+def _ftops_runs():
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        runs = session.query(DagRun).filter(DagRun.dag_id.like("ftops_%")).all()
+        session.expunge_all()
+        return runs
+
+
+def _set_paused(dag_id: str, paused: bool) -> None:
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.query(DagModel).filter(DagModel.dag_id == dag_id).update({DagModel.is_paused: paused})
+
+
+def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflow_dags):
+    """Drill now, Tune checkpoint and Re-plan each create a queued run of their DAG with the job as its conf,
+    recorded as triggered from the UI by the user; a viewer is refused and nothing is created; an action the
+    job's kind cannot take and an unknown action are refused naming why; the form goes on to the run's page."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    client, token, ids = ui
+    store = ids["store"]
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+    admin = {"Authorization": f"Bearer {token}"}
+    viewer = {"Authorization": "Bearer " + get_auth_manager().generate_jwt(
+        SimpleAuthManagerUser(username="viewer", role="VIEWER"))}
+
+    started = {}
+    for action, dag_id in (("drill", "ftops_chaos_drill"), ("tune", "ftops_checkpoint_tuning"),
+                           ("replan", "ftops_profile_and_plan")):
+        res = client.post(f"/api/jobs/alerts/actions/{action}", headers=admin)
+        assert res.status_code == 201, res.text
+        doc = res.json()
+        assert doc["dag_id"] == dag_id and doc["url"] == f"/dags/{dag_id}/runs/{quote(doc['run_id'], safe='')}"
+        started[doc["run_id"]] = dag_id
+    runs = {r.run_id: r for r in _ftops_runs() if r.run_id in started}
+    assert {r.run_id: r.dag_id for r in runs.values()} == started
+    for run in runs.values():
+        assert run.conf == {"job": "alerts"} and run.state == "queued" and run.run_type == "manual"
+        assert run.triggered_by.value == "ui" and run.triggering_user_name == "admin"
+
+    count = len(_ftops_runs())
+    refused = client.post("/api/jobs/alerts/actions/drill", headers=viewer)
+    assert refused.status_code == 403 and len(_ftops_runs()) == count
+    plan_only = client.post("/api/jobs/topk/actions/drill", headers=admin)
+    assert plan_only.status_code == 409 and "plan-only" in plan_only.json()["detail"]
+    assert client.post("/api/jobs/topk/actions/replan", headers=admin).status_code == 201  # any job can be planned
+    unknown = client.post("/api/jobs/alerts/actions/explode", headers=admin)
+    assert unknown.status_code == 404 and "drill, tune, replan" in unknown.json()["detail"]
+    assert client.post("/api/jobs/nobody/actions/drill", headers=admin).status_code == 404
+    assert len(_ftops_runs()) == count + 1
+
+    client.cookies.set("_token", token)
+    page = client.get("/jobs/alerts").text
+    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan"))
+    topk = client.get("/jobs/topk").text
+    assert "id='action-replan'" in topk and "id='action-drill'" not in topk
+    own = {"Origin": "http://testserver"}
+    assert client.post("/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"}).status_code == 403
+    _set_paused("ftops_chaos_drill", False)
+    gone = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
+    assert gone.status_code == 303 and gone.headers["location"].startswith("/dags/ftops_chaos_drill/runs/")
+    _set_paused("ftops_chaos_drill", True)
+    shown = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
+    assert shown.status_code == 200 and "Its DAG is paused" in shown.text
+    assert re.search(r"id='run-link' href='/dags/ftops_chaos_drill/runs/[^']+'", shown.text)

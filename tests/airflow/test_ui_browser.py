@@ -11,6 +11,7 @@ chart's own blue, where the refused page had none.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import signal
@@ -20,6 +21,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import unquote
 
 import httpx
 import numpy as np
@@ -35,7 +37,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.ui.svg import BLUE, GREEN
 from spark_jobs.runtime.waiting import wait_for
-from tests.airflow.test_plugin_ui import seed_history
+from tests.airflow.test_plugin_ui import _set_paused, airflow_dags, seed_history  # noqa: F401 - a fixture
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 VIEWPORT = (1280, 1000)  # the window; the page's viewport is its width and what the window's frame leaves
@@ -172,7 +174,15 @@ def _non_white(image: np.ndarray, box: dict[str, float]) -> int:
 
 # -- the test ---------------------------------------------------------------------------------------------
 
-def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser, tmp_path, pg_conn):
+@pytest.fixture
+def unpaused_drills(airflow_dags):
+    """ftops's DAGs in the metadata database the api-server copies, the drill DAG unpaused (as `ftops stack` leaves it)."""
+    _set_paused("ftops_chaos_drill", False)
+    yield
+    _set_paused("ftops_chaos_drill", True)
+
+
+def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api_server, browser, tmp_path, pg_conn):
     page = f"{api_server.url}/ftops/jobs/topk"
     chart_box = {"x": 0, "y": 0, "width": VIEWPORT[0], "height": VIEWPORT[1]}
 
@@ -214,7 +224,7 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser,
 
     # The console acts, too (issue 35, item 3): the admin halts every experiment from the jobs page with a reason and
     # resumes them, in the browser (its form post carries Airflow's session cookie and the page's origin).
-    from ft_core.store.history import HistoryStore
+    from ft_core.store.history import HistoryStore, JobSpec
 
     store = HistoryStore(pg_conn)
     browser.get(f"{api_server.url}/ftops/")
@@ -227,3 +237,16 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(api_server, browser,
     _wait_css(browser, "#resume").click()
     _wait_css(browser, "#halt-form")
     assert not browser.find_elements(By.CSS_SELECTOR, "#halted") and store.halted() is None
+
+    # Drill now (issue 36, item 3): on a runnable job's page the button creates the drill DAG's run for the job as
+    # the signed-in user, and the browser lands on that run's page in Airflow's own UI.
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+    browser.get(f"{api_server.url}/ftops/jobs/alerts")
+    _wait_css(browser, "#action-drill").click()
+    WebDriverWait(browser, 60).until(lambda b: "/dags/ftops_chaos_drill/runs/" in b.current_url)
+    run_id = unquote(browser.current_url.rsplit("/runs/", 1)[1])
+    with sqlite3.connect(tmp_path / "airflow" / "airflow.db") as db:
+        conf, by, user = db.execute("SELECT conf, triggered_by, triggering_user_name FROM dag_run WHERE dag_id = ? "
+                                    "AND run_id = ?", ("ftops_chaos_drill", run_id)).fetchone()
+    assert json.loads(conf) == {"job": "alerts"} and by == "UI" and user == "admin"
+    WebDriverWait(browser, 60).until(lambda b: run_id in b.execute_script("return document.body.innerText"))

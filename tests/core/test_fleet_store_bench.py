@@ -71,8 +71,10 @@ def test_every_listed_store_call_is_timed_and_explained(pg_conn):
         assert q.explain and all("Plan" in p and "Execution Time" in p for p in q.explain), q.name
         assert q.node_types and q.index_backed == (not q.seq_scans), q.name
     by_name = {(q.page, q.name): q for q in report.queries}
-    assert by_name[("jobs page", "job_kinds()")].statements == 1  # every job's kind in one query ...
-    assert by_name[("jobs page", "job_kinds()")].rows == 30  # ... one row per job
+    assert by_name[("jobs page", "fleet_states()")].statements == 1  # every job's state in one query ...
+    assert by_name[("jobs page", "fleet_states()")].rows == 30  # ... one row per job
+    assert by_name[("jobs page", "fleet_overview(100 names)")].rows == 30  # the page's jobs (all 30 here)
+    assert by_name[("ftops job list", "job_kinds()")].rows == 30
     assert by_name[("job page", "recovery_runs(job)")].statements == 3
     assert by_name[("job page", "drills(job)")].rows == 2 + 2 * 3  # 2 drills, their windows
     assert by_name[("ftops_chaos_drill due_jobs", "pick('drill', due jobs)")].rows > 0
@@ -110,7 +112,24 @@ def test_job_kinds_reads_every_jobs_kind_in_one_query_as_the_pages_did_one_by_on
         assert info["rediscover"] == ((profile or {}).get("doc") or {}).get("rediscover")
     assert sum(1 for i in kinds.values() if i["rediscover"]) == 2  # jobs 20 and 40 were discovered
     assert store.job_kinds("job-00020") == {"job-00020": kinds["job-00020"]}
+    assert store.job_kinds(["job-00020", "job-00003", "job-99999"]) == {n: kinds[n] for n in ("job-00003", "job-00020")}
+    assert store.job_kinds([]) == {}
     assert store.has_job("job-00001") and not store.has_job("job-99999")
+
+
+def test_the_jobs_pages_two_reads_agree_with_each_other(pg_conn):
+    """``fleet_states`` (every job, the page's deciding columns) says of each job what ``fleet_overview`` (the page's
+    rows in full, all of them or a list) says; a list reads those jobs only, by name."""
+    fill_fleet(pg_conn, jobs=JOBS, days=DAYS)
+    store = HistoryStore(pg_conn)
+    states, full = store.fleet_states(), store.fleet_overview()
+    assert [r["job"] for r in states] == [r["job"] for r in full] == sorted(j["name"] for j in store.jobs())
+    for short, long in zip(states, full):
+        assert short == {k: long[k] for k in short}, short["job"]
+    assert sum(1 for r in states if r["experiment"]) == 1  # job 7's live drill (job 8's lease expired)
+    assert sum(1 for r in states if r["last_batch_at"] is not None) == sum(1 for r in full if r["workload"] != "plan-only")
+    some = store.fleet_overview(["job-00030", "job-00007", "job-99999"])
+    assert some == [r for r in full if r["job"] in ("job-00007", "job-00030")] and store.fleet_overview([]) == []
 
 
 def test_bench_fleet_quick_writes_its_three_sections_on_a_private_store_it_removes(tmp_path):
@@ -129,7 +148,7 @@ def test_bench_fleet_quick_writes_its_three_sections_on_a_private_store_it_remov
         assert report == out.read_text()
         for policy in ("staged", "density", "fifo"):
             assert f"| 200 | 44 | {policy} |" in report
-        assert "| ui | jobs page | `job_kinds()` |" in report and "| dag | ftops_chaos_drill due_jobs |" in report
+        assert "| ui | jobs page | `fleet_states()` |" in report and "| dag | ftops_chaos_drill due_jobs |" in report
         # 60 jobs, the 2 drilling now not due: 58, 16 a run; the last run takes 6 again, after every job had its turn
         assert "58 jobs due for a drill at once, `max_map_length` 16: scheduled runs took 16, 16, 16, 16 jobs (4 runs), " \
                "58 distinct, 0 picked twice before all once. Target: every due job operated, in 4 runs: **met**." in report

@@ -1,5 +1,7 @@
 """ftops_profile_and_plan: profile every registered job, recompute its plans, adapt its replica.
 
+A run whose ``job`` Param names a job (the console's Re-plan) operates that job only.
+
 Per registered job (dynamic task mapping): measure the running primary's task rates from its metrics
 (``profile``), recompute the replication plan (``plan_replication``: exact up to 200 tasks, structure-aware
 above), estimate its tentative accuracy from the job's recent input (``estimate_accuracy``, issue 15: a local
@@ -28,7 +30,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator
 from airflow.sdk import DAG, Asset, task
 
 from ft_core.input.quantities import Fraction
-from ftops_provider.arguments import bounded_param
+from ftops_provider.arguments import bounded_param, optional_name_param
 from ftops_provider.operators.accuracy import EstimateAccuracyOperator
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
@@ -49,7 +51,9 @@ with DAG(
     tags=["ftops"],
     doc_md=__doc__,
     params={"of_threshold": bounded_param(0.02, Fraction, "resubmit the replica when the new plan's OF beats the applied "
-                                                          "one by more")},
+                                                          "one by more"),
+            "job": optional_name_param("registered job to profile and plan (the console's Re-plan); empty (the "
+                                       "default, and every scheduled run): every registered job")},
     # every step is idempotent (plans, profiles and applied plans are stored once, a submission of a running
     # replica does nothing), so a database or master that blinks costs a retry, not the hour's run
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
@@ -60,12 +64,16 @@ with DAG(
     repair = ReconcileOperator(task_id="undo_orphaned_faults")
 
     @task
-    def registered_jobs() -> list[str]:
+    def registered_jobs(params=None) -> list[str]:
+        from airflow.sdk.exceptions import AirflowFailException
+
         from ftops_provider.hooks.history import HistoryStoreHook
 
         store = HistoryStoreHook().store()
         try:
-            return [j["name"] for j in store.jobs()]
+            if params["job"] and not store.has_job(params["job"]):  # no retry: it will not be registered in 30 s
+                raise AirflowFailException(f"job {params['job']!r} is not registered (`ftops job list` shows the fleet)")
+            return [params["job"]] if params["job"] else [j["name"] for j in store.jobs()]
         finally:
             store.conn.close()
 

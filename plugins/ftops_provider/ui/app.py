@@ -30,10 +30,12 @@ from ft_core.errors import InputError
 from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
+from ftops_provider.ui.actions import actions_form, check_action, require_may_trigger, started_page_body, trigger
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
-from ftops_provider.ui.sections import diff_section, drills_section, history_section, jobs_table, recovery_section
+from ftops_provider.ui.fleet import FleetQuery, fleet_page, select_page
+from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
@@ -41,7 +43,7 @@ app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming job
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}table{border-collapse:collapse;margin:8px 0}"
           "table{font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}td{white-space:nowrap}.added{color:#2da44e}.removed{color:#cf222e}"
           ".ok{color:#2da44e}.bad{color:#cf222e}nav a{margin-right:12px}.caption{color:#555;font-size:13px}"
-          "section.run{margin-bottom:16px}")
+          "section.run{margin-bottom:16px}form.action{display:inline-block;margin:0 4px}.bar{display:flex;gap:24px;align-items:center;flex-wrap:wrap}")
 _KIND = Query("replication", pattern="^(replication|recovery|checkpoint)$")
 
 
@@ -96,9 +98,10 @@ def _known(store: HistoryStore, job: str) -> None:
 # -- pages ---------------------------------------------------------------------------------------------
 
 @app.get("/", response_class=HTMLResponse)
-def jobs_page(store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds().items()}  # one query, not one per job
-    body = jobs_table(store.fleet_overview(), kinds)
+def jobs_page(query: Annotated[FleetQuery, Query()], store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    chosen = select_page(store.fleet_states(), query)  # every job's state; then the page's jobs only, in full
+    kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
+    body = fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query)
     halt = store.halted()
     return _page("Fault tolerance: jobs", halt_banner(halt) + body + halt_form(halt))
 
@@ -108,9 +111,10 @@ def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResp
     """The job's plan history, drills and recovery runs on one page."""
     _known(store, job)
     plans = store.plans(job, "replication")
-    nav = ("<nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>Recovery runs</a>"
-           "<a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>")
     kind = JobKind.from_store(store, job)
+    nav = ("<div class='bar'><nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
+           f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
+           f"{actions_form(job, kind.kind)}</div>")
     body = [halt_banner(store.halted()), nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
             history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
@@ -232,7 +236,7 @@ def _same_origin(request: Request) -> None:
 
     source = request.headers.get("origin") or request.headers.get("referer")
     if source is None or urlsplit(source).netloc != request.headers.get("host"):
-        raise HTTPException(status_code=403, detail="a halt or resume form must be posted from the ftops page itself")
+        raise HTTPException(status_code=403, detail="a form of the ftops pages must be posted from the ftops page itself")
 
 
 @app.post("/api/halt", dependencies=_MAY_OPERATE)
@@ -266,6 +270,36 @@ def resume_form_post(user: GetUserDep, store: HistoryStore = Depends(get_store))
     """The jobs page's Resume button."""
     store.resume(_by(user))
     return RedirectResponse("./", status_code=303)
+
+
+# -- acting: a job's actions (ftops_provider.ui.actions) ---------------------------------------------------------
+
+def _start(request: Request, job: str, action: str, user, store: HistoryStore) -> dict:
+    _known(store, job)
+    chosen = check_action(action, JobKind.from_store(store, job).kind, job)
+    require_may_trigger(request, user, chosen.dag_id)
+    started = trigger(chosen, job, user)
+    airflow_root = request.scope.get("root_path", "").removesuffix("/ftops")  # the UI's own pages are beside /ftops
+    return {**started, "url": airflow_root + started["url"]}
+
+
+@app.post("/api/jobs/{job}/actions/{action}", status_code=201)
+def action_api(job: JobName, action: str, request: Request, user: GetUserDep,
+               store: HistoryStore = Depends(get_store)) -> dict:
+    """Start the action's DAG run for the job (``drill``, ``tune``, ``replan``) under the caller's permission to
+    trigger that DAG: its DAG, run id, whether the DAG is paused and the run's page in Airflow."""
+    return _start(request, job, action, user, store)
+
+
+@app.post("/jobs/{job}/actions/{action}", dependencies=[Depends(_same_origin)])
+def action_form_post(job: JobName, action: str, request: Request, user: GetUserDep,
+                     store: HistoryStore = Depends(get_store)) -> Response:
+    """A job page's action button: on to the new run's page in Airflow (a paused DAG's run is shown here first)."""
+    started = _start(request, job, action, user, store)
+    if started["paused"]:
+        return _page(f"Fault tolerance: {job}", started_page_body(started) + "<p><a href='../../" +
+                     escape(quote(job, safe=""), quote=True) + "'>Back to the job</a></p>")
+    return RedirectResponse(started["url"], status_code=303)
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")

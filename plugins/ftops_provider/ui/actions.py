@@ -1,0 +1,105 @@
+"""Acting on a job from its console page: each action starts one of ftops's DAGs for the job.
+
+An action is a DAG run, never work done in the api-server: *Drill now* starts ``ftops_chaos_drill``, *Tune
+checkpoint* ``ftops_checkpoint_tuning`` and *Re-plan* ``ftops_profile_and_plan``, each with ``{"job": NAME}`` as
+its conf (every other Param at the DAG's default, as a scheduled run has them). The run is created by
+Airflow's own ``trigger_dag`` under the logged-in user's permission to create runs *of that DAG* (the auth
+manager decides, as for Airflow's trigger button), recorded as triggered from the UI by that user; a user
+without it is refused (403) and nothing is created. An action the job's kind cannot take is refused before
+Airflow is asked (a plan-only job has no streams to drill or tune; an attached job's checkpoint is its own
+code's to set). Recovery is not an action yet: ``ftops_incremental_recovery`` recovers a recovery-units
+deployment, not a fleet job.
+
+    >>> ACTIONS["drill"].dag_id
+    'ftops_chaos_drill'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import HTTPException, Request
+
+
+@dataclass(frozen=True)
+class Action:
+    dag_id: str
+    label: str
+    kinds: frozenset[str]  # the job kinds (ui.models.JobKind.kind) that can take it
+    what: str  # what the run does, for the button's caption
+
+
+ACTIONS: dict[str, Action] = {
+    "drill": Action("ftops_chaos_drill", "Drill now", frozenset({"runnable", "attached"}),
+                    "fails a failure domain of its primary and measures the recovery (its lease and safety net as "
+                    "scheduled drills have)"),
+    "tune": Action("ftops_checkpoint_tuning", "Tune checkpoint", frozenset({"runnable"}),
+                   "profiles checkpoint intervals on copies of the job and stores Chiron's recommendation"),
+    "replan": Action("ftops_profile_and_plan", "Re-plan", frozenset({"runnable", "attached", "plan-only"}),
+                     "profiles the job, recomputes its plans and adapts its replica by its apply mode"),
+}
+
+
+def check_action(action: str, kind: str, job: str) -> Action:
+    """The action, or 404 (no such action) / 409 (the job's kind cannot take it), naming why."""
+    if action not in ACTIONS:
+        raise HTTPException(status_code=404, detail=f"action {action!r}: expected one of {', '.join(ACTIONS)}")
+    found = ACTIONS[action]
+    if kind not in found.kinds:
+        raise HTTPException(status_code=409, detail=f"{found.label}: job {job!r} is {kind}; this action is for "
+                                                    f"{' or '.join(sorted(found.kinds))} jobs")
+    return found
+
+
+def require_may_trigger(request: Request, user, dag_id: str) -> None:
+    """403 unless the auth manager lets ``user`` create runs of ``dag_id`` (Airflow's own check, as its trigger
+    button's)."""
+    from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+
+    requires_access_dag("POST", DagAccessEntity.RUN, param_dag_id=dag_id)(request, user)
+
+
+def trigger(action: Action, job: str, user) -> dict[str, Any]:
+    """Create the DAG run (queued; the scheduler starts it): its DAG, run id, whether the DAG is paused (a paused
+    DAG's run waits until it is unpaused), and its page in Airflow's UI."""
+    from airflow.api.common.trigger_dag import trigger_dag
+    from airflow.exceptions import DagNotFound
+    from airflow.models.dag import DagModel
+    from airflow.utils.types import DagRunTriggeredByType
+
+    try:
+        run = trigger_dag(action.dag_id, triggered_by=DagRunTriggeredByType.UI,
+                          triggering_user_name=user.get_name(), conf={"job": job})
+    except DagNotFound:
+        raise HTTPException(status_code=409, detail=f"{action.label}: DAG {action.dag_id} is not in Airflow's "
+                                                    "database yet (its DAG processor has not parsed it)") from None
+    model = DagModel.get_dagmodel(action.dag_id)
+    return {"action": action.label, "dag_id": action.dag_id, "run_id": run.run_id,
+            "paused": bool(model is not None and model.is_paused),
+            "url": f"/dags/{quote(action.dag_id)}/runs/{quote(run.run_id, safe='')}"}
+
+
+def actions_form(job: str, kind: str) -> str:
+    """The job page's buttons, one line: a form per action its kind can take (posting needs permission to trigger
+    its DAG); each button's title says what its run does."""
+    forms = []
+    for name, action in ACTIONS.items():
+        if kind not in action.kinds:
+            continue
+        forms.append(f"<form class='action' method='post' action='{escape(quote(job, safe=''))}/actions/{name}'>"
+                     f"<button id='action-{name}' type='submit' title='starts {action.dag_id} for this job: "
+                     f"{escape(action.what, quote=True)}'>{escape(action.label)}</button></form>")
+    return (f"<section id='actions' title=\"each starts one of ftops's DAGs for this job, under your Airflow "
+            f"permissions\"><b>Actions</b> {''.join(forms)}</section>")
+
+
+def started_page_body(started: dict[str, Any]) -> str:
+    """What the action's form post shows: the run it created, linked to Airflow's page of it."""
+    paused = (" <b>Its DAG is paused</b>: the run waits until it is unpaused (Airflow's DAG page)." if started["paused"]
+              else "")
+    return (f"<p id='started'>{escape(started['action'])}: started <a id='run-link' href='{escape(started['url'], quote=True)}'>"
+            f"{escape(started['dag_id'])} run {escape(started['run_id'])}</a>.{paused}</p>")

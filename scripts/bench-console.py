@@ -1,0 +1,103 @@
+"""The console's jobs page at fleet scale (issue 36 item 6: under 300 ms of server time with 5,000 jobs).
+
+Fills a private PostgreSQL (its own folder under $FTOPS_HOME, removed afterwards) with the fleet benchmark's
+synthetic store (ft_core.bench.fleet_store.fill_fleet: 5,000 jobs, a year of history each), then times the
+jobs page's route function (``ftops_provider.ui.app.jobs_page``: its store queries and the HTML it renders) for
+the page's views, the median of ``--repeats`` calls each after one warm-up call. Not timed: Airflow's
+authentication and HTTP, the same for every page.
+
+    .venv/bin/python scripts/bench-console.py [--jobs 5000] [--days 365] [--out docs/benchmarks/console.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+TARGET_MS = 300.0
+VIEWS = {  # what a person does on the page: the landing view, a state's link, a sort, a later page, a name search
+    "the landing page (page 1 by name)": {},
+    "lagging jobs, most behind first": {"state": "lagging", "sort": "lag"},
+    "every job by state, page 3": {"sort": "state", "page": 3},
+    "by newest drill, longest ago first": {"sort": "drill"},
+    "name contains job-0012": {"q": "job-0012"},
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--days", type=int, default=365)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default="docs/benchmarks/console.md")
+    args = parser.parse_args()
+    if not 1 <= args.jobs <= 99_999 or args.days < 7 or args.repeats < 1:
+        parser.error("--jobs: 1 to 99,999; --days: at least 7; --repeats: at least 1")
+    from ft_core.bench.fleet_store import fill_fleet
+    from ft_core.home import ftops_home
+    from ft_core.store.connection import connect
+    from ft_core.store.embedded import EmbeddedPostgres, free_port
+    from ft_core.store.migrations import upgrade
+
+    state = ftops_home() / "bench-console-postgres"
+    shutil.rmtree(state, ignore_errors=True)
+    server = EmbeddedPostgres(state, free_port())
+    server.start()
+    try:
+        conn = connect(server.url())
+        try:
+            upgrade(conn)
+            size = fill_fleet(conn, jobs=args.jobs, days=args.days,
+                              progress=lambda step, rows: print(f"[bench] {step}: {rows:,} rows", file=sys.stderr))
+            rows = [(name, *time_view(conn, params, args.repeats)) for name, params in VIEWS.items()]
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+        shutil.rmtree(state, ignore_errors=True)
+    report = render(args, size, rows)
+    Path(args.out).write_text(report)
+    print(report)
+    return 0
+
+
+def time_view(conn, params: dict, repeats: int) -> tuple[str, float, int]:
+    from ft_core.store.history import HistoryStore
+    from ftops_provider.ui.app import jobs_page
+    from ftops_provider.ui.fleet import FleetQuery
+
+    store, query = HistoryStore(conn), FleetQuery(**params)
+    page = jobs_page(query, store)  # warm-up: the cache, the imports
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        page = jobs_page(query, store)
+        times.append(time.perf_counter() - start)
+    shown = page.body.decode().count("<tr><td><a href='jobs/")
+    args = "&".join(f"{k}={v}" for k, v in params.items()) or "(none)"
+    return args, statistics.median(times) * 1000, shown
+
+
+def render(args, size, rows) -> str:
+    lines = ["# The console's jobs page at fleet scale (issue 36): benchmark", "",
+             f"Produced by `.venv/bin/python scripts/bench-console.py --jobs {args.jobs} --days {args.days} "
+             f"--repeats {args.repeats}` on {platform.node()} ({os.cpu_count()} cores, Python "
+             f"{platform.python_version()}): {size.jobs:,} jobs with {size.days} days of history each "
+             f"(the fleet benchmark's synthetic store, `ftops bench fleet`).", "",
+             "Server time of the jobs page's route function (`jobs_page`: its three store queries and the HTML "
+             "of one page of 100 rows, with the state counts over every job), median of the repeats after a "
+             f"warm-up; Airflow's authentication and HTTP are not in it. Target: under {TARGET_MS:.0f} ms.", "",
+             "| view | query string | rows shown | median ms | target |", "|---|---|---:|---:|---|"]
+    for name, query, ms, shown in rows:
+        lines.append(f"| {name} | `{query}` | {shown} | {ms:.1f} | {'met' if ms < TARGET_MS else '**missed**'} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
