@@ -11,5 +11,8 @@ class FtopsPlugin(AirflowPlugin):
     name = "ftops"
     fastapi_apps = [{"app": app, "url_prefix": "/ftops", "name": "ftops"}]
     external_views = [
-        {"name": "Fault tolerance", "href": "/ftops/", "destination": "nav", "category": "browse", "url_route": "fault-tolerance"}
+        {"name": "Fault tolerance", "href": "/ftops/", "destination": "nav", "category": "browse", "url_route": "fault-tolerance"},
+        # a tab on every DAG run's page (Airflow fills in the placeholders): what that run recorded
+        {"name": "Fault tolerance", "href": "/ftops/runs/{DAG_ID}/{RUN_ID}", "destination": "dag_run",
+         "url_route": "fault-tolerance-run"},
     ]

@@ -22,7 +22,8 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
-          "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt")
+          "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
+          "/runs/ftops_chaos_drill/manual__d1")
 
 
 def _windows(start_ms: int, accuracies: list[float]) -> dict:
@@ -526,3 +527,41 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     shown = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
     assert shown.status_code == 200 and "Its DAG is paused" in shown.text
     assert re.search(r"id='run-link' href='/dags/ftops_chaos_drill/runs/[^']+'", shown.text)
+
+
+def test_the_dag_run_tab_shows_what_a_run_of_an_ftops_dag_recorded(ui):
+    """Airflow's DAG run page gets a "Fault tolerance" tab (an external view with destination dag_run, Airflow filling
+    in {DAG_ID} and {RUN_ID}): one drill or recovery run goes to its report; several, or plans, are listed with
+    links; a run id of another DAG's records, or of another DAG, says so."""
+    from ftops_provider.plugin import FtopsPlugin
+
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    [tab] = [v for v in FtopsPlugin.external_views if v["destination"] == "dag_run"]
+    assert tab["href"] == "/ftops/runs/{DAG_ID}/{RUN_ID}"
+    passed, _, _ = ids["drills"]
+    done, _ = ids["runs"]
+
+    one = client.get("/runs/ftops_chaos_drill/manual__d1", follow_redirects=False)
+    assert one.status_code == 303 and one.headers["location"] == f"/jobs/topk/drills/{passed}"
+    assert client.get(one.headers["location"]).status_code == 200
+    rec = client.get("/runs/ftops_incremental_recovery/manual__r1", follow_redirects=False)
+    assert rec.status_code == 303 and rec.headers["location"] == f"/jobs/topk/recovery-runs/{done}"
+
+    # a scheduled drill run operates several jobs: one drill each, listed
+    store.register_job(JobSpec(name="alerts", workload="topk"))
+    plan = store.save_plan("alerts", "replication", algorithm="exact", objective=0.5, optimal=True, payload={"tasks": []},
+                           input_hash="h", dag_run_id="scheduled__2026-11-29T02:00:00+00:00")
+    first = store.start_drill("topk", ids["plans"][-1], {"failure_domain": "rack-a"}, "scheduled__2026-11-29T02:00:00+00:00")
+    second = store.start_drill("alerts", plan.plan_id, {"failure_domain": "rack-a"}, "scheduled__2026-11-29T02:00:00+00:00")
+    listed = client.get("/runs/ftops_chaos_drill/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00")
+    links = re.findall(r"<li><a href='([^']+)'>", listed.text)
+    assert listed.status_code == 200 and links == [f"../../jobs/topk/drills/{first}", f"../../jobs/alerts/drills/{second}"]
+    # the planning DAG's run of the same id recorded the plan, not the drills (run ids are unique per DAG only)
+    planned = client.get("/runs/ftops_profile_and_plan/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00").text
+    assert re.findall(r"<li>(.*?)</li>", planned) == [f"replication plan #{plan.plan_id} of <a href='../../jobs/alerts#plans'>alerts</a>"]
+    assert "id='nothing-yet'" in client.get("/runs/ftops_checkpoint_tuning/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00").text
+    assert "id='nothing-yet'" in client.get("/runs/ftops_chaos_drill/manual__r1").text  # a recovery run's id
+    other = client.get("/runs/etl_daily/manual__1")
+    assert other.status_code == 200 and "id='not-ftops'" in other.text

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import httpx
 import numpy as np
@@ -250,3 +250,15 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api
                                     "AND run_id = ?", ("ftops_chaos_drill", run_id)).fetchone()
     assert json.loads(conf) == {"job": "alerts"} and by == "UI" and user == "admin"
     WebDriverWait(browser, 60).until(lambda b: run_id in b.execute_script("return document.body.innerText"))
+
+    # The run page's "Fault tolerance" tab (item 4: an external view on dag_run): the ftops page of this run, in
+    # Airflow's frame; the queued run has recorded nothing yet, and says so.
+    tab = WebDriverWait(browser, 60).until(lambda b: next(
+        (a for a in b.find_elements(By.CSS_SELECTOR, "a") if a.text.strip() == "Fault tolerance"
+         and "/plugin/" in (a.get_attribute("href") or "")), None))
+    tab.click()
+    frame = _wait_css(browser, "iframe")
+    assert frame.get_attribute("src").endswith(f"/ftops/runs/ftops_chaos_drill/{quote(run_id, safe='')}")
+    browser.switch_to.frame(frame)
+    assert run_id in _wait_css(browser, "#nothing-yet").text
+    browser.switch_to.default_content()

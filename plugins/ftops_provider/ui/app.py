@@ -31,6 +31,7 @@ from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.actions import actions_form, check_action, require_may_trigger, started_page_body, trigger
+from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
@@ -123,6 +124,17 @@ def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResp
     body.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
     body.append(faults_section(store.faults(job, limit=20)))
     return _page(f"Fault tolerance: {job}", "".join(body))
+
+
+@app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
+def dag_run_view(dag_id: str, run_id: str, request: Request, store: HistoryStore = Depends(get_store)) -> Response:
+    """The "Fault tolerance" tab of a DAG run in Airflow's UI: the run's drill or recovery report, or what it
+    recorded (ftops_provider.ui.dag_run_view)."""
+    records = run_records(dag_id, store.dag_run_records(run_id)) if dag_id in RECORDS else []
+    single = single_report_path(dag_id, records) if records else None
+    if single is not None:
+        return RedirectResponse(request.scope.get("root_path", "") + single, status_code=303)
+    return _page(f"Fault tolerance: {dag_id} run", records_body(dag_id, run_id, records))
 
 
 @app.get("/jobs/{job}/drills/{drill_id}", response_class=HTMLResponse)
