@@ -249,6 +249,7 @@ class Subjects(BaseModel):
     plan_only: list[str]  # jobs without a deployment (their kind comes from their latest rates profile)
     plans: list[int]  # the job's two newest replication plans (the job page diffs them)
     drill_id: int  # the job's newest drill
+    drill_run: str  # the run id of the DAG run that drilled it
     due: dict[str, list[str]]  # per operation, the due jobs a scheduled run picks
 
 
@@ -262,9 +263,10 @@ def subjects(store: HistoryStore) -> Subjects:
     job, now = drilled[len(drilled) // 2], datetime.now(timezone.utc)
     picked = {op: [r.job for r in take(due([Scheduled(**r) for r in store.scheduled(op)], now), MAX_MAP_LENGTH)[0]]
               for op in ("drill", "tuning")}
+    drill = store.drills(job, limit=1)[-1]
     return Subjects(job=job, names=sorted(n for n, _, _ in jobs), plan_only=[n for n, none, _ in jobs if none],
                     plans=[p["plan_id"] for p in store.plans(job, "replication", limit=2)],
-                    drill_id=store.drills(job, limit=1)[-1]["drill_id"], due=picked)
+                    drill_id=drill["drill_id"], drill_run=drill["dag_run_id"], due=picked)
 
 
 Call = Callable[[HistoryStore, Subjects], Any]
@@ -284,6 +286,8 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     ("ui", "jobs page"): [_c("fleet_states"),
                           ("fleet_overview(100 names)", lambda st, s: st.fleet_overview(s.names[:PAGE_ROWS])),
                           ("job_kinds(100 names)", lambda st, s: st.job_kinds(s.names[:PAGE_ROWS])), _c("halted")],
+    # dag_run_view: the "Fault tolerance" tab of a DAG run in Airflow's UI
+    ("ui", "DAG run tab"): [("dag_run_records(a drill run's id)", lambda st, s: st.dag_run_records(s.drill_run))],
     # job_page: _known, plans, JobKind.from_store, the halt, the topology, _diff of the two newest plans (_known, both
     # plans), drills, recovery runs, the fault journal
     ("ui", "job page"): [_c("has_job", job=True, why=" (_known)"), _c("plans", "replication", job=True),
