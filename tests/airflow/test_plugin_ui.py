@@ -514,6 +514,8 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     assert len(_ftops_runs()) == count + 1
 
     client.cookies.set("_token", token)
+    cross_site = client.post("/api/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"})
+    assert cross_site.status_code == 403 and len(_ftops_runs()) == count + 1  # signed in by cookie: same origin only
     page = client.get("/jobs/alerts").text
     assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan"))
     topk = client.get("/jobs/topk").text

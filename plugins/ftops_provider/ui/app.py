@@ -251,6 +251,13 @@ def _same_origin(request: Request) -> None:
         raise HTTPException(status_code=403, detail="a form of the ftops pages must be posted from the ftops page itself")
 
 
+def _bearer_or_same_origin(request: Request) -> None:
+    """An API call that starts work, signed in by the session cookie rather than a bearer token, must come from
+    this server's pages too (a body-less POST is what another site's form can send)."""
+    if not request.headers.get("authorization", "").lower().startswith("bearer "):
+        _same_origin(request)
+
+
 @app.post("/api/halt", dependencies=_MAY_OPERATE)
 def halt_post_api(body: HaltIn, user: GetUserDep, store: HistoryStore = Depends(get_store)) -> dict:
     """Halt every experiment of the fleet (as ``ftops halt``); a halt in force is kept (its reason stays)."""
@@ -295,7 +302,7 @@ def _start(request: Request, job: str, action: str, user, store: HistoryStore) -
     return {**started, "url": airflow_root + started["url"]}
 
 
-@app.post("/api/jobs/{job}/actions/{action}", status_code=201)
+@app.post("/api/jobs/{job}/actions/{action}", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
 def action_api(job: JobName, action: str, request: Request, user: GetUserDep,
                store: HistoryStore = Depends(get_store)) -> dict:
     """Start the action's DAG run for the job (``drill``, ``tune``, ``replan``) under the caller's permission to
