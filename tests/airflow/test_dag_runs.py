@@ -9,8 +9,10 @@ the drill then relies on."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
+from urllib.parse import quote
 
 import pytest
 
@@ -246,6 +248,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
     from fastapi.testclient import TestClient
 
+    from ftops_provider.ui.app import app as ftops_console
     from spark_jobs.cluster.seam import cluster_of
 
     dep, store = live_job
@@ -257,6 +260,8 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     headers = {"Authorization": "Bearer " + init_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin",
                                                                                                    role="ADMIN"))}
     answered = {}
+    console = TestClient(ftops_console)
+    console.cookies.set("_token", headers["Authorization"].removeprefix("Bearer "))
 
     def request() -> dict | None:
         runs = client.get("/api/v2/dags/ftops_chaos_drill/dagRuns", params={"state": "running"}, headers=headers)
@@ -269,7 +274,8 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
 
     def reject() -> None:  # the person, beside the run (dag.test() needs the main thread: it sets signals)
         asked = wait_for(request, timeout_s=600, interval_s=2, what="the drill's approval request")
-        answered["body"] = asked["body"]
+        answered["body"], answered["run_id"] = asked["body"], asked["run_id"]
+        answered["console"] = console.get("/").text  # the jobs page lists what waits for a person
         answered["response"] = client.patch(
             f"/api/v2/dags/ftops_chaos_drill/dagRuns/{asked['run_id']}/taskInstances/approve_drill/0/hitlDetails",
             json={"chosen_options": ["Reject"]}, headers=headers)
@@ -283,6 +289,9 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
         assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
     assert "body" in answered, "the drill never asked for approval (see its preflight's log above)"
     assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
+    waiting = re.search(r"<section id='approvals'>.*?</section>", answered["console"]).group(0)
+    assert "Waiting for a person (1)" in waiting and f"approve_drill of ftops_chaos_drill run {answered['run_id']}" in waiting
+    assert f"/runs/{quote(answered['run_id'], safe='')}/tasks/approve_drill/mapped/0/required_actions'" in waiting
     assert answered["response"].status_code == 200, answered["response"].text
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"

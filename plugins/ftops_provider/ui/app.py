@@ -31,6 +31,7 @@ from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.actions import actions_form, check_action, require_may_trigger, started_page_body, trigger
+from ftops_provider.ui.approvals import approvals_section, pending_approvals
 from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
 from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
@@ -99,12 +100,25 @@ def _known(store: HistoryStore, job: str) -> None:
 # -- pages ---------------------------------------------------------------------------------------------
 
 @app.get("/", response_class=HTMLResponse)
-def jobs_page(query: Annotated[FleetQuery, Query()], store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    chosen = select_page(store.fleet_states(), query)  # every job's state; then the page's jobs only, in full
-    kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
-    body = fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query)
+def jobs_page(query: Annotated[FleetQuery, Query()], request: Request, user: GetUserDep,
+              store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The fleet at a glance, what waits for a person, and the halt."""
     halt = store.halted()
-    return _page("Fault tolerance: jobs", halt_banner(halt) + body + halt_form(halt))
+    waiting = approvals_section(pending_approvals(user), _airflow_root(request))
+    return _page("Fault tolerance: jobs", halt_banner(halt) + waiting + fleet_html(store, query) + halt_form(halt))
+
+
+def fleet_html(store: HistoryStore, query: FleetQuery) -> str:
+    """The jobs page's fleet (scripts/bench-console.py times it at 5,000 jobs): every job's state, then the page's
+    jobs only, in full."""
+    chosen = select_page(store.fleet_states(), query)
+    kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
+    return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query)
+
+
+def _airflow_root(request: Request) -> str:
+    """Where Airflow's own pages are: beside this app's /ftops."""
+    return request.scope.get("root_path", "").removesuffix("/ftops")
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
@@ -298,8 +312,7 @@ def _start(request: Request, job: str, action: str, user, store: HistoryStore) -
     chosen = check_action(action, JobKind.from_store(store, job).kind, job)
     require_may_trigger(request, user, chosen.dag_id)
     started = trigger(chosen, job, user)
-    airflow_root = request.scope.get("root_path", "").removesuffix("/ftops")  # the UI's own pages are beside /ftops
-    return {**started, "url": airflow_root + started["url"]}
+    return {**started, "url": _airflow_root(request) + started["url"]}
 
 
 @app.post("/api/jobs/{job}/actions/{action}", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
