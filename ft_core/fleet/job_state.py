@@ -4,7 +4,8 @@ Problem: a fleet console answers "which of my jobs need a look?" before anything
 job, the experiment holding it (a live lease), and its primary stream's newest micro-batch (when it ended, and
 how far its output watermark is behind its input's). From those alone, say one of:
 
-- ``experiment``: a drill, tuning or recovery holds the job (its lag is the experiment's doing);
+- ``experiment``: a live lease holds the job: a drill, a recovery, or a change of its replica or of its
+  checkpoint interval (its lag is that operation's doing);
 - ``no progress``: no micro-batch of its primary was ever recorded (a plan-only job, or one never started);
 - ``down``: its newest micro-batch ended over ``stale_after_s`` ago (no batch runs);
 - ``lagging``: its output is over ``lagging_after_s`` of event time behind its input;
@@ -12,7 +13,7 @@ how far its output watermark is behind its input's). From those alone, say one o
 
 Algorithm: the first rule that holds, in that order. O(1) per job.
 
-The thresholds are defaults a platform team may change: 5 minutes without a batch is 150 triggers of the
+The thresholds are parameters with these defaults (the console uses the defaults): 5 minutes without a batch is 150 triggers of the
 runtime's default 2 s (a streaming job that has not finished a batch in that long is not serving), and 2 minutes of
 event-time lag is past the windows and watermark delays of the sample pipelines, so a job past it is behind,
 not merely waiting for a window to close.

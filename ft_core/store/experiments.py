@@ -96,25 +96,6 @@ class ExperimentRecords(StoreBase):
             raise InputError(f"{kind} {experiment_id} does not exist")
         return None if row[0] is None else ExperimentReport.model_validate(row[0])
 
-    def dag_run_records(self, dag_run_id: str) -> dict[str, list[dict[str, Any]]]:
-        """What DAG runs of this run id recorded: its ``drills`` (job, drill_id, status), ``recovery_runs`` (job,
-        run_id, status) and ``plans`` (job, plan_id, kind), each oldest first. Run ids are unique per DAG only
-        (two hourly DAGs share ``scheduled__...`` ids): the caller keeps what its DAG records."""
-        queries = {
-            "drills": ("SELECT j.name, d.drill_id, d.status FROM ftops_drill d JOIN ftops_job j USING (job_id) "
-                       "WHERE d.dag_run_id = %s ORDER BY d.drill_id", ("job", "drill_id", "status")),
-            "recovery_runs": ("SELECT j.name, r.run_id, r.status FROM ftops_recovery_run r JOIN ftops_job j USING (job_id) "
-                              "WHERE r.dag_run_id = %s ORDER BY r.run_id", ("job", "run_id", "status")),
-            "plans": ("SELECT j.name, p.plan_id, p.kind FROM ftops_plan p JOIN ftops_job j USING (job_id) "
-                      "WHERE p.dag_run_id = %s ORDER BY p.plan_id", ("job", "plan_id", "kind")),
-        }
-        found = {}
-        with self.conn, self.conn.cursor() as cur:
-            for name, (sql, keys) in queries.items():
-                cur.execute(sql, (dag_run_id,))
-                found[name] = [dict(zip(keys, r)) for r in cur.fetchall()]
-        return found
-
 
 def timeline(moments: dict[str, float | None]) -> list[Event]:
     """Events in time order from ``{event: epoch seconds}`` (moments that did not happen are left out)."""

@@ -30,6 +30,7 @@ from typing import Any
 from ft_core.errors import InputError
 from ft_core.store.accuracy import AccuracyRecords
 from ft_core.store.checkpoint_validations import CheckpointValidationRecords
+from ft_core.store.dag_runs import DagRunRecords
 from ft_core.store.domain_locks import DomainLockRecords
 from ft_core.store.drills import DrillRecords
 from ft_core.store.experiments import ExperimentRecords
@@ -42,11 +43,11 @@ from ft_core.store.stream_progress import StreamProgressRecords
 
 
 class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, ExperimentRecords, AccuracyRecords,
-                   CheckpointValidationRecords, StreamProgressRecords, PolicyRecords, DomainLockRecords):
+                   CheckpointValidationRecords, StreamProgressRecords, PolicyRecords, DomainLockRecords, DagRunRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
     versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports,
     predicted accuracy, checkpoint validations, streams' micro-batch progress, the fault journal and the halt,
-    per-job and fleet policy and the fleet's failure-domain lock from the mixins."""
+    per-job and fleet policy, the fleet's failure-domain lock and what a DAG run recorded from the mixins."""
 
     def register_job(self, job: JobSpec, changed_by: str = "registration") -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one). A new job's

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import timezone
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 from fastapi.testclient import TestClient
@@ -422,6 +422,8 @@ def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):
     second = client.get("/" + re.search(r"id='page-next' href='([^']+)'", index).group(1).replace("&amp;", "&")).text
     assert len(jobs(second)) == 21 and "jobs 101-121 of 121" in second and "id='page-next'" not in second
     assert {j for j, _ in jobs(index)}.isdisjoint(j for j, _ in jobs(second))
+    past = client.get("/", params={"page": 9}).text  # past the end: the last page
+    assert jobs(past) == jobs(second) and "jobs 101-121 of 121" in past and "id='page-previous'" in past
 
     lagging = client.get("/", params={"state": "lagging", "sort": "lag"}).text
     assert jobs(lagging) == [("fleet-002", "lagging"), ("fleet-004", "lagging")]  # most behind first
@@ -429,7 +431,8 @@ def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):
     assert jobs(client.get("/", params={"state": "down"}).text) == [("fleet-003", "down")]
     assert [j for j, _ in jobs(client.get("/", params={"q": "FLEET-00", "state": ""}).text)] == \
         [f"fleet-{i:03d}" for i in range(10)]
-    assert "No job matches." in client.get("/", params={"q": "nothing-like-it"}).text
+    none = client.get("/", params={"q": "nothing-like-it"}).text
+    assert "No job matches." in none and "jobs 0 of 0" in none
     by_state = [s for _, s in jobs(client.get("/", params={"sort": "state"}).text)]
     assert by_state[:3] == ["experiment", "no progress", "no progress"]
     refused = client.get("/", params={"state": "sleeping"})
@@ -505,6 +508,10 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     count = len(_ftops_runs())
     refused = client.post("/api/jobs/alerts/actions/drill", headers=viewer)
     assert refused.status_code == 403 and len(_ftops_runs()) == count
+    assert refused.json()["detail"].startswith("viewer may not trigger runs of ftops_chaos_drill")
+    page = client.post("/jobs/alerts/actions/drill", headers={**viewer, "Origin": "http://testserver",
+                                                              "Accept": "text/html"})
+    assert page.status_code == 403 and "id='not-permitted'" in page.text and "id='login'" not in page.text
     plan_only = client.post("/api/jobs/topk/actions/drill", headers=admin)
     assert plan_only.status_code == 409 and "plan-only" in plan_only.json()["detail"]
     assert client.post("/api/jobs/topk/actions/replan", headers=admin).status_code == 201  # any job can be planned
@@ -524,11 +531,26 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     assert client.post("/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"}).status_code == 403
     _set_paused("ftops_chaos_drill", False)
     gone = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
-    assert gone.status_code == 303 and gone.headers["location"].startswith("/dags/ftops_chaos_drill/runs/")
+    assert gone.status_code == 303 and gone.headers["location"].startswith("/jobs/alerts?started_dag=ftops_chaos_drill&")
+    back = client.get(gone.headers["location"]).text  # a reload of it starts nothing
+    link = re.search(r"id='run-link' href='(/dags/ftops_chaos_drill/runs/[^']+)'", back).group(1)
+    assert unquote(link.rsplit("/", 1)[1]) in {r.run_id for r in _ftops_runs()} and "Its DAG is paused" not in back
     _set_paused("ftops_chaos_drill", True)
-    shown = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
+    shown = client.get(client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False).headers["location"])
     assert shown.status_code == 200 and "Its DAG is paused" in shown.text
-    assert re.search(r"id='run-link' href='/dags/ftops_chaos_drill/runs/[^']+'", shown.text)
+    assert "id='started'" not in client.get("/jobs/alerts", params={"started_dag": "etl", "started_run": "x"}).text
+    logged = {(r.dag_id, r.run_id, r.owner) for r in _audit_log()}  # in Airflow's audit log, as its trigger button's
+    assert {(d, r, "admin") for r, d in started.items()} <= logged
+
+
+def _audit_log():
+    from airflow.models.log import Log
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        logs = session.query(Log).filter(Log.event == "trigger_dag_run").all()
+        session.expunge_all()
+        return logs
 
 
 def test_the_dag_run_tab_shows_what_a_run_of_an_ftops_dag_recorded(ui):
@@ -551,6 +573,10 @@ def test_the_dag_run_tab_shows_what_a_run_of_an_ftops_dag_recorded(ui):
     rec = client.get("/runs/ftops_incremental_recovery/manual__r1", follow_redirects=False)
     assert rec.status_code == 303 and rec.headers["location"] == f"/jobs/topk/recovery-runs/{done}"
 
+    # a drill still running has no report yet: its status, linked to the job's drills (not a report page's 404)
+    running = client.get("/runs/ftops_chaos_drill/manual__d3", follow_redirects=False)
+    assert running.status_code == 200
+    assert re.findall(r"<li>(.*?)</li>", running.text) == [f"<a href='../../jobs/topk#drills'>drill #{ids['drills'][2]}</a> of topk: running"]
     # a scheduled drill run operates several jobs: one drill each, listed
     store.register_job(JobSpec(name="alerts", workload="topk"))
     plan = store.save_plan("alerts", "replication", algorithm="exact", objective=0.5, optimal=True, payload={"tasks": []},
@@ -559,7 +585,12 @@ def test_the_dag_run_tab_shows_what_a_run_of_an_ftops_dag_recorded(ui):
     second = store.start_drill("alerts", plan.plan_id, {"failure_domain": "rack-a"}, "scheduled__2026-11-29T02:00:00+00:00")
     listed = client.get("/runs/ftops_chaos_drill/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00")
     links = re.findall(r"<li><a href='([^']+)'>", listed.text)
-    assert listed.status_code == 200 and links == [f"../../jobs/topk/drills/{first}", f"../../jobs/alerts/drills/{second}"]
+    assert listed.status_code == 200 and links == ["../../jobs/topk#drills", "../../jobs/alerts#drills"]  # running
+    assert f"drill #{first}</a> of topk: running" in listed.text and f"drill #{second}</a> of alerts: running" in listed.text
+    store.finish_drill(first, {"predicted_output_fidelity": 0.5}, "passed")
+    store.save_experiment(ExperimentReport(kind="drill", job="topk", experiment_id=first, verdict="passed"))
+    again = client.get("/runs/ftops_chaos_drill/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00").text
+    assert re.findall(r"<li><a href='([^']+)'>", again) == [f"../../jobs/topk/drills/{first}", "../../jobs/alerts#drills"]
     # the planning DAG's run of the same id recorded the plan, not the drills (run ids are unique per DAG only)
     planned = client.get("/runs/ftops_profile_and_plan/scheduled__2026-11-29T02%3A00%3A00%2B00%3A00").text
     assert re.findall(r"<li>(.*?)</li>", planned) == [f"replication plan #{plan.plan_id} of <a href='../../jobs/alerts#plans'>alerts</a>"]

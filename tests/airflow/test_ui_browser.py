@@ -238,12 +238,19 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api
     _wait_css(browser, "#halt-form")
     assert not browser.find_elements(By.CSS_SELECTOR, "#halted") and store.halted() is None
 
-    # Drill now (issue 36, item 3): on a runnable job's page the button creates the drill DAG's run for the job as
-    # the signed-in user, and the browser lands on that run's page in Airflow's own UI.
+    # Drill now (issue 36, item 3), as a user meets it: Browse -> Fault tolerance is Airflow's frame around the ftops
+    # pages; on a runnable job's page the button creates the drill DAG's run for the job as the signed-in user, the
+    # job page links the run, and the link moves Airflow itself (not the frame) to the run's page.
     store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
-    browser.get(f"{api_server.url}/ftops/jobs/alerts")
+    browser.get(f"{api_server.url}/plugin/fault-tolerance")
+    browser.switch_to.frame(_wait_css(browser, "iframe"))
+    _wait_css(browser, "#fleet-counts")
+    browser.execute_script("location.assign('/ftops/jobs/alerts')")  # the frame follows the job's link
     _wait_css(browser, "#action-drill").click()
+    _wait_css(browser, "#started #run-link").click()
+    browser.switch_to.default_content()
     WebDriverWait(browser, 60).until(lambda b: "/dags/ftops_chaos_drill/runs/" in b.current_url)
+    assert not browser.find_elements(By.CSS_SELECTOR, "iframe[src*='/dags/']")  # not Airflow inside its own frame
     run_id = unquote(browser.current_url.rsplit("/runs/", 1)[1])
     with sqlite3.connect(tmp_path / "airflow" / "airflow.db") as db:
         conf, by, user = db.execute("SELECT conf, triggered_by, triggering_user_name FROM dag_run WHERE dag_id = ? "

@@ -60,26 +60,49 @@ def require_may_trigger(request: Request, user, dag_id: str) -> None:
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import requires_access_dag
 
-    requires_access_dag("POST", DagAccessEntity.RUN, param_dag_id=dag_id)(request, user)
+    try:
+        requires_access_dag("POST", DagAccessEntity.RUN, param_dag_id=dag_id)(request, user)
+    except HTTPException as exc:
+        if exc.status_code != 403:
+            raise
+        raise HTTPException(status_code=403, detail=f"{user.get_name()} may not trigger runs of {dag_id} (the "
+                                                    "Airflow role decides; ask an admin)") from None
 
 
 def trigger(action: Action, job: str, user) -> dict[str, Any]:
-    """Create the DAG run (queued; the scheduler starts it): its DAG, run id, whether the DAG is paused (a paused
-    DAG's run waits until it is unpaused), and its page in Airflow's UI."""
+    """Create the DAG run (queued; the scheduler starts it) as Airflow's trigger endpoint does: refused (409) when
+    its DAG is not in Airflow's database or no longer in a DAG file, or (400) has import errors or refuses the conf;
+    recorded in Airflow's audit log. Its DAG, run id, whether the DAG is paused (a paused DAG's run waits until it is
+    unpaused), and its page in Airflow's UI."""
+    import json
+
     from airflow.api.common.trigger_dag import trigger_dag
-    from airflow.exceptions import DagNotFound
+    from airflow.exceptions import DagRunAlreadyExists, ParamValidationError
     from airflow.models.dag import DagModel
+    from airflow.models.log import Log
+    from airflow.utils.session import create_session
     from airflow.utils.types import DagRunTriggeredByType
 
+    with create_session() as session:
+        model = session.get(DagModel, action.dag_id)
+        if model is None or model.is_stale:
+            raise HTTPException(status_code=409, detail=f"{action.label}: DAG {action.dag_id} is not in Airflow "
+                                                        "(its DAG processor has not parsed it, or its file is gone)")
+        if model.has_import_errors:
+            raise HTTPException(status_code=400, detail=f"{action.label}: DAG {action.dag_id} has import errors "
+                                                        "(Airflow's DAG list shows them)")
+        paused = bool(model.is_paused)
     try:
         run = trigger_dag(action.dag_id, triggered_by=DagRunTriggeredByType.UI,
                           triggering_user_name=user.get_name(), conf={"job": job})
-    except DagNotFound:
-        raise HTTPException(status_code=409, detail=f"{action.label}: DAG {action.dag_id} is not in Airflow's "
-                                                    "database yet (its DAG processor has not parsed it)") from None
-    model = DagModel.get_dagmodel(action.dag_id)
-    return {"action": action.label, "dag_id": action.dag_id, "run_id": run.run_id,
-            "paused": bool(model is not None and model.is_paused),
+    except (ParamValidationError, ValueError) as exc:
+        raise HTTPException(status_code=400, detail=f"{action.label}: {exc}") from None
+    except DagRunAlreadyExists as exc:
+        raise HTTPException(status_code=409, detail=f"{action.label}: {exc}") from None
+    with create_session() as session:  # as Airflow's own trigger endpoint logs it
+        session.add(Log(event="trigger_dag_run", owner=user.get_name(), dag_id=action.dag_id, run_id=run.run_id,
+                        extra=json.dumps({"source": "ftops console", "action": action.label, "job": job})))
+    return {"action": action.label, "dag_id": action.dag_id, "run_id": run.run_id, "paused": paused,
             "url": f"/dags/{quote(action.dag_id)}/runs/{quote(run.run_id, safe='')}"}
 
 
@@ -97,9 +120,24 @@ def actions_form(job: str, kind: str) -> str:
             f"permissions\"><b>Actions</b> {''.join(forms)}</section>")
 
 
-def started_page_body(started: dict[str, Any]) -> str:
-    """What the action's form post shows: the run it created, linked to Airflow's page of it."""
-    paused = (" <b>Its DAG is paused</b>: the run waits until it is unpaused (Airflow's DAG page)." if started["paused"]
-              else "")
-    return (f"<p id='started'>{escape(started['action'])}: started <a id='run-link' href='{escape(started['url'], quote=True)}'>"
-            f"{escape(started['dag_id'])} run {escape(started['run_id'])}</a>.{paused}</p>")
+def dag_paused(dag_id: str) -> bool:
+    """Whether Airflow has the DAG paused (its runs wait until it is unpaused)."""
+    from airflow.models.dag import DagModel
+
+    model = DagModel.get_dagmodel(dag_id)
+    return bool(model is not None and model.is_paused)
+
+
+# Inside Airflow's frame (the nav's "Fault tolerance" view is an iframe, sandboxed without top navigation) a plain
+# link would load Airflow's whole UI inside its own frame: the same-origin frame moves Airflow's router instead.
+_OPEN_IN_AIRFLOW = ("<script>function ftopsOpen(url){if(window.top===window)return true;try{window.top.history"
+                    ".pushState(null,'',url);window.top.dispatchEvent(new PopStateEvent('popstate'));return false}"
+                    "catch(e){return true}}</script>")
+
+
+def started_banner(dag_id: str, run_id: str, paused: bool, airflow_root: str) -> str:
+    """The job page's note after an action: the run it created, linked to Airflow's page of it."""
+    url = f"{airflow_root}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
+    waits = " <b>Its DAG is paused</b>: the run waits until it is unpaused (Airflow's DAG page)." if paused else ""
+    return (f"{_OPEN_IN_AIRFLOW}<p id='started' class='ok'>Started <a id='run-link' href='{escape(url, quote=True)}' "
+            f"onclick='return ftopsOpen(this.href)'>{escape(dag_id)} run {escape(run_id)}</a>.{waits}</p>")

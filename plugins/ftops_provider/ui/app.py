@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from html import escape
 from typing import Annotated
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
@@ -30,7 +30,8 @@ from ft_core.errors import InputError
 from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
-from ftops_provider.ui.actions import actions_form, check_action, require_may_trigger, started_page_body, trigger
+from ftops_provider.ui.actions import (ACTIONS, actions_form, check_action, dag_paused, require_may_trigger,
+                                       started_banner, trigger)
 from ftops_provider.ui.approvals import approvals_section, pending_approvals
 from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
 from ftops_provider.ui.experiments import experiment_section
@@ -66,6 +67,8 @@ async def refused(request: Request, exc: StarletteHTTPException) -> Response:
     wants_html = "text/html" in request.headers.get("accept", "")
     if exc.status_code not in (401, 403) or not wants_html:
         return await http_exception_handler(request, exc)
+    if exc.status_code == 403 and exc.detail != "Invalid JWT token":  # signed in, but not permitted: say what
+        return _page("Not permitted", f"<p id='not-permitted'>{escape(str(exc.detail))}.</p>", status_code=403)
     from airflow.api_fastapi.app import get_auth_manager
 
     login = get_auth_manager().get_url_login(next_url=str(request.url))
@@ -122,15 +125,20 @@ def _airflow_root(request: Request) -> str:
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
-def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    """The job's plan history, drills and recovery runs on one page."""
+def job_page(job: JobName, request: Request, started_dag: str | None = None,
+             started_run: str | None = Query(None, max_length=250),
+             store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The job's plan history, drills and recovery runs on one page (after an action: the run it started)."""
     _known(store, job)
+    started = ""
+    if started_run and started_dag in {a.dag_id for a in ACTIONS.values()}:
+        started = started_banner(started_dag, started_run, dag_paused(started_dag), _airflow_root(request))
     plans = store.plans(job, "replication")
     kind = JobKind.from_store(store, job)
     nav = ("<div class='bar'><nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
            f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
            f"{actions_form(job, kind.kind)}</div>")
-    body = [halt_banner(store.halted()), nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
+    body = [halt_banner(store.halted()), started, nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
             history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
@@ -140,7 +148,7 @@ def job_page(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResp
     return _page(f"Fault tolerance: {job}", "".join(body))
 
 
-@app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse)
+@app.get("/runs/{dag_id}/{run_id:path}", response_class=HTMLResponse)
 def dag_run_view(dag_id: str, run_id: str, request: Request, store: HistoryStore = Depends(get_store)) -> Response:
     """The "Fault tolerance" tab of a DAG run in Airflow's UI: the run's drill or recovery report, or what it
     recorded (ftops_provider.ui.dag_run_view)."""
@@ -326,12 +334,11 @@ def action_api(job: JobName, action: str, request: Request, user: GetUserDep,
 @app.post("/jobs/{job}/actions/{action}", dependencies=[Depends(_same_origin)])
 def action_form_post(job: JobName, action: str, request: Request, user: GetUserDep,
                      store: HistoryStore = Depends(get_store)) -> Response:
-    """A job page's action button: on to the new run's page in Airflow (a paused DAG's run is shown here first)."""
+    """A job page's action button: back to the job page (a reload does not start a second run), which links the new
+    run's page in Airflow."""
     started = _start(request, job, action, user, store)
-    if started["paused"]:
-        return _page(f"Fault tolerance: {job}", started_page_body(started) + "<p><a href='../../" +
-                     escape(quote(job, safe=""), quote=True) + "'>Back to the job</a></p>")
-    return RedirectResponse(started["url"], status_code=303)
+    back = urlencode({"started_dag": started["dag_id"], "started_run": started["run_id"]})
+    return RedirectResponse(f"{request.scope.get('root_path', '')}/jobs/{quote(job, safe='')}?{back}", status_code=303)
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")

@@ -3,7 +3,9 @@ that run of one of ftops's DAGs recorded in the history store.
 
 A run of ``ftops_chaos_drill`` recorded drills, one of ``ftops_incremental_recovery`` recovery runs, and runs of
 ``ftops_profile_and_plan`` and ``ftops_checkpoint_tuning`` plans (replication and what-if recovery plans, and
-checkpoint plans). One drill or recovery run: its own report page; more, or plans: a list linking to each.
+checkpoint plans). One drill or recovery run with its report written: that report's page; otherwise a list
+linking to each report, or (a run still going, or one that died before writing it) to the job's drills or recovery
+runs, with its status.
 Airflow shows the tab on every DAG's runs; another DAG's run says it is not one of ftops's.
 
     >>> sorted(RECORDS)[:2]
@@ -32,9 +34,9 @@ def run_records(dag_id: str, found: dict[str, list[dict[str, Any]]]) -> list[dic
 
 
 def single_report_path(dag_id: str, records: list[dict[str, Any]]) -> str | None:
-    """The page of the run's only drill or recovery run (under /ftops), else None."""
+    """The page of the run's only drill or recovery run (under /ftops) once its report is written, else None."""
     kind = RECORDS[dag_id][0]
-    if len(records) != 1 or kind == "plans":
+    if len(records) != 1 or kind == "plans" or not records[0]["has_report"]:
         return None
     r = records[0]
     job = quote(r["job"], safe="")
@@ -55,10 +57,9 @@ def records_body(dag_id: str, run_id: str, records: list[dict[str, Any]]) -> str
 
 def _link(kind: str, r: dict[str, Any]) -> str:
     job = escape(quote(r["job"], safe=""), quote=True)
-    if kind == "drills":
-        return (f"<a href='../../jobs/{job}/drills/{r['drill_id']}'>drill #{r['drill_id']}</a> of "
-                f"{escape(r['job'])}: {escape(r['status'])}")
-    if kind == "recovery_runs":
-        return (f"<a href='../../jobs/{job}/recovery-runs/{r['run_id']}'>recovery run #{r['run_id']}</a> of "
-                f"{escape(r['job'])}: {escape(r['status'])}")
-    return f"{escape(r['kind'])} plan #{r['plan_id']} of <a href='../../jobs/{job}#plans'>{escape(r['job'])}</a>"
+    if kind == "plans":
+        return f"{escape(r['kind'])} plan #{r['plan_id']} of <a href='../../jobs/{job}#plans'>{escape(r['job'])}</a>"
+    what, key, page, section = (("drill", "drill_id", "drills", "drills") if kind == "drills"
+                                else ("recovery run", "run_id", "recovery-runs", "recovery"))
+    href = f"../../jobs/{job}/{page}/{r[key]}" if r["has_report"] else f"../../jobs/{job}#{section}"
+    return f"<a href='{href}'>{what} #{r[key]}</a> of {escape(r['job'])}: {escape(r['status'])}"

@@ -63,6 +63,7 @@ class FleetSelection:
     counts: dict[str, int]  # jobs per state, over the fleet
     matching: int  # jobs that pass the filter
     pages: int
+    page: int  # the page shown: the one asked for, or the last one when it asked past the end
 
 
 def select_page(fleet: list[dict[str, Any]], query: FleetQuery, now: datetime | None = None) -> FleetSelection:
@@ -73,10 +74,12 @@ def select_page(fleet: list[dict[str, Any]], query: FleetQuery, now: datetime | 
     rows = [{**r, "state": states[r["job"]]} for r in fleet]
     picked = [r for r in rows if (query.state is None or r["state"] == query.state) and query.q.lower() in r["job"].lower()]
     picked.sort(key=_SORT_KEYS[query.sort])
-    shown = picked[(query.page - 1) * PAGE_SIZE:query.page * PAGE_SIZE]
+    pages = max(1, -(-len(picked) // PAGE_SIZE))
+    page = min(query.page, pages)
+    shown = picked[(page - 1) * PAGE_SIZE:page * PAGE_SIZE]
     return FleetSelection(names=[r["job"] for r in shown], states=states,
                           counts={s: sum(1 for r in rows if r["state"] == s) for s in STATES},
-                          matching=len(picked), pages=max(1, -(-len(picked) // PAGE_SIZE)))
+                          matching=len(picked), pages=pages, page=page)
 
 
 def fleet_page(selection: FleetSelection, overview: list[dict[str, Any]], kinds: dict[str, str], query: FleetQuery,
@@ -109,11 +112,10 @@ def _form(query: FleetQuery) -> str:
 
 
 def _pager(query: FleetQuery, selection: FleetSelection) -> str:
-    first = (query.page - 1) * PAGE_SIZE
-    matching = selection.matching
-    shown = f"{min(first + 1, matching):,}-{min(first + PAGE_SIZE, matching):,} of {matching:,}"
+    first, matching = (selection.page - 1) * PAGE_SIZE, selection.matching
+    shown = f"{first + 1:,}-{min(first + PAGE_SIZE, matching):,} of {matching:,}" if matching else "0 of 0"
     links = []
-    for label, page in (("previous", query.page - 1), ("next", query.page + 1)):
+    for label, page in (("previous", selection.page - 1), ("next", selection.page + 1)):
         if 1 <= page <= selection.pages:
             args = {**query.model_dump(exclude_defaults=True), "page": page}
             links.append(f"<a id='page-{label}' href='?{escape(urlencode(args), quote=True)}'>{label}</a>")
