@@ -239,20 +239,23 @@ class PolicyRecords(StoreBase):
     def fleet_overview(self, jobs: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """One row per job (``jobs``: those only), by name, for the rows of the console's jobs page, in one query:
         :meth:`fleet_states`'s columns and its workload and replica budget, its drill schedule (and since when it
-        counts), apply mode, the lease's holder, its newest drill's status, why a scheduled drill skipped it since,
-        and its current replication plan's OF."""
+        counts), apply mode, the lease's holder, its newest drill's status and predicted and measured accuracy, why a
+        scheduled drill skipped it since, and its current replication plan's OF, predicted accuracy and replicas."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("""SELECT j.name, j.workload, j.replication_budget, j.drill_schedule,
                                   coalesce(d.started_at, j.drill_schedule_at), j.priority,
                                   j.apply_mode, l.kind, l.holder, d.status, d.started_at, t.refused_reason, p.objective,
-                                  s.batch_end, s.input_watermark_ms - s.watermark_ms
+                                  s.batch_end, s.input_watermark_ms - s.watermark_ms, p.predicted_accuracy,
+                                  jsonb_array_length(coalesce(p.payload->'tasks', '[]')), d.predicted_output_fidelity,
+                                  d.predicted_accuracy, d.tentative_accuracy
                            FROM ftops_job j
                            LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()
-                           LEFT JOIN LATERAL (SELECT status, started_at FROM ftops_drill WHERE job_id = j.job_id
+                           LEFT JOIN LATERAL (SELECT status, started_at, predicted_output_fidelity, predicted_accuracy,
+                                                     tentative_accuracy FROM ftops_drill WHERE job_id = j.job_id
                                               ORDER BY started_at DESC, drill_id DESC LIMIT 1) d ON true
                            LEFT JOIN ftops_fleet_turn t ON t.job_id = j.job_id AND t.operation = 'drill'
                                 AND t.refused_at > coalesce(d.started_at, '-infinity')
-                           LEFT JOIN LATERAL (SELECT objective FROM ftops_plan WHERE job_id = j.job_id
+                           LEFT JOIN LATERAL (SELECT objective, predicted_accuracy, payload FROM ftops_plan WHERE job_id = j.job_id
                                               AND kind = 'replication' ORDER BY created_at DESC, plan_id DESC LIMIT 1) p
                                 ON true
                            LEFT JOIN LATERAL (SELECT batch_end, watermark_ms, input_watermark_ms FROM ftops_stream_progress
@@ -261,7 +264,8 @@ class PolicyRecords(StoreBase):
                            WHERE %s::text[] IS NULL OR j.name = ANY(%s::text[])
                            ORDER BY j.name""", (_names(jobs), _names(jobs)))
             keys = ("job", "workload", "replication_budget", "drill_schedule", "drill_since", "priority", "apply",
-                    "experiment", "holder", "last_drill", "last_drill_at", "skipped", "plan_of", "last_batch_at", "lag_ms")
+                    "experiment", "holder", "last_drill", "last_drill_at", "skipped", "plan_of", "last_batch_at", "lag_ms",
+                    "plan_accuracy", "plan_replicas", "drill_predicted_of", "drill_predicted_accuracy", "drill_accuracy")
             return [dict(zip(keys, r)) for r in cur.fetchall()]
 
     def tuning_started(self, job: str) -> None:

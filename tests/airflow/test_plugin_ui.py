@@ -386,11 +386,21 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
     topk = re.findall(r"<td>(.*?)</td>", rows["topk"])
     assert topk.pop(0) == "no progress"  # a drill row still running, but no lease holds it, and no batch recorded
     assert topk[3:5] == ["-", "no progress recorded"]
-    assert topk[5] == f"{store.current_plan('topk', 'replication')['objective']:.3f}"  # budget 8's plan
+    plan = store.current_plan("topk", "replication")  # budget 8's plan: 8 tasks replicated, accuracy not estimated
+    assert topk[5] == f"OF {plan['objective']:.3f}, 8 replicated tasks" and len(plan["payload"]["tasks"]) == 8
     newest = store.drills("topk")[-1]  # its drills passed, failed, and one still running: the newest
     when = newest["started_at"].astimezone(timezone.utc)
     assert topk[6] == f"running, {when:%Y-%m-%d %H:%M} UTC" and newest["status"] == "running"
     assert topk[7:] == ["by hand only", "1", "-"]
+    # its newest drill measured against its prediction, and a plan's predicted accuracy once estimated
+    store.finish_drill(newest["drill_id"], {"predicted_output_fidelity": 0.5595, **_windows(int(now * 1000), [0.8, 0.9]),
+                                            "lost_windows": 0, "duplicated_windows": 0}, "passed")
+    store.record_predicted_accuracy(plan["plan_id"], {"tasks": plan["payload"]["tasks"], "mean": 0.8123, "stdev": 0.01,
+                                                      "min": 0.8, "max": 0.82, "windows": 2, "sample": "test"})
+    topk = re.findall(r"<td>(.*?)</td>", dict(re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td>(.*?)</tr>",
+                                                          client.get("/").text))["topk"])[1:]
+    assert topk[5] == f"OF {plan['objective']:.3f}, accuracy 0.81 predicted, 8 replicated tasks"
+    assert topk[6] == f"passed, {when:%Y-%m-%d %H:%M} UTC; accuracy 0.85 measured vs OF 0.56"
 
 
 def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):

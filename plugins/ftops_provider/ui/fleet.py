@@ -127,15 +127,13 @@ def jobs_table(overview: list[dict[str, Any]], kinds: dict[str, str], now: datet
     if not overview:
         return "<p id='no-match'>No job matches.</p>"
     head = "".join(f"<th>{h}</th>" for h in ("job", "state", "workload", "kind", "replica budget", "now", "primary",
-                                              "plan OF", "last drill", "next drill", "priority",
+                                              "current plan", "last drill", "next drill", "priority",
                                               "skipped by the scheduled drill"))
     rows = []
     for o in overview:
         cells = [o["state"], o["workload"], kinds[o["job"]], o["replication_budget"],
-                 f"{o['experiment']} by {o['holder']}" if o["experiment"] else "-", _primary(o, now),
-                 "-" if o["plan_of"] is None else f"{o['plan_of']:.3f}",
-                 f"{o['last_drill']}, {_utc(o['last_drill_at'])}" if o["last_drill"] else "never",
-                 _next_drill(o, now), f"{o['priority']:g}", o["skipped"] or "-"]
+                 f"{o['experiment']} by {o['holder']}" if o["experiment"] else "-", _primary(o, now), _plan(o),
+                 _last_drill(o), _next_drill(o, now), f"{o['priority']:g}", o["skipped"] or "-"]
         rows.append(f"<tr><td><a href='jobs/{escape(quote(o['job'], safe=''))}'>{escape(o['job'])}</a></td>"
                     + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     return f"<table id='fleet'><tr>{head}</tr>{''.join(rows)}</table>"
@@ -152,6 +150,27 @@ def _primary(o: dict[str, Any], now: datetime) -> str:
     ago = (now - o["last_batch_at"]).total_seconds()
     lag = "" if o["lag_ms"] is None else f", {max(o['lag_ms'], 0) / 1000:.0f} s behind its input"
     return f"last batch {ago:.0f} s ago{lag}"
+
+
+def _plan(o: dict[str, Any]) -> str:
+    """Its current replication plan: OF, predicted tentative accuracy (once estimated) and replicated tasks."""
+    if o["plan_of"] is None:
+        return "-"
+    accuracy = "" if o["plan_accuracy"] is None else f", accuracy {o['plan_accuracy']:.2f} predicted"
+    return f"OF {o['plan_of']:.3f}{accuracy}, {o['plan_replicas']} replicated tasks"
+
+
+def _last_drill(o: dict[str, Any]) -> str:
+    """Its newest drill: verdict and when, and its measured tentative accuracy against the prediction it started with
+    (the plan's predicted accuracy, else its OF)."""
+    if not o["last_drill"]:
+        return "never"
+    said = f"{o['last_drill']}, {_utc(o['last_drill_at'])}"
+    if o["drill_accuracy"] is None:
+        return said
+    predicted = (f"{o['drill_predicted_accuracy']:.2f} predicted" if o["drill_predicted_accuracy"] is not None
+                 else "-" if o["drill_predicted_of"] is None else f"OF {o['drill_predicted_of']:.2f}")
+    return f"{said}; accuracy {o['drill_accuracy']:.2f} measured vs {predicted}"
 
 
 def _next_drill(o: dict[str, Any], now: datetime) -> str:
