@@ -124,6 +124,28 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
+def fleet_states(rows: list[dict], now) -> dict[str, list[str]]:
+    """The jobs in each state (ft_core.fleet.job_state), as the console's jobs page counts them."""
+    from ft_core.fleet.job_state import STATES, job_state
+
+    found: dict[str, list[str]] = {s: [] for s in STATES}
+    for r in rows:
+        found[job_state(r["experiment"], r["last_batch_at"], r["lag_ms"], now)].append(r["job"])
+    return found
+
+
+def _states_line(states: dict[str, list[str]], named: int = 10) -> str:
+    """``N jobs: 2 running, 1 down (gauges), ...``: the jobs that need a look named, up to ``named`` per state."""
+    parts = []
+    for state, jobs in states.items():
+        if not jobs:
+            continue
+        names = "" if state in ("running", "no progress") else (
+            f" ({', '.join(jobs[:named])}{f', +{len(jobs) - named} more' if len(jobs) > named else ''})")
+        parts.append(f"{len(jobs)} {state}{names}")
+    return f"{sum(len(j) for j in states.values())} jobs: {', '.join(parts) or 'none registered'}"
+
+
 def _fleet(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
@@ -140,6 +162,7 @@ def _fleet(args: argparse.Namespace) -> int:
         due_now = {op: [r.job for r in due([Scheduled(**row) for row in store.scheduled(op)], now)]
                    for op in ("drill", "tuning")}
         refused = store.refusals()
+        states = fleet_states(store.fleet_states(), now)
     finally:
         store.conn.close()
     drills: dict[str, dict] = {}
@@ -147,10 +170,12 @@ def _fleet(args: argparse.Namespace) -> int:
         entry = drills.setdefault(lock["job"], {"job": lock["job"], "holder": lock["holder"], "domains": [],
                                                 "since": lock["acquired_at"].isoformat()})
         entry["domains"].append(lock["domain"])
-    doc = {"max_drills": policy["max_drills"], "drills": list(drills.values()), "due": due_now, "refused": refused}
+    doc = {"max_drills": policy["max_drills"], "drills": list(drills.values()), "due": due_now, "refused": refused,
+           "states": states}
     if args.json:
         print_json(doc)
         return 0
+    print(_states_line(states))
     print(f"at most {doc['max_drills']} drill(s) at once; {len(doc['drills'])} running")
     if doc["drills"]:
         print_table(["job", "holder", "failure domains", "since"],

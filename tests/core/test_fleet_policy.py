@@ -14,6 +14,7 @@ from ft_core.fleet.schedules import Scheduled, due
 from ft_core.store.domain_locks import DomainsBusyError
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from ft_core.store.stream_progress import BatchProgress
 from tests.conftest import ROOT, SAMPLES, run_cli
 from tests.live_jobs import registration
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
@@ -203,6 +204,11 @@ def test_the_fleet_command_shows_and_sets_the_limit_the_held_domains_and_the_due
     doc = res.json()
     assert doc["max_drills"] == 4 and doc["due"] == {"drill": ["alerts"], "tuning": []}
     assert [(d["job"], d["domains"]) for d in doc["drills"]] == [("alerts", ["m#rack-a"])]
+    assert doc["states"] == {"experiment": ["alerts"], "no progress": [], "down": [], "lagging": [], "running": []}
+    assert run_cli(*registration("gauges", tmp_path, 14100), "--test-job", env=env).code == 0
+    store.record_batch(BatchProgress(stream="ftops-gauges-primary", app_id="a", batch_id=1, batch_end=time.time() - 900))
+    text = run_cli("job", "fleet", env=env)
+    assert text.code == 0 and text.out.splitlines()[0] == "2 jobs: 1 experiment (alerts), 1 down (gauges)"
     bad = run_cli("job", "fleet", "--max-drills", "0", env=env)
     assert bad.code == 2 and bad.err.startswith("ftops: error: --max-drills: ")
 
