@@ -124,7 +124,7 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
-def fleet_states(rows: list[dict], now) -> dict[str, list[str]]:
+def jobs_by_state(rows: list[dict], now) -> dict[str, list[str]]:
     """The jobs in each state (ft_core.fleet.job_state), as the console's jobs page counts them."""
     from ft_core.fleet.job_state import STATES, job_state
 
@@ -162,7 +162,7 @@ def _fleet(args: argparse.Namespace) -> int:
         due_now = {op: [r.job for r in due([Scheduled(**row) for row in store.scheduled(op)], now)]
                    for op in ("drill", "tuning")}
         refused = store.refusals()
-        states = fleet_states(store.fleet_states(), now)
+        states = jobs_by_state(store.fleet_states(), now)
     finally:
         store.conn.close()
     drills: dict[str, dict] = {}
