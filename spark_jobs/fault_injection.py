@@ -254,16 +254,18 @@ class _Run:
         if executor is None:
             self.applied.append(AppliedFault(**base, outcome="skipped", note="no executor of the application on this host"))
             return
-        done = self._crash(executor) if event.kind == "crash" else self._pause(executor, event, now)
+        done = self._crash(executor) if event.kind == "crash" else self._pause(executor, event)
         self.applied.append(AppliedFault(**base, outcome="applied" if done else "skipped", applied_at_s=now,
                                          executor=executor.id, pid=executor.pid, app_id=executor.app_id,
                                          note=None if done else "the executor exited before the fault"))
 
-    def _pause(self, executor: Executor, event: FaultEvent, now: float) -> bool:
+    def _pause(self, executor: Executor, event: FaultEvent) -> bool:
         length_s = event.magnitude_ms / 1000.0 if event.kind == "slowdown" else event.duration_s
         if not self.pauses.pause(executor):
             return False
-        self._later(now + length_s, "resume", executor.pid)
+        # counted from the stop itself: finding the executor (the master's API, the process table) can take a good
+        # part of a short pause under load, and a CI run once measured 74 ms of a 500 ms one
+        self._later(time.monotonic() - self.t0 + length_s, "resume", executor.pid)
         self.log(f"{event.kind}: executor {executor.id} (pid {executor.pid}) paused for {length_s * 1000:.0f} ms")
         return True
 
