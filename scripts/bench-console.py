@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import statistics
 import sys
 import time
@@ -42,26 +41,14 @@ def main() -> int:
         parser.error("--jobs: 1 to 99,999; --days: at least 7; --repeats: at least 1")
     from ft_core.bench.fleet_store import fill_fleet
     from ft_core.home import ftops_home
-    from ft_core.store.connection import connect
-    from ft_core.store.embedded import EmbeddedPostgres, free_port
+    from ft_core.store.embedded import scratch_store
     from ft_core.store.migrations import upgrade
 
-    state = ftops_home() / "bench-console-postgres"
-    shutil.rmtree(state, ignore_errors=True)
-    server = EmbeddedPostgres(state, free_port())
-    server.start()
-    try:
-        conn = connect(server.url())
-        try:
-            upgrade(conn)
-            size = fill_fleet(conn, jobs=args.jobs, days=args.days,
-                              progress=lambda step, rows: print(f"[bench] {step}: {rows:,} rows", file=sys.stderr))
-            rows = [(name, *time_view(conn, params, args.repeats)) for name, params in VIEWS.items()]
-        finally:
-            conn.close()
-    finally:
-        server.stop()
-        shutil.rmtree(state, ignore_errors=True)
+    with scratch_store(ftops_home() / "bench-console-postgres") as conn:
+        upgrade(conn)
+        size = fill_fleet(conn, jobs=args.jobs, days=args.days,
+                          progress=lambda step, rows: print(f"[bench] {step}: {rows:,} rows", file=sys.stderr))
+        rows = [(name, *time_view(conn, params, args.repeats)) for name, params in VIEWS.items()]
     report = render(args, size, rows)
     Path(args.out).write_text(report)
     print(report)

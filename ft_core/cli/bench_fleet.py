@@ -5,9 +5,7 @@ folder under ``$FTOPS_HOME``, removed afterwards), never on the history store ft
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,6 +29,8 @@ def register(sub, groups) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     from ft_core.bench.fleet import QUICK, FleetBenchConfig, run_benchmark
+    from ft_core.home import ftops_home
+    from ft_core.store.embedded import scratch_store
 
     config = QUICK if args.quick else FleetBenchConfig()
     if args.jobs is not None:
@@ -38,32 +38,8 @@ def _bench(args: argparse.Namespace) -> int:
     if args.days is not None:
         config = replace(config, store_days=args.days)
     out = args.out or (None if args.quick else "docs/benchmarks/fleet.md")
-    with _private_store(args.db_port) as conn:
+    with scratch_store(ftops_home() / "bench-fleet-postgres", args.db_port) as conn:
         report = run_benchmark(config, conn, command_line(["bench", "fleet"]), table=Path(out) if out else None,
                                progress=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
     emit_report(report, out, args.json)
     return 0
-
-
-@contextmanager
-def _private_store(port: int | None):
-    """A connection to an empty PostgreSQL of the benchmark's own, stopped and removed on the way out."""
-    from ft_core.home import ftops_home
-    from ft_core.store.connection import connect
-    from ft_core.store.embedded import EmbeddedPostgres, free_port
-
-    state = ftops_home() / "bench-fleet-postgres"
-    server = EmbeddedPostgres(state, port or free_port())
-    server.stop()
-    shutil.rmtree(state, ignore_errors=True)
-    server.start()
-    try:
-        conn = connect(server.url())
-        try:
-            yield conn
-        finally:
-            conn.close()
-    finally:
-        server.stop()
-        shutil.rmtree(state, ignore_errors=True)
-

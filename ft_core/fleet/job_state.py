@@ -51,3 +51,9 @@ def job_state(experiment: str | None, last_batch_at: datetime | None, lag_ms: fl
     if lag_ms is not None and lag_ms / 1000 > lagging_after_s:
         return "lagging"
     return "running"
+
+
+def states_of(rows: list[dict], now: datetime) -> dict[str, JobState]:
+    """Each job's state, from rows with ``job``, ``experiment``, ``last_batch_at`` and ``lag_ms``
+    (``HistoryStore.fleet_states``): the console's jobs page and ``ftops job fleet``."""
+    return {r["job"]: job_state(r["experiment"], r["last_batch_at"], r["lag_ms"], now) for r in rows}

@@ -2,7 +2,8 @@
 
 Why the system binaries and not a pip-packaged server: PostgreSQL 15 is on the project's machines
 (and on most Linux hosts as a package), it is the server users run in production, and the
-pip-packaged servers lag behind by major versions. The server listens on 127.0.0.1 only, on its
+pip-packaged servers lag behind by major versions. The server listens on one address, loopback unless
+``FTOPS_DB_HOST`` names another (the address is recorded with the port, so its URL follows), on its
 own port (5433 by default), with its data under the project's state folder and scram-sha-256
 authentication for a generated password kept in ``<state_dir>/password`` (mode 0600).
 PostgreSQL refuses to run as root; as root, the server runs as the ``postgres`` system user.
@@ -16,20 +17,23 @@ import pwd
 import secrets
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
 from ft_core.store.connection import connect
 
 DATABASE = "ftops"
-HOST = "127.0.0.1"  # the embedded server listens on loopback only (module docstring)
+HOST_ENV = "FTOPS_DB_HOST"  # the address the embedded server listens on (module docstring)
 USER = "ftops"
 
 
 class EmbeddedPostgres:
-    def __init__(self, state_dir: Path, port: int = 5433):
+    def __init__(self, state_dir: Path, port: int = 5433, host: str | None = None):
         self.state_dir = Path(state_dir).resolve()
         self.port = port
+        self.host = host or listen_host()
         self.data = self.state_dir / "data"
         self.log = self.state_dir / "server.log"
 
@@ -48,8 +52,9 @@ class EmbeddedPostgres:
             return True
 
     def url(self) -> str:
-        port = self._recorded_port()
-        return f"postgresql://{USER}:{self._password()}@{HOST}:{port}/{DATABASE}"
+        recorded = self._recorded()
+        return (f"postgresql://{USER}:{self._password()}@{recorded.get('host', self.host)}:"
+                f"{recorded.get('port', self.port)}/{DATABASE}")
 
     # -- actions ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -60,9 +65,9 @@ class EmbeddedPostgres:
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
         self._run([self._binary("pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o",
-                   f"-p {self.port} -c listen_addresses={HOST} -c unix_socket_directories=''", "start"],
-                  f"starting PostgreSQL on {HOST}:{self.port} (log: {self.log})")
-        (self.state_dir / "server.json").write_text(json.dumps({"port": self.port}))
+                   f"-p {self.port} -c listen_addresses={self.host} -c unix_socket_directories=''", "start"],
+                  f"starting PostgreSQL on {self.host}:{self.port} (log: {self.log})")
+        (self.state_dir / "server.json").write_text(json.dumps({"port": self.port, "host": self.host}))
         self._ensure_database()
 
     def stop(self) -> bool:
@@ -105,11 +110,12 @@ class EmbeddedPostgres:
         except FileNotFoundError:
             raise InputError(f"the embedded database in {self.state_dir} was never initialised (run `ftops db start`)") from None
 
-    def _recorded_port(self) -> int:
+    def _recorded(self) -> dict:
+        """The address and port it was started on (an older record has the port only)."""
         try:
-            return json.loads((self.state_dir / "server.json").read_text())["port"]
-        except (FileNotFoundError, KeyError, ValueError):
-            return self.port
+            return json.loads((self.state_dir / "server.json").read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
 
     @staticmethod
     def _binary(name: str) -> str:
@@ -136,10 +142,34 @@ class EmbeddedPostgres:
             raise ExternalError(f"{what} failed: {detail[0]} (see {self.log})")
 
 
-def free_port() -> int:
+def listen_host() -> str:
+    """The embedded server's address: ``FTOPS_DB_HOST``, else loopback."""
+    return os.environ.get(HOST_ENV) or "127.0.0.1"
+
+
+def free_port(host: str | None = None) -> int:
     """A port free now on the embedded server's address (the OS picks it), for a server of one's own."""
     import socket
 
     with socket.socket() as sock:
-        sock.bind((HOST, 0))
+        sock.bind((host or listen_host(), 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def scratch_store(state_dir: Path, port: int | None = None) -> Iterator:
+    """A connection to an empty embedded server of one's own in ``state_dir`` (a benchmark's), stopped and its folder
+    removed on the way out, whatever happens."""
+    server = EmbeddedPostgres(state_dir, port or free_port())
+    server.stop()
+    shutil.rmtree(server.state_dir, ignore_errors=True)
+    server.start()
+    try:
+        conn = connect(server.url())
+        try:
+            yield conn
+        finally:
+            conn.close()
+    finally:
+        server.stop()
+        shutil.rmtree(server.state_dir, ignore_errors=True)

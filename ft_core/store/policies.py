@@ -100,6 +100,13 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
             "priority": row["priority"], "apply": row["apply_mode"]}
 
 
+# The jobs pages' joins, one text for both reads: the live lease holding a job (l), and its primary stream's newest
+# micro-batch (s, index-backed: ftops_stream_progress_stream_end).
+_HELD = "LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()"
+_NEWEST_BATCH = ("LEFT JOIN LATERAL (SELECT batch_end, watermark_ms, input_watermark_ms FROM ftops_stream_progress "
+                 "WHERE stream = 'ftops-' || j.name || '-primary' ORDER BY batch_end DESC LIMIT 1) s ON true")
+
+
 class PolicyRecords(StoreBase):
     """Read and change per-job policy and the fleet's policy; what the scheduled runs read (due jobs, turns)."""
 
@@ -224,14 +231,11 @@ class PolicyRecords(StoreBase):
         experiment holding it), its newest drill's start, and its primary stream's newest micro-batch (end, and its
         output watermark's lag behind its input's). The page's own rows come from :meth:`fleet_overview`."""
         with self.conn, self.conn.cursor() as cur:
-            cur.execute("""SELECT j.name, j.priority, l.kind,
+            cur.execute(f"""SELECT j.name, j.priority, l.kind,
                                   (SELECT max(started_at) FROM ftops_drill WHERE job_id = j.job_id),
                                   s.batch_end, s.input_watermark_ms - s.watermark_ms
                            FROM ftops_job j
-                           LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()
-                           LEFT JOIN LATERAL (SELECT batch_end, watermark_ms, input_watermark_ms FROM ftops_stream_progress
-                                              WHERE stream = 'ftops-' || j.name || '-primary'
-                                              ORDER BY batch_end DESC LIMIT 1) s ON true
+                           {_HELD} {_NEWEST_BATCH}
                            ORDER BY j.name""")
             keys = ("job", "priority", "experiment", "last_drill_at", "last_batch_at", "lag_ms")
             return [dict(zip(keys, r)) for r in cur.fetchall()]
@@ -242,14 +246,14 @@ class PolicyRecords(StoreBase):
         counts), apply mode, the lease's holder, its newest drill's status and predicted and measured accuracy, why a
         scheduled drill skipped it since, and its current replication plan's OF, predicted accuracy and replicas."""
         with self.conn, self.conn.cursor() as cur:
-            cur.execute("""SELECT j.name, j.workload, j.replication_budget, j.drill_schedule,
+            cur.execute(f"""SELECT j.name, j.workload, j.replication_budget, j.drill_schedule,
                                   coalesce(d.started_at, j.drill_schedule_at), j.priority,
                                   j.apply_mode, l.kind, l.holder, d.status, d.started_at, t.refused_reason, p.objective,
                                   s.batch_end, s.input_watermark_ms - s.watermark_ms, p.predicted_accuracy,
                                   jsonb_array_length(coalesce(p.payload->'tasks', '[]')), d.predicted_output_fidelity,
                                   d.predicted_accuracy, d.tentative_accuracy
                            FROM ftops_job j
-                           LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()
+                           {_HELD}
                            LEFT JOIN LATERAL (SELECT status, started_at, predicted_output_fidelity, predicted_accuracy,
                                                      tentative_accuracy FROM ftops_drill WHERE job_id = j.job_id
                                               ORDER BY started_at DESC, drill_id DESC LIMIT 1) d ON true
@@ -258,9 +262,7 @@ class PolicyRecords(StoreBase):
                            LEFT JOIN LATERAL (SELECT objective, predicted_accuracy, payload FROM ftops_plan WHERE job_id = j.job_id
                                               AND kind = 'replication' ORDER BY created_at DESC, plan_id DESC LIMIT 1) p
                                 ON true
-                           LEFT JOIN LATERAL (SELECT batch_end, watermark_ms, input_watermark_ms FROM ftops_stream_progress
-                                              WHERE stream = 'ftops-' || j.name || '-primary'
-                                              ORDER BY batch_end DESC LIMIT 1) s ON true
+                           {_NEWEST_BATCH}
                            WHERE %s::text[] IS NULL OR j.name = ANY(%s::text[])
                            ORDER BY j.name""", (_names(jobs), _names(jobs)))
             keys = ("job", "workload", "replication_budget", "drill_schedule", "drill_since", "priority", "apply",

@@ -126,11 +126,11 @@ def _set(args: argparse.Namespace) -> int:
 
 def jobs_by_state(rows: list[dict], now) -> dict[str, list[str]]:
     """The jobs in each state (ft_core.fleet.job_state), as the console's jobs page counts them."""
-    from ft_core.fleet.job_state import STATES, job_state
+    from ft_core.fleet.job_state import STATES, states_of
 
     found: dict[str, list[str]] = {s: [] for s in STATES}
-    for r in rows:
-        found[job_state(r["experiment"], r["last_batch_at"], r["lag_ms"], now)].append(r["job"])
+    for job, state in states_of(rows, now).items():
+        found[state].append(job)
     return found
 
 

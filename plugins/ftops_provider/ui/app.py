@@ -119,9 +119,14 @@ def fleet_html(store: HistoryStore, query: FleetQuery) -> str:
     return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query)
 
 
+def _ftops_root(request: Request) -> str:
+    """Where this app is mounted (``/ftops``, below Airflow's own base path if it has one)."""
+    return request.scope.get("root_path", "")
+
+
 def _airflow_root(request: Request) -> str:
     """Where Airflow's own pages are: beside this app's /ftops."""
-    return request.scope.get("root_path", "").removesuffix("/ftops")
+    return _ftops_root(request).removesuffix("/ftops")
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
@@ -155,7 +160,7 @@ def dag_run_view(dag_id: str, run_id: str, request: Request, store: HistoryStore
     records = run_records(dag_id, store.dag_run_records(run_id)) if dag_id in RECORDS else []
     single = single_report_path(dag_id, records) if records else None
     if single is not None:
-        return RedirectResponse(request.scope.get("root_path", "") + single, status_code=303)
+        return RedirectResponse(_ftops_root(request) + single, status_code=303)
     return _page(f"Fault tolerance: {dag_id} run", records_body(dag_id, run_id, records))
 
 
@@ -338,7 +343,7 @@ def action_form_post(job: JobName, action: str, request: Request, user: GetUserD
     run's page in Airflow."""
     started = _start(request, job, action, user, store)
     back = urlencode({"started_dag": started["dag_id"], "started_run": started["run_id"]})
-    return RedirectResponse(f"{request.scope.get('root_path', '')}/jobs/{quote(job, safe='')}?{back}", status_code=303)
+    return RedirectResponse(f"{_ftops_root(request)}/jobs/{quote(job, safe='')}?{back}", status_code=303)
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")

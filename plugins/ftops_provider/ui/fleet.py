@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, Field, field_validator
 
-from ft_core.fleet.job_state import STATES, JobState, job_state
+from ft_core.fleet.job_state import STATES, JobState, states_of
 
 PAGE_SIZE = 100
 SORTS = {"job": "name", "state": "state (experiment, no progress, down, lagging, running)",
@@ -70,7 +70,7 @@ def select_page(fleet: list[dict[str, Any]], query: FleetQuery, now: datetime | 
     """The view's page of jobs, from ``HistoryStore.fleet_states`` rows: every job's state, filtered, sorted and cut
     to ``PAGE_SIZE`` (O(n log n) in the jobs)."""
     now = now or datetime.now(timezone.utc)
-    states = {r["job"]: job_state(r["experiment"], r["last_batch_at"], r["lag_ms"], now) for r in fleet}
+    states = states_of(fleet, now)
     rows = [{**r, "state": states[r["job"]]} for r in fleet]
     picked = [r for r in rows if (query.state is None or r["state"] == query.state) and query.q.lower() in r["job"].lower()]
     picked.sort(key=_SORT_KEYS[query.sort])
