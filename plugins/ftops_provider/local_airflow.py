@@ -247,14 +247,21 @@ class LocalAirflow:
         return "\n".join(parts)
 
     def down(self, timeout_s: float = 60) -> list[str]:
-        """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``."""
+        """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``, and return
+        once every process of every group is gone (a SIGKILLed process takes a moment to exit)."""
         ours = {name: rec for name, rec in self.records().items() if owns_group(*rec)}  # not a reused pid
+
+        def any_alive() -> bool:  # checked each time: a pid freed during the wait may have been reused
+            return any(own_group_alive(*rec) for rec in ours.values())
+
         for pid, _ in ours.values():
             signal_group(pid, signal.SIGTERM)
-        wait_while(lambda: any(same_process(*rec) for rec in ours.values()), timeout_s=timeout_s, interval_s=0.5)
-        for pid, started in ours.values():  # checked again: a pid freed during the wait may have been reused
-            if own_group_alive(pid, started):
-                signal_group(pid, signal.SIGKILL)
+        wait_while(any_alive, timeout_s=timeout_s, interval_s=0.5)
+        for pid, started in ours.values():
+            signal_own_group(pid, started, signal.SIGKILL)
+        wait_while(any_alive, timeout_s=30, interval_s=0.2)
+        if any_alive():
+            raise ExternalError(f"Airflow processes of {sorted(ours)} outlived SIGKILL for 30 s (see ps -g)")
         self._state_file.unlink(missing_ok=True)
         return sorted(ours)
 
