@@ -186,6 +186,10 @@ SELECT 'ftops-' || j.name || '-primary', 'app-primary-' || j.job_id, b, 'primary
 FROM ftops_job j, generate_series(1, %(batches)s) b, LATERAL (SELECT %(now)s - (%(batches)s - b) * interval '5 minutes'
     - mod(j.job_id, 300) * interval '1 second' AS at) e, LATERAL (SELECT (extract(epoch FROM at) * 1000)::bigint ms) w
 WHERE j.deployment IS NOT NULL"""),
+    ("ftops_stream", """
+INSERT INTO ftops_stream (stream, job, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms)
+SELECT DISTINCT ON (stream) stream, NULL, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms
+FROM ftops_stream_progress ORDER BY stream, batch_end DESC, batch_id DESC"""),
 )
 
 
@@ -288,10 +292,12 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
                           ("job_kinds(100 names)", lambda st, s: st.job_kinds(s.names[:PAGE_ROWS])), _c("halted")],
     # dag_run_view: the "Fault tolerance" tab of a DAG run in Airflow's UI
     ("ui", "DAG run tab"): [("dag_run_records(a drill run's id)", lambda st, s: st.dag_run_records(s.drill_run))],
-    # job_page: _known, plans, JobKind.from_store, the halt, the topology, _diff of the two newest plans (_known, both
-    # plans), drills, recovery runs, the fault journal
+    # job_page: _known, plans, JobKind.from_store, the halt, the last hour (ui/live.py), the topology, _diff of the two
+    # newest plans (_known, both plans), drills, recovery runs, the fault journal
     ("ui", "job page"): [_c("has_job", job=True, why=" (_known)"), _c("plans", "replication", job=True),
-                         _c("job_kinds", job=True), _c("halted"), _c("latest_topology", job=True),
+                         _c("job_kinds", job=True), _c("halted"),
+                         ("job_batches(job, the last hour)", lambda st, s: st.job_batches(s.job, time.time() - 3600)),
+                         _c("latest_topology", job=True),
                          _c("has_job", job=True, why=" (_diff's _known)"),
                          ("plan(a), plan(b)", lambda st, s: [st.plan(i) for i in s.plans]), _c("drills", job=True),
                          _c("recovery_runs", job=True), _c("faults", 20, job=True)],

@@ -2,7 +2,8 @@
 
 Problem: a fleet console answers "which of my jobs need a look?" before anything else. The store holds, per
 job, the experiment holding it (a live lease), and its primary stream's newest micro-batch (when it ended, and
-how far its output watermark is behind its input's). From those alone, say one of:
+how far its output watermark is behind its input's; a job attached to unchanged code: the newest of its queries'
+batches and the largest lag among them, migration 014). From those alone, say one of:
 
 - ``experiment``: a live lease holds the job: a drill, a recovery, or a change of its replica or of its
   checkpoint interval (its lag is that operation's doing);

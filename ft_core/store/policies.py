@@ -103,8 +103,11 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
 # The jobs pages' joins, one text for both reads: the live lease holding a job (l), and its primary stream's newest
 # micro-batch (s, index-backed: ftops_stream_progress_stream_end).
 _HELD = "LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()"
-_NEWEST_BATCH = ("LEFT JOIN LATERAL (SELECT batch_end, watermark_ms, input_watermark_ms FROM ftops_stream_progress "
-                 "WHERE stream = 'ftops-' || j.name || '-primary' ORDER BY batch_end DESC LIMIT 1) s ON true")
+# A job's newest micro-batch and its lag (output behind input, ms): its primary's stream (ftops's own drivers) or,
+# for a job attached to unchanged code, the newest of its queries' streams and the largest lag among them.
+_NEWEST_BATCH = ("LEFT JOIN LATERAL (SELECT max(batch_end) AS batch_end, max(input_watermark_ms - watermark_ms) AS lag_ms "
+                 "FROM ftops_stream WHERE stream = 'ftops-' || j.name || '-primary' "
+                 "OR (job = j.name AND role = 'attached')) s ON true")
 
 
 class PolicyRecords(StoreBase):
@@ -228,12 +231,12 @@ class PolicyRecords(StoreBase):
     def fleet_states(self) -> list[dict[str, Any]]:
         """One row per job, by name, with what the console's jobs page counts, filters and sorts every job by (one
         query, index-backed at 5,000 jobs: `ftops bench fleet`): its priority, the kind of the live lease on it (the
-        experiment holding it), its newest drill's start, and its primary stream's newest micro-batch (end, and its
-        output watermark's lag behind its input's). The page's own rows come from :meth:`fleet_overview`."""
+        experiment holding it), its newest drill's start, and its primary stream's newest micro-batch (an attached job: its
+        queries') (end, and its output watermark's lag behind its input's). The page's own rows come from :meth:`fleet_overview`."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(f"""SELECT j.name, j.priority, l.kind,
                                   (SELECT max(started_at) FROM ftops_drill WHERE job_id = j.job_id),
-                                  s.batch_end, s.input_watermark_ms - s.watermark_ms
+                                  s.batch_end, s.lag_ms
                            FROM ftops_job j
                            {_HELD} {_NEWEST_BATCH}
                            ORDER BY j.name""")
@@ -249,7 +252,7 @@ class PolicyRecords(StoreBase):
             cur.execute(f"""SELECT j.name, j.workload, j.replication_budget, j.drill_schedule,
                                   coalesce(d.started_at, j.drill_schedule_at), j.priority,
                                   j.apply_mode, l.kind, l.holder, d.status, d.started_at, t.refused_reason, p.objective,
-                                  s.batch_end, s.input_watermark_ms - s.watermark_ms, p.predicted_accuracy,
+                                  s.batch_end, s.lag_ms, p.predicted_accuracy,
                                   jsonb_array_length(coalesce(p.payload->'tasks', '[]')), d.predicted_output_fidelity,
                                   d.predicted_accuracy, d.tentative_accuracy
                            FROM ftops_job j

@@ -61,6 +61,7 @@ class BatchProgress(BaseModel):
     lag_files: int | None = Field(default=None, ge=0)
     watermark_arrived: float | None = None  # when the input carrying the watermark arrived (migration 008)
     input_watermark_ms: int | None = None  # the input's watermark when the row was written (migration 008)
+    job: str | None = None  # the registered job whose query this is, when the stream's name does not say (attached)
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,26 @@ class StreamProgressRecords(StoreBase):
                        input_watermark_ms = EXCLUDED.input_watermark_ms, recorded_at = now()""",
                 (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
                  p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms))
+            # the stream's newest batch (migration 014), unless a newer one is there (a replayed batch is older)
+            cur.execute(
+                """INSERT INTO ftops_stream (stream, job, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms)
+                   VALUES (%s, %s, %s, %s, %s, to_timestamp(%s), %s, %s)
+                   ON CONFLICT (stream) DO UPDATE SET job = coalesce(EXCLUDED.job, ftops_stream.job),
+                       role = EXCLUDED.role, app_id = EXCLUDED.app_id, batch_id = EXCLUDED.batch_id,
+                       batch_end = EXCLUDED.batch_end, watermark_ms = EXCLUDED.watermark_ms,
+                       input_watermark_ms = EXCLUDED.input_watermark_ms
+                   WHERE EXCLUDED.batch_end >= ftops_stream.batch_end""",
+                (p.stream, p.job, p.role, p.app_id, p.batch_id, p.batch_end, p.watermark_ms, p.input_watermark_ms))
 
     def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
         """Delete the stream's rows older than ``keep_s``; returns how many."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("DELETE FROM ftops_stream_progress WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
                         (stream, keep_s))
-            return cur.rowcount
+            deleted = cur.rowcount
+            cur.execute("DELETE FROM ftops_stream WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
+                        (stream, keep_s))
+            return deleted
 
     def progress_since(self, stream: str, after_ts: float) -> StreamSince:
         """The stream's batches that ended after ``after_ts`` (epoch seconds), summed up."""
@@ -168,4 +182,22 @@ class StreamProgressRecords(StoreBase):
             for stream, batch_id, end, rows, arrived in cur.fetchall():
                 out[stream].append({"batch_id": batch_id, "batch_end": float(end), "input_rows": rows,
                                     "arrived": None if arrived is None else float(arrived)})
+        return out
+
+    def job_batches(self, job: str, after_ts: float) -> dict[str, list[dict]]:
+        """The job's own streams (its primary's; a job attached to unchanged code: its queries', migration 014) and
+        their batches that ended after ``after_ts``, in time order: ``batch_end`` (epoch s), ``input_rows`` and
+        ``lag_s`` (its output watermark behind its input's, None when not recorded): the console's live charts.
+        A stream without a batch since maps to an empty list; a job that never wrote one has no stream."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT stream FROM ftops_stream WHERE stream = 'ftops-' || %s || '-primary' "
+                        "OR (job = %s AND role = 'attached') ORDER BY stream", (job, job))
+            out: dict[str, list[dict]] = {stream: [] for (stream,) in cur.fetchall()}
+            cur.execute(
+                """SELECT stream, extract(epoch FROM batch_end), input_rows, (input_watermark_ms - watermark_ms) / 1000.0
+                   FROM ftops_stream_progress WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s)
+                   ORDER BY stream, batch_end""", (list(out), after_ts))
+            for stream, end, rows, lag in cur.fetchall():
+                out[stream].append({"batch_end": float(end), "input_rows": rows,
+                                    "lag_s": None if lag is None else float(lag)})
         return out

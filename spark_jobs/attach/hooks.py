@@ -56,7 +56,7 @@ class _QueryProgress(StoreProgressListener):
         newest = iso_epoch_s((p.eventTime or {}).get("max"))
         rows_out = getattr(p.sink, "numOutputRows", -1) if p.sink is not None else -1
         row = batch_row(p, app_id=self.app_id, role="attached", output_rows=max(0, rows_out or 0))
-        self._offer({**row, "stream": self.stream, **({"watermark_arrived": newest} if newest else {})})
+        self._offer({**row, "stream": self.stream, "job": self.job, **({"watermark_arrived": newest} if newest else {})})
 
 
 class AttachedListener(ProgressListener):
@@ -76,7 +76,7 @@ class AttachedListener(ProgressListener):
             if writer is None and self.url:
                 writer = self._writers[p.id] = _QueryProgress(
                     self.url, p.name or "", app_id=self.spark.sparkContext.applicationId, role="attached",
-                    output_rows=lambda _b: 0, stream=attached_stream(self.job, p.name, p.id))
+                    output_rows=lambda _b: 0, stream=attached_stream(self.job, p.name, p.id), job=self.job)
         if writer is not None:
             writer.on_progress(p)
 

@@ -77,9 +77,10 @@ class StoreProgressListener(ProgressListener):
     def __init__(self, url: str, query_name: str, *, app_id: str, role: str | None, output_rows: Callable[[int], int],
                  checkpoint: Path | None = None, input_dir: Path | None = None, stream: str | None = None,
                  watermark_arrival: Callable[[int], float | None] | None = None,
-                 input_watermark: Callable[[], int | None] | None = None):
+                 input_watermark: Callable[[], int | None] | None = None, job: str | None = None):
         super().__init__([query_name])
         self.url, self.stream, self.app_id, self.role = url, stream or query_name, app_id, role
+        self.job = job  # written with each row when the stream's name does not say whose query it is
         self.output_rows, self.checkpoint, self.input_dir = output_rows, checkpoint, input_dir
         self.watermark_arrival, self.input_watermark = watermark_arrival, input_watermark
         self._queue: queue.Queue[dict | None] = queue.Queue(maxsize=QUEUE_SIZE)
@@ -91,7 +92,7 @@ class StoreProgressListener(ProgressListener):
         if self._closed or not ran_a_batch(p):
             return
         self._offer({**batch_row(p, app_id=self.app_id, role=self.role, output_rows=self.output_rows(p.batchId)),
-                     "stream": self.stream})
+                     "stream": self.stream, **({"job": self.job} if self.job else {})})
 
     def close(self, last_batch: int | None = None, timeout_s: float = 10.0) -> None:
         """Once the progress of ``last_batch`` (the query's last) has been heard, write what is queued and stop

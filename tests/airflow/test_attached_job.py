@@ -86,6 +86,8 @@ def test_submit_registers_an_attached_job_that_reports_its_progress_and_its_quer
     status = run_cli("job", "status", JOB, "--json")
     assert status.code == 0 and status.json()["kind"] == "attached" and status.json()["running"]
     assert [s["name"] for s in status.json()["streams"]] == ["ftops-clicks-clicks"]
+    states = run_cli("job", "fleet", "--json").json()["states"]  # from its query's stream, as the console's
+    assert JOB in states["running"] + states["lagging"], states
     assert {j["job"]: j["kind"] for j in run_cli("job", "list", "--json").json()}[JOB] == "attached"
     assert run_cli("job", "start", JOB, "--json").json()["submitted"] is False  # it runs
     secret = run_cli("job", "submit", "other", "--conf", "spark.ssl.keyStorePassword=hunter2", "--", APP)

@@ -23,7 +23,7 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
-          "/runs/ftops_chaos_drill/manual__d1")
+          "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress")
 
 
 def _windows(start_ms: int, accuracies: list[float]) -> dict:
@@ -142,6 +142,48 @@ def test_job_page_shows_history_topology_and_diff(ui):
     plans = client.get("/api/jobs/topk/plans").json()
     assert [round(p["objective"], 4) for p in plans] == [0.25, 0.5595]
     assert client.get("/jobs/unknown").status_code == 404
+
+
+def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_jobs_queries(ui):
+    from ft_core.store.stream_progress import BatchProgress
+
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    now = time.time()
+    # alerts' primary: a batch of 500 rows every 5 s for 20 minutes, 8 s behind, then 40 s behind; nothing for the
+    # 3 minutes before the last two batches (it was down); and an older batch, two hours ago, not drawn
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+    ends = [now - 1500 + 5 * i for i in range(240)] + [now - 90, now - 30]
+    for i, end in enumerate([now - 7200, *ends]):
+        lag_s = 40 if end > now - 600 else 8
+        store.record_batch(BatchProgress(stream="ftops-alerts-primary", app_id="a", batch_id=i, batch_end=end,
+                                         input_rows=500, watermark_ms=1_000_000, input_watermark_ms=1_000_000 + lag_s * 1000))
+    store.register_job(JobSpec(name="clicks", workload="attached", deployment={"kind": "attached"}))
+    for query in ("per-region", "totals"):
+        for i in range(3):
+            store.record_batch(BatchProgress(stream=f"ftops-clicks-{query}", app_id="b", batch_id=i, role="attached",
+                                             job="clicks", batch_end=now - 100 + 30 * i, input_rows=60))
+    page = client.get("/jobs/alerts").text
+    live = _section(page, "last-hour")
+    assert live.count("<svg") == 2 and "Lag: output behind input" in live and "rows read per second" in live
+    # the lag line breaks where the job was down: a run before the stop, and the two batches after it
+    lag_chart = live[:live.index("</svg>")]
+    assert lag_chart.count('class="line stream-0"') == 2 and 'class="point stream-0"' not in lag_chart
+    now_line = _section(page, "live-now", "p")
+    assert re.search(r"primary: 40 s behind \(peak 40 s\), [\d.]+ rows/s in its newest minute", now_line), now_line
+    minutes = client.get("/api/jobs/alerts/progress", params={"minutes": 60}).json()
+    assert {m["stream"] for m in minutes} == {"ftops-alerts-primary"}
+    full = [m for m in minutes if m["batches"] == 12]  # a whole minute of batches every 5 s: 6,000 rows, 100 rows/s
+    assert len(full) >= 18 and all(m["rows_per_s"] == 100.0 for m in full)
+    assert sum(m["batches"] for m in minutes) == len(ends)  # the batch of two hours ago is not in the hour
+    assert max(m["max_lag_s"] for m in minutes) == 40.0 and min(m["max_lag_s"] for m in minutes) == 8.0
+    # an attached job: one line per query, named by the query
+    attached = _section(client.get("/jobs/clicks").text, "last-hour")
+    assert "clicks-per-region" in attached and "clicks-totals" in attached and 'class="line stream-1"' in attached
+    assert "No micro-batch of this job is recorded" in _section(client.get("/jobs/topk").text, "last-hour")
+    assert client.get("/api/jobs/alerts/progress", params={"minutes": 0}).status_code == 422
+    assert client.get("/api/jobs/nobody/progress").status_code == 404
 
 
 def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
@@ -522,6 +564,11 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     page = client.post("/jobs/alerts/actions/drill", headers={**viewer, "Origin": "http://testserver",
                                                               "Accept": "text/html"})
     assert page.status_code == 403 and "id='not-permitted'" in page.text and "id='login'" not in page.text
+    seen = client.get("/jobs/alerts", headers=viewer).text  # the viewer's buttons say so before anyone clicks
+    for action, dag_id in (("drill", "ftops_chaos_drill"), ("tune", "ftops_checkpoint_tuning")):
+        button = re.search(rf"<button id='action-{action}'[^>]*>", seen).group(0)
+        assert " disabled " in button and f"may not trigger runs of {dag_id}" in button, button
+    assert "id='actions-barred'" in seen
     plan_only = client.post("/api/jobs/topk/actions/drill", headers=admin)
     assert plan_only.status_code == 409 and "plan-only" in plan_only.json()["detail"]
     assert client.post("/api/jobs/topk/actions/replan", headers=admin).status_code == 201  # any job can be planned
@@ -534,7 +581,8 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     cross_site = client.post("/api/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"})
     assert cross_site.status_code == 403 and len(_ftops_runs()) == count + 1  # signed in by cookie: same origin only
     page = client.get("/jobs/alerts").text
-    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan"))
+    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan")) and " disabled " not in page
+    assert "id='actions-barred'" not in page
     topk = client.get("/jobs/topk").text
     assert "id='action-replan'" in topk and "id='action-drill'" not in topk
     own = {"Origin": "http://testserver"}

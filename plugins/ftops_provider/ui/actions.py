@@ -54,8 +54,8 @@ def check_action(action: str, kind: str, job: str) -> Action:
     return found
 
 
-def require_may_trigger(request: Request, user, dag_id: str) -> None:
-    """403 unless the auth manager lets ``user`` create runs of ``dag_id`` (Airflow's own check, as its trigger
+def may_trigger(request: Request, user, dag_id: str) -> bool:
+    """Whether the auth manager lets ``user`` create runs of ``dag_id`` (Airflow's own check, as its trigger
     button's)."""
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
     from airflow.api_fastapi.core_api.security import requires_access_dag
@@ -65,8 +65,15 @@ def require_may_trigger(request: Request, user, dag_id: str) -> None:
     except HTTPException as exc:
         if exc.status_code != 403:
             raise
+        return False
+    return True
+
+
+def require_may_trigger(request: Request, user, dag_id: str) -> None:
+    """403 unless :func:`may_trigger`."""
+    if not may_trigger(request, user, dag_id):
         raise HTTPException(status_code=403, detail=f"{user.get_name()} may not trigger runs of {dag_id} (the "
-                                                    "Airflow role decides; ask an admin)") from None
+                                                    "Airflow role decides; ask an admin)")
 
 
 def trigger(action: Action, job: str, user) -> dict[str, Any]:
@@ -106,18 +113,25 @@ def trigger(action: Action, job: str, user) -> dict[str, Any]:
             "url": f"/dags/{quote(action.dag_id)}/runs/{quote(run.run_id, safe='')}"}
 
 
-def actions_form(job: str, kind: str) -> str:
-    """The job page's buttons, one line: a form per action its kind can take (posting needs permission to trigger
-    its DAG); each button's title says what its run does."""
+def actions_form(job: str, kind: str, allowed: set[str]) -> str:
+    """The job page's buttons, one line: a form per action its kind can take; each button's title says what its run
+    does. An action whose DAG the user may not trigger (``allowed``: the DAG ids they may) is shown disabled, saying
+    so (posting it would be refused anyway)."""
     forms = []
     for name, action in ACTIONS.items():
         if kind not in action.kinds:
             continue
+        if action.dag_id in allowed:
+            state, title = "", f"starts {action.dag_id} for this job: {action.what}"
+        else:
+            state, title = " disabled", f"your Airflow role may not trigger runs of {action.dag_id} (ask an admin)"
         forms.append(f"<form class='action' method='post' action='{escape(quote(job, safe=''))}/actions/{name}'>"
-                     f"<button id='action-{name}' type='submit' title='starts {action.dag_id} for this job: "
-                     f"{escape(action.what, quote=True)}'>{escape(action.label)}</button></form>")
+                     f"<button id='action-{name}' type='submit'{state} title='{escape(title, quote=True)}'>"
+                     f"{escape(action.label)}</button></form>")
+    barred = "" if all(ACTIONS[n].dag_id in allowed for n in ACTIONS if kind in ACTIONS[n].kinds) else (
+        "<span id='actions-barred' class='caption'>greyed: your Airflow role may not trigger their DAGs</span>")
     return (f"<section id='actions' title=\"each starts one of ftops's DAGs for this job, under your Airflow "
-            f"permissions\"><b>Actions</b> {''.join(forms)}</section>")
+            f"permissions\"><b>Actions</b> {''.join(forms)}{barred}</section>")
 
 
 def dag_paused(dag_id: str) -> bool:

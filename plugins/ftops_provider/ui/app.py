@@ -13,6 +13,7 @@ JSON error.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from html import escape
 from typing import Annotated
@@ -30,7 +31,7 @@ from ft_core.errors import InputError
 from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
-from ftops_provider.ui.actions import (ACTIONS, actions_form, check_action, dag_paused, require_may_trigger,
+from ftops_provider.ui.actions import (ACTIONS, actions_form, check_action, dag_paused, may_trigger, require_may_trigger,
                                        started_banner, trigger)
 from ftops_provider.ui.approvals import approvals_section, pending_approvals
 from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
@@ -38,6 +39,7 @@ from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
 from ftops_provider.ui.fleet import FleetQuery, fleet_page, select_page
+from ftops_provider.ui.live import SPAN_S, MinuteOut, live_section, per_minute
 from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
@@ -130,7 +132,7 @@ def _airflow_root(request: Request) -> str:
 
 
 @app.get("/jobs/{job}", response_class=HTMLResponse)
-def job_page(job: JobName, request: Request, started_dag: str | None = None,
+def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str | None = None,
              started_run: str | None = Query(None, max_length=250),
              store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """The job's plan history, drills and recovery runs on one page (after an action: the run it started)."""
@@ -140,10 +142,13 @@ def job_page(job: JobName, request: Request, started_dag: str | None = None,
         started = started_banner(started_dag, started_run, dag_paused(started_dag), _airflow_root(request))
     plans = store.plans(job, "replication")
     kind = JobKind.from_store(store, job)
-    nav = ("<div class='bar'><nav><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
+    nav = ("<div class='bar'><nav><a href='#live'>Last hour</a><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
            f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
-           f"{actions_form(job, kind.kind)}</div>")
+           f"{actions_form(job, kind.kind, {a.dag_id for a in ACTIONS.values() if may_trigger(request, user, a.dag_id)})}"
+           "</div>")
+    now = time.time()
     body = [halt_banner(store.halted()), started, nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
+            live_section(store.job_batches(job, now - SPAN_S), now),
             history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
@@ -233,6 +238,16 @@ def drills_api(job: JobName, limit: int = Query(100, ge=1, le=1000), store: Hist
     """The job's drills, oldest first: predicted OF, measured accuracy (and per window), times, verdicts."""
     _known(store, job)
     return [DrillOut.from_store(d) for d in store.drills(job, limit)]
+
+
+@app.get("/api/jobs/{job}/progress")
+def progress_api(job: JobName, minutes: int = Query(60, ge=1, le=1440),
+                 store: HistoryStore = Depends(get_store)) -> list[MinuteOut]:
+    """The job's streams per minute over the last ``minutes``: rows read per second and the largest lag (the job
+    page's "Last hour" charts)."""
+    _known(store, job)
+    now = time.time()
+    return per_minute(store.job_batches(job, now - minutes * 60), now, span_s=minutes * 60)
 
 
 @app.get("/api/jobs/{job}/faults")

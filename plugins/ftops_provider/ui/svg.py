@@ -7,6 +7,7 @@ marks carry a ``class`` naming their series or kind, so tests (and users' styles
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from html import escape
 
@@ -124,6 +125,68 @@ def topology_graph(operators: list[tuple[str, list[str]]], edges: list[tuple[str
 
 
 # -- pieces ---------------------------------------------------------------------------------------------
+
+@dataclass
+class TimedSeries:
+    """One line of a :func:`timeline_chart`: ``(seconds before now, value)`` points in time order."""
+
+    name: str
+    key: str  # CSS class of its marks
+    color: str
+    points: list[tuple[float, float]]
+
+
+def timeline_chart(series: list[TimedSeries], *, span_s: float, title: str, y_label: str, width: int = 640,
+                   height: int = 220, gap_s: float = 60.0) -> str:
+    """Values over the last ``span_s`` seconds (x: minutes before now), y from 0 to a round top above the largest
+    value; a line breaks where two points are over ``gap_s`` apart (nothing ran in between)."""
+    pad_l, pad_r, pad_t, pad_b = 56, 16, 46, 30
+    inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
+    top = _round_top(max((v for s in series for _, v in s.points), default=0.0))
+    x = lambda ago: pad_l + inner_w * (1 - min(span_s, max(0.0, ago)) / span_s)  # noqa: E731
+    y = lambda v: pad_t + inner_h * (1 - min(top, max(0.0, v)) / top)  # noqa: E731
+    parts = [_open(width, height, title), f'<text x="{pad_l}" y="18" font-size="14" font-weight="bold">{escape(title)}</text>',
+             _legend([(s.name, s.color, False) for s in series], pad_l, 38)]
+    ticks = 4 if round(top / 10 ** math.floor(math.log10(top))) == 2 else 5  # round steps: 0.5 of 2, 1 of 5, 2 of 10
+    for k in range(ticks + 1):
+        v = top * k / ticks
+        parts.append(f'<line x1="{pad_l}" x2="{width - pad_r}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>'
+                     f'<text x="{pad_l - 6}" y="{y(v) + 4:.1f}" font-size="11" text-anchor="end">{v:g}</text>')
+    mid = pad_t + inner_h / 2
+    parts.append(f'<text x="12" y="{mid:.1f}" font-size="11" transform="rotate(-90 12 {mid:.1f})" '
+                 f'text-anchor="middle">{escape(y_label)}</text>')
+    step = 600 if span_s > 1800 else 300 if span_s > 600 else 60
+    for ago in range(0, int(span_s) + 1, step):
+        label = "now" if ago == 0 else f"-{ago // 60} min"
+        parts.append(f'<text x="{x(ago):.1f}" y="{height - 10}" font-size="10" text-anchor="middle">{label}</text>')
+    for s in series:
+        runs: list[list[tuple[float, float]]] = []
+        for ago, v in s.points:
+            if not runs or runs[-1][-1][0] - ago > gap_s:
+                runs.append([])
+            runs[-1].append((ago, v))
+        for run in runs:
+            if len(run) == 1:
+                parts.append(f'<circle class="point {s.key}" cx="{x(run[0][0]):.1f}" cy="{y(run[0][1]):.1f}" r="2" '
+                             f'fill="{s.color}"/>')
+            else:
+                parts.append(f'<polyline class="line {s.key}" fill="none" stroke="{s.color}" stroke-width="1.5" points="'
+                             + " ".join(f"{x(a):.1f},{y(v):.1f}" for a, v in run) + '"/>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _round_top(value: float) -> float:
+    """The least of 1, 2, 5 times a power of ten at or above ``value`` (1 for nothing above 0).
+
+    >>> _round_top(0), _round_top(3.2), _round_top(466), _round_top(0.07)
+    (1.0, 5.0, 500.0, 0.1)
+    """
+    if value <= 0:
+        return 1.0
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= value * (1 - 1e-12))
+
 
 def _open(width: int, height: int, title: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
