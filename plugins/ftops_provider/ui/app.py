@@ -135,20 +135,23 @@ def _airflow_root(request: Request) -> str:
 def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str | None = None,
              started_run: str | None = Query(None, max_length=250),
              store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    """The job's plan history, drills and recovery runs on one page (after an action: the run it started)."""
+    """The job's last hour, plan history, drills, recovery runs and fault journal on one page, and its actions (after
+    an action: the run it started)."""
     _known(store, job)
     started = ""
     if started_run and started_dag in {a.dag_id for a in ACTIONS.values()}:
         started = started_banner(started_dag, started_run, dag_paused(started_dag), _airflow_root(request))
     plans = store.plans(job, "replication")
     kind = JobKind.from_store(store, job)
-    nav = ("<div class='bar'><nav><a href='#live'>Last hour</a><a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
+    live = kind.kind != "plan-only"  # a plan-only job has no streams: no last hour to show
+    live_link = "<a href='#live'>Last hour</a>" if live else ""
+    nav = (f"<div class='bar'><nav>{live_link}<a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
            f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
            f"{actions_form(job, kind.kind, {a.dag_id for a in ACTIONS.values() if may_trigger(request, user, a.dag_id)})}"
            "</div>")
     now = time.time()
     body = [halt_banner(store.halted()), started, nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
-            live_section(store.job_batches(job, now - SPAN_S), now),
+            live_section(store.job_batches(job, now - SPAN_S), now) if live else "",
             history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))

@@ -57,7 +57,7 @@ def live_section(batches: dict[str, list[dict]], now: float) -> str:
     """The section: two charts (lag, rows read per second) and a line saying where the job stands now."""
     head = "<h2 id='live'>Last hour</h2><section id='last-hour'>"
     if not batches:
-        return head + "<p>No micro-batch of this job is recorded (a plan-only job, or one never started).</p></section>"
+        return head + "<p>No micro-batch of this job is recorded: it was never started (`ftops job start`).</p></section>"
     minutes = per_minute(batches, now)
     if not minutes:
         return head + "<p>No micro-batch in the last hour: the job is down or stopped.</p></section>"
