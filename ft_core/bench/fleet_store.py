@@ -186,10 +186,6 @@ SELECT 'ftops-' || j.name || '-primary', 'app-primary-' || j.job_id, b, 'primary
 FROM ftops_job j, generate_series(1, %(batches)s) b, LATERAL (SELECT %(now)s - (%(batches)s - b) * interval '5 minutes'
     - mod(j.job_id, 300) * interval '1 second' AS at) e, LATERAL (SELECT (extract(epoch FROM at) * 1000)::bigint ms) w
 WHERE j.deployment IS NOT NULL"""),
-    ("ftops_stream", """
-INSERT INTO ftops_stream (stream, job, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms)
-SELECT DISTINCT ON (stream) stream, NULL, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms
-FROM ftops_stream_progress ORDER BY stream, batch_end DESC, batch_id DESC"""),
 )
 
 

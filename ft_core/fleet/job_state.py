@@ -7,7 +7,8 @@ batches and the largest lag among them, migration 014). From those alone, say on
 
 - ``experiment``: a live lease holds the job: a drill, a recovery, or a change of its replica or of its
   checkpoint interval (its lag is that operation's doing);
-- ``no progress``: no micro-batch of its primary was ever recorded (a plan-only job, or one never started);
+- ``no progress``: no micro-batch of its primary (an attached job: of its queries) is recorded (a plan-only job,
+  or one never started);
 - ``down``: its newest micro-batch ended over ``stale_after_s`` ago (no batch runs);
 - ``lagging``: its output is over ``lagging_after_s`` of event time behind its input;
 - ``running``: otherwise.

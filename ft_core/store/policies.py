@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ft_core.errors import InputError
+from ft_core.fleet.job_state import STALE_AFTER_S
 from ft_core.store.base import StoreBase
 from ft_core.store.records import jsonb, rows
 
@@ -100,14 +101,17 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
             "priority": row["priority"], "apply": row["apply_mode"]}
 
 
-# The jobs pages' joins, one text for both reads: the live lease holding a job (l), and its primary stream's newest
-# micro-batch (s, index-backed: ftops_stream_progress_stream_end).
+# The jobs pages' joins, one text for both reads: the live lease holding a job (l), and its newest micro-batch (s:
+# migration 014's ftops_stream, by its key and its job index). A job's streams are its primary's (ftops's own drivers)
+# or, for a job attached to unchanged code, its queries'; s.batch_end is their newest batch's end, s.lag_ms (output
+# behind input) the largest lag among those that ran in the last STALE_AFTER_S (a query renamed or reset leaves its
+# stream behind, with its last lag), else the newest one's.
 _HELD = "LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()"
-# A job's newest micro-batch and its lag (output behind input, ms): its primary's stream (ftops's own drivers) or,
-# for a job attached to unchanged code, the newest of its queries' streams and the largest lag among them.
-_NEWEST_BATCH = ("LEFT JOIN LATERAL (SELECT max(batch_end) AS batch_end, max(input_watermark_ms - watermark_ms) AS lag_ms "
-                 "FROM ftops_stream WHERE stream = 'ftops-' || j.name || '-primary' "
-                 "OR (job = j.name AND role = 'attached')) s ON true")
+_NEWEST_BATCH = (
+    "LEFT JOIN LATERAL (SELECT max(batch_end) AS batch_end, coalesce(max(input_watermark_ms - watermark_ms) "
+    f"FILTER (WHERE batch_end > now() - interval '{STALE_AFTER_S:g} seconds'), "
+    "(array_agg(input_watermark_ms - watermark_ms ORDER BY batch_end DESC))[1]) AS lag_ms "
+    "FROM ftops_stream WHERE stream = 'ftops-' || j.name || '-primary' OR (job = j.name AND role = 'attached')) s ON true")
 
 
 class PolicyRecords(StoreBase):

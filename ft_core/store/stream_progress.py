@@ -12,6 +12,9 @@ highest watermark, the first batch with output. The drivers of a staged recovery
 input behind each watermark arrived (migration 008), and :meth:`StreamProgressRecords.lag_marks` gives a
 query's event-time lag over time, from which staged recovery judges when it is back. A write is one upsert, O(1) (a batch replayed after a
 restart rewrites its row); a question is one query over the index (stream, batch_end), O(rows since).
+Each stream's newest batch, and the job an attached job's query belongs to, are kept in ``ftops_stream`` by the
+store's triggers (migration 014): the jobs pages' states read it, and :meth:`StreamProgressRecords.job_batches` finds a
+job's streams there.
 Rows older than ``KEEP_S`` are pruned by the writers (:meth:`StreamProgressRecords.prune_progress`).
 
     >>> p = BatchProgress(stream="ftops-topk-primary", app_id="app-1", batch_id=3, batch_end=1.7e9,
@@ -106,25 +109,15 @@ class StreamProgressRecords(StoreBase):
             cur.execute(
                 """INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, input_rows,
                                                       output_rows, input_files, lag_files, watermark_arrived,
-                                                      input_watermark_ms)
-                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s), %s)
+                                                      input_watermark_ms, job)
+                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s), %s, %s)
                    ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end,
                        watermark_ms = EXCLUDED.watermark_ms, input_rows = EXCLUDED.input_rows,
                        output_rows = EXCLUDED.output_rows, input_files = EXCLUDED.input_files,
                        lag_files = EXCLUDED.lag_files, watermark_arrived = EXCLUDED.watermark_arrived,
-                       input_watermark_ms = EXCLUDED.input_watermark_ms, recorded_at = now()""",
+                       input_watermark_ms = EXCLUDED.input_watermark_ms, job = EXCLUDED.job, recorded_at = now()""",
                 (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
-                 p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms))
-            # the stream's newest batch (migration 014), unless a newer one is there (a replayed batch is older)
-            cur.execute(
-                """INSERT INTO ftops_stream (stream, job, role, app_id, batch_id, batch_end, watermark_ms, input_watermark_ms)
-                   VALUES (%s, %s, %s, %s, %s, to_timestamp(%s), %s, %s)
-                   ON CONFLICT (stream) DO UPDATE SET job = coalesce(EXCLUDED.job, ftops_stream.job),
-                       role = EXCLUDED.role, app_id = EXCLUDED.app_id, batch_id = EXCLUDED.batch_id,
-                       batch_end = EXCLUDED.batch_end, watermark_ms = EXCLUDED.watermark_ms,
-                       input_watermark_ms = EXCLUDED.input_watermark_ms
-                   WHERE EXCLUDED.batch_end >= ftops_stream.batch_end""",
-                (p.stream, p.job, p.role, p.app_id, p.batch_id, p.batch_end, p.watermark_ms, p.input_watermark_ms))
+                 p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms, p.job))
 
     def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
         """Delete the stream's rows older than ``keep_s``; returns how many."""
@@ -132,8 +125,8 @@ class StreamProgressRecords(StoreBase):
             cur.execute("DELETE FROM ftops_stream_progress WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
                         (stream, keep_s))
             deleted = cur.rowcount
-            cur.execute("DELETE FROM ftops_stream WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
-                        (stream, keep_s))
+            # every stream's newest that old: a query renamed or reset, or a job gone, has no writer to prune it
+            cur.execute("DELETE FROM ftops_stream WHERE batch_end < now() - make_interval(secs => %s)", (keep_s,))
             return deleted
 
     def progress_since(self, stream: str, after_ts: float) -> StreamSince:

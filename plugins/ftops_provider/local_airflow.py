@@ -258,7 +258,8 @@ class LocalAirflow:
             signal_group(pid, signal.SIGTERM)
         wait_while(any_alive, timeout_s=timeout_s, interval_s=0.5)
         for pid, started in ours.values():
-            signal_own_group(pid, started, signal.SIGKILL)
+            if own_group_alive(pid, started):  # a group gone: its pid may name another process by now
+                signal_group(pid, signal.SIGKILL)
         wait_while(any_alive, timeout_s=30, interval_s=0.2)
         if any_alive():
             raise ExternalError(f"Airflow processes of {sorted(ours)} outlived SIGKILL for 30 s (see ps -g)")
@@ -281,8 +282,11 @@ class LocalAirflow:
             wait_for(healthy, timeout_s=timeout_s, interval_s=2,
                      what=lambda: f"Airflow to become healthy (last health: {health or 'no answer'}; "
                                   f"logs in {self.home / 'logs'})")
-        except ExternalError:
-            self.down()
+        except ExternalError as exc:
+            try:
+                self.down()
+            except ExternalError as stop:  # both said: the start-up's error first
+                raise ExternalError(f"{exc}; stopping what started failed too: {stop}") from None
             raise
 
 

@@ -182,7 +182,7 @@ def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_
     attached = _section(client.get("/jobs/clicks").text, "last-hour")
     assert "clicks-per-region" in attached and "clicks-totals" in attached and 'class="line stream-1"' in attached
     store.register_job(JobSpec(name="idle", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/idle"}))
-    assert "No micro-batch of this job is recorded" in _section(client.get("/jobs/idle").text, "last-hour")
+    assert "No micro-batch of this job in the last week" in _section(client.get("/jobs/idle").text, "last-hour")
     plan_only = client.get("/jobs/topk").text  # no streams: no last hour, and no link to one
     assert "id='last-hour'" not in plan_only and "#live" not in plan_only
     assert client.get("/api/jobs/alerts/progress", params={"minutes": 0}).status_code == 422

@@ -46,16 +46,54 @@ def test_an_attached_jobs_queries_give_its_state_and_a_longer_named_job_keeps_it
     assert states["clicks"] == "lagging" and states["clicks-eu"] == "down" and states["topk"] == "running"
     assert {r["job"]: r["lag_ms"] for r in store.fleet_overview(["clicks"])} == {"clicks": 150_000}
 
-    # a batch replayed after a restart (older) is recorded, and the stream's newest stays the newest
+    # a batch written late (it ended before the newest) is recorded, and the stream's newest stays the newest
     store.record_batch(_batch("ftops-topk-primary", 2, 3000, role="primary", lag_ms=70_000))
     assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["topk"] == 500
     assert store.progress_since("ftops-topk-primary", 0).batches == 2
-    # pruning a stream's old rows prunes its newest too when it is that old
+    # a restarted application counts its batches from 0 again: its batch is the newest, by its end
+    store.record_batch(BatchProgress(stream="ftops-topk-primary", app_id="app-2", batch_id=0, role="primary",
+                                     batch_end=time.time() - 1, watermark_ms=0, input_watermark_ms=300))
+    assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["topk"] == 300
+
+    # a query renamed (or its checkpoint reset) leaves its stream behind, with its last lag: the queries that ran in the
+    # last 5 minutes decide the lag, and nothing else
+    store.record_batch(_batch("ftops-clicks-eu-old-name", 9, 1800, job="clicks-eu", lag_ms=900_000))
+    store.record_batch(_batch("ftops-clicks-eu-per-region", 2, 5, job="clicks-eu", lag_ms=3000))
+    assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["clicks-eu"] == 3000
+    # once none ran lately, the newest one's lag is the job's (it is down: its lag is what it was)
+    store.record_batch(_batch("ftops-gauges-a", 1, 900, job="gauges", lag_ms=7000))
+    store.record_batch(_batch("ftops-gauges-b", 1, 1200, job="gauges", lag_ms=99_000))
+    store.register_job(JobSpec(name="gauges", workload="w"))
+    assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["gauges"] == 7000
+
+    # a stream's rows older than a week are pruned by its writer, and every stream's newest that old by any writer
+    # (the renamed query's stream has no writer left to prune it)
     store.record_batch(_batch("ftops-gone-primary", 1, 30 * 86400, role="primary"))
-    assert store.prune_progress("ftops-gone-primary") == 1
+    assert store.prune_progress("ftops-topk-primary") == 0
     with pg_conn, pg_conn.cursor() as cur:
         cur.execute("SELECT stream FROM ftops_stream ORDER BY stream")
         assert "ftops-gone-primary" not in [r[0] for r in cur.fetchall()]
+
+
+def test_rows_of_writers_older_than_the_table_keep_it_current(pg_conn):
+    """Drivers started before version 14 go on writing ftops_stream_progress alone, without the job: the store keeps
+    each stream's newest (its triggers) and finds an attached stream's job by name."""
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    for name in ("clicks", "clicks-eu"):
+        store.register_job(JobSpec(name=name, workload="w"))
+    now = time.time()
+    with pg_conn, pg_conn.cursor() as cur:  # version 13's record_batch, as such a driver runs it
+        for batch, ago in ((1, 40), (2, 10)):
+            cur.execute("INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, "
+                        "input_rows, output_rows, input_files, lag_files, watermark_arrived, input_watermark_ms) "
+                        "VALUES (%s, 'app-1', %s, 'attached', to_timestamp(%s), 1000, 5, 0, NULL, NULL, NULL, %s) "
+                        "ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end",
+                        ("ftops-clicks-eu-totals", batch, now - ago, 1000 + 150_000 * batch))
+    rows = {r["job"]: r for r in store.fleet_states()}
+    assert rows["clicks-eu"]["lag_ms"] == 300_000 and rows["clicks"]["last_batch_at"] is None
+    assert states_of(store.fleet_states(), datetime.now(timezone.utc))["clicks-eu"] == "lagging"
+    assert list(store.job_batches("clicks-eu", now - 3600)) == ["ftops-clicks-eu-totals"]
 
 
 def test_a_store_migrated_from_version_13_finds_its_streams_newest_batches(pg_conn, tmp_path, monkeypatch):
@@ -72,6 +110,7 @@ def test_a_store_migrated_from_version_13_finds_its_streams_newest_batches(pg_co
     with pg_conn, pg_conn.cursor() as cur:  # rows as version 13's writers wrote them (no job, no newest table)
         for stream, batch, ago, role in (("ftops-clicks-per-region", 1, 50, "attached"),
                                          ("ftops-clicks-per-region", 2, 20, "attached"),
+                                         ("ftops-clicks-primary", 9, 60, "primary"),  # before its application restarted
                                          ("ftops-clicks-eu-totals", 1, 40, "attached"),
                                          ("ftops-other-q1234abcd", 1, 40, "attached"),  # no such job: none
                                          ("ftops-clicks-primary", 4, 30, "primary")):

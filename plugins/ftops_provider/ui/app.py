@@ -1,8 +1,9 @@
 """The "Fault tolerance" pages and their JSON APIs, mounted by the Airflow plugin under /ftops.
 
-Per job: the plan history (chart, current plan, topology with replicated tasks, a diff between any two
-plans), drills (predicted output fidelity against measured tentative accuracy, over time) and recovery
-runs (a timeline of stages per run). Pages are rendered on the server as HTML with inline SVG: no
+Per job: its last hour (lag and throughput per minute, ``ui/live.py``; JSON at ``/api/jobs/{job}/progress``), the plan
+history (chart, current plan, topology with replicated tasks, a diff between any two plans), drills (predicted output
+fidelity against measured tentative accuracy, over time), recovery runs (a timeline of stages per run), its fault
+journal and its actions. Pages are rendered on the server as HTML with inline SVG: no
 JavaScript build step, and they work inside the Airflow UI's external-view frame.
 
 Every route requires an authenticated Airflow user: FastAPI apps mounted by a plugin are *not* protected
@@ -145,9 +146,10 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
     kind = JobKind.from_store(store, job)
     live = kind.kind != "plan-only"  # a plan-only job has no streams: no last hour to show
     live_link = "<a href='#live'>Last hour</a>" if live else ""
+    allowed = {a.dag_id for a in ACTIONS.values() if kind.kind in a.kinds and may_trigger(request, user, a.dag_id)}
     nav = (f"<div class='bar'><nav>{live_link}<a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
            f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
-           f"{actions_form(job, kind.kind, {a.dag_id for a in ACTIONS.values() if may_trigger(request, user, a.dag_id)})}"
+           f"{actions_form(job, kind.kind, allowed)}"
            "</div>")
     now = time.time()
     body = [halt_banner(store.halted()), started, nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",

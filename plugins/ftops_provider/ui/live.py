@@ -34,16 +34,17 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
 
     >>> rows = {"ftops-a-primary": [{"batch_end": 1000.0 - 70, "input_rows": 600, "lag_s": 4.0},
     ...                             {"batch_end": 1000.0 - 10, "input_rows": 300, "lag_s": 2.5},
-    ...                             {"batch_end": 1000.0 - 5, "input_rows": 300, "lag_s": None}]}
+    ...                             {"batch_end": 1000.0 - 5, "input_rows": 300, "lag_s": None},
+    ...                             {"batch_end": 1000.0 + 0.5, "input_rows": 300, "lag_s": 3.0}]}  # a clock ahead
     >>> [(m.minute_end, m.batches, m.rows_per_s, m.max_lag_s) for m in per_minute(rows, 1000.0)]
-    [(940.0, 1, 10.0, 4.0), (1000.0, 2, 10.0, 2.5)]
+    [(940.0, 1, 10.0, 4.0), (1000.0, 3, 15.0, 3.0)]
     """
     out = []
     for stream, rows in sorted(batches.items()):
         minutes: dict[int, list[dict]] = {}
         for row in rows:
-            ago = now - row["batch_end"]
-            if 0 <= ago < span_s:
+            ago = max(0.0, now - row["batch_end"])  # a driver's clock a little ahead of this server's: now
+            if ago < span_s:
                 minutes.setdefault(int(ago // MINUTE_S), []).append(row)
         for k in sorted(minutes, reverse=True):
             lags = [r["lag_s"] for r in minutes[k] if r["lag_s"] is not None]
@@ -57,7 +58,8 @@ def live_section(batches: dict[str, list[dict]], now: float) -> str:
     """The section: two charts (lag, rows read per second) and a line saying where the job stands now."""
     head = "<h2 id='live'>Last hour</h2><section id='last-hour'>"
     if not batches:
-        return head + "<p>No micro-batch of this job is recorded: it was never started (`ftops job start`).</p></section>"
+        return head + ("<p>No micro-batch of this job in the last week: it was never started (<code>ftops job start</code>)"
+                       " or has been stopped since.</p></section>")
     minutes = per_minute(batches, now)
     if not minutes:
         return head + "<p>No micro-batch in the last hour: the job is down or stopped.</p></section>"

@@ -1,8 +1,9 @@
-"""Small server-side SVG charts (no JavaScript build step): time series of fractions, a layered topology,
-and a Gantt-like timeline of recovery stages.
+"""Small server-side SVG charts (no JavaScript build step): series of fractions, values over the last hour, a layered
+topology, and a Gantt-like timeline of recovery stages.
 
-Every chart is a standalone ``<svg>`` with a ``<title>`` per mark (the browser shows it on hover), and
-marks carry a ``class`` naming their series or kind, so tests (and users' stylesheets) can find them.
+Every chart is a standalone ``<svg>`` whose marks carry a ``class`` naming their series or kind, so tests (and users'
+stylesheets) can find them; the fraction, topology and stage charts give each mark a ``<title>`` (the browser shows it
+on hover), the timeline of values (a point per minute) does not.
 """
 
 from __future__ import annotations
