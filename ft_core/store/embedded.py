@@ -61,6 +61,7 @@ class EmbeddedPostgres:
         """Initialise on first use, then start (a no-op when already running)."""
         if self.running():
             return
+        self._refuse_taken_port()  # before anything is written
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
@@ -77,6 +78,18 @@ class EmbeddedPostgres:
         return True
 
     # -- helpers ---------------------------------------------------------------------------
+    def _refuse_taken_port(self) -> None:
+        """InputError naming the port when something else listens there (pg_ctl would only say "Examine the log
+        output"): another project's server, or this one's own started from another folder."""
+        import socket
+
+        with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as probe:
+            probe.settimeout(2)
+            taken = probe.connect_ex((self.host, self.port)) == 0
+        if taken:
+            raise InputError(f"port {self.port} on {self.host} is in use, so PostgreSQL cannot start there: stop what "
+                             f"listens on it (`ss -ltnp 'sport = :{self.port}'` names it) or give this server another port")
+
     def _initdb(self) -> None:
         password = secrets.token_urlsafe(24)
         secret = self.state_dir / "password"

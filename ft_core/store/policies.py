@@ -105,12 +105,13 @@ def _shown(row: dict[str, Any]) -> dict[str, Any]:
 # migration 014's ftops_stream, by its key and its job index). A job's streams are its primary's (ftops's own drivers)
 # or, for a job attached to unchanged code, its queries'; s.batch_end is their newest batch's end, s.lag_ms (output
 # behind input) the largest lag among those that ran in the last STALE_AFTER_S (a query renamed or reset leaves its
-# stream behind, with its last lag), else the newest one's.
+# stream behind, with its last lag), else the newest one's; a batch before its stream's first watermark (Spark reports
+# the epoch until a window closes) has no lag.
 _HELD = "LEFT JOIN ftops_lease l ON l.job_id = j.job_id AND l.expires_at > now()"
 _NEWEST_BATCH = (
     "LEFT JOIN LATERAL (SELECT max(batch_end) AS batch_end, coalesce(max(input_watermark_ms - watermark_ms) "
-    f"FILTER (WHERE batch_end > now() - interval '{STALE_AFTER_S:g} seconds'), "
-    "(array_agg(input_watermark_ms - watermark_ms ORDER BY batch_end DESC))[1]) AS lag_ms "
+    f"FILTER (WHERE batch_end > now() - interval '{STALE_AFTER_S:g} seconds' AND watermark_ms > 0), "
+    "(array_agg(input_watermark_ms - watermark_ms ORDER BY batch_end DESC) FILTER (WHERE watermark_ms > 0))[1]) AS lag_ms "
     "FROM ftops_stream WHERE stream = 'ftops-' || j.name || '-primary' OR (job = j.name AND role = 'attached')) s ON true")
 
 

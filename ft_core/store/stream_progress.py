@@ -180,14 +180,16 @@ class StreamProgressRecords(StoreBase):
     def job_batches(self, job: str, after_ts: float) -> dict[str, list[dict]]:
         """The job's own streams (its primary's; a job attached to unchanged code: its queries', migration 014) and
         their batches that ended after ``after_ts``, in time order: ``batch_end`` (epoch s), ``input_rows`` and
-        ``lag_s`` (its output watermark behind its input's, None when not recorded): the console's live charts.
+        ``lag_s`` (its output watermark behind its input's, None when not recorded or before its first watermark: Spark
+        reports the epoch until a window closes): the console's live charts.
         A stream without a batch since maps to an empty list; a job that never wrote one has no stream."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("SELECT stream FROM ftops_stream WHERE stream = 'ftops-' || %s || '-primary' "
                         "OR (job = %s AND role = 'attached') ORDER BY stream", (job, job))
             out: dict[str, list[dict]] = {stream: [] for (stream,) in cur.fetchall()}
             cur.execute(
-                """SELECT stream, extract(epoch FROM batch_end), input_rows, (input_watermark_ms - watermark_ms) / 1000.0
+                """SELECT stream, extract(epoch FROM batch_end), input_rows,
+                          CASE WHEN watermark_ms > 0 THEN (input_watermark_ms - watermark_ms) / 1000.0 END
                    FROM ftops_stream_progress WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s)
                    ORDER BY stream, batch_end""", (list(out), after_ts))
             for stream, end, rows, lag in cur.fetchall():

@@ -3,6 +3,8 @@ with its port, so its URL names where it listens; a scratch store (the benchmark
 
 from __future__ import annotations
 
+import shutil
+
 from ft_core.store.embedded import EmbeddedPostgres, listen_host, scratch_store
 from tests.conftest import ROOT, test_port
 
@@ -18,4 +20,24 @@ def test_the_address_is_configured_recorded_and_the_scratch_store_removed(monkey
             assert cur.fetchone()[0].startswith("127.0.0.2")
         monkeypatch.delenv("FTOPS_DB_HOST")  # a reader configured otherwise still finds it where it listens
         assert "@127.0.0.2:" in EmbeddedPostgres(state).url()
+    assert not state.exists()
+
+
+def test_a_port_something_else_listens_on_is_refused_naming_it_before_anything_is_written():
+    """pg_ctl alone says "Examine the log output" (seen: `make demo` beside another project's server on 5433)."""
+    import socket
+
+    import pytest
+
+    from ft_core.errors import InputError
+
+    port = test_port(16901)
+    state = ROOT / ".state" / f"test-embedded-taken-{port}"
+    shutil.rmtree(state, ignore_errors=True)  # a run of older code may have initialised it
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        with pytest.raises(InputError, match=rf"port {port} on 127.0.0.1 is in use, so PostgreSQL cannot start there"):
+            EmbeddedPostgres(state, port, host="127.0.0.1").start()
     assert not state.exists()

@@ -52,8 +52,13 @@ def test_an_attached_jobs_queries_give_its_state_and_a_longer_named_job_keeps_it
     assert store.progress_since("ftops-topk-primary", 0).batches == 2
     # a restarted application counts its batches from 0 again: its batch is the newest, by its end
     store.record_batch(BatchProgress(stream="ftops-topk-primary", app_id="app-2", batch_id=0, role="primary",
-                                     batch_end=time.time() - 1, watermark_ms=0, input_watermark_ms=300))
+                                     batch_end=time.time() - 1, watermark_ms=1000, input_watermark_ms=1300))
     assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["topk"] == 300
+    # before a stream's first window closes Spark reports its watermark as the epoch: no lag, not 56 years of it
+    store.record_batch(BatchProgress(stream="ftops-topk-primary", app_id="app-2", batch_id=1, role="primary",
+                                     batch_end=time.time(), watermark_ms=0, input_watermark_ms=1_795_000_000_000))
+    assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["topk"] is None
+    assert [b["lag_s"] for b in store.job_batches("topk", time.time() - 60)["ftops-topk-primary"]] == [0.5, 0.3, None]
 
     # a query renamed (or its checkpoint reset) leaves its stream behind, with its last lag: the queries that ran in the
     # last 5 minutes decide the lag, and nothing else

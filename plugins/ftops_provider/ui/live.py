@@ -89,9 +89,10 @@ def _now_line(minutes: list[MinuteOut], streams: list[str], now: float) -> str:
         last, lags = own[-1], [m.max_lag_s for m in own if m.max_lag_s is not None]
         ago = now - last.minute_end
         lag = "lag unknown" if last.max_lag_s is None else f"{last.max_lag_s:.0f} s behind (peak {max(lags):.0f} s)"
-        mean = sum(m.rows_per_s for m in own) * MINUTE_S / SPAN_S
+        mean = sum(m.rows_per_s for m in own) / len(own)
         parts.append(f"{_short(stream)}: {lag}, {last.rows_per_s:g} rows/s in its newest minute"
-                     f"{f' ({ago / 60:.0f} min ago)' if ago >= MINUTE_S else ''}, {mean:.1f} rows/s over the hour")
+                     f"{f' ({ago / 60:.0f} min ago)' if ago >= MINUTE_S else ''}, {mean:.1f} rows/s on average over "
+                     f"its {len(own)} minutes with batches in the hour")
     return "; ".join(parts)
 
 
