@@ -22,10 +22,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.local_ports import port_taken
 from ft_core.store.connection import connect
 
 DATABASE = "ftops"
 HOST_ENV = "FTOPS_DB_HOST"  # the address the embedded server listens on (module docstring)
+# Without FTOPS_DB_HOST: loopback. The embedded server is a development store for this machine; a store other hosts
+# reach is named by FTOPS_DATABASE_URL or Airflow's ftops_db connection, not served from here.
+DEFAULT_HOST = "127.0.0.1"
 USER = "ftops"
 
 
@@ -81,12 +85,7 @@ class EmbeddedPostgres:
     def _refuse_taken_port(self) -> None:
         """InputError naming the port when something else listens there (pg_ctl would only say "Examine the log
         output"): another project's server, or this one's own started from another folder."""
-        import socket
-
-        with socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET) as probe:
-            probe.settimeout(2)
-            taken = probe.connect_ex((self.host, self.port)) == 0
-        if taken:
+        if port_taken(self.host, self.port):
             raise InputError(f"port {self.port} on {self.host} is in use, so PostgreSQL cannot start there: stop what "
                              f"listens on it (`ss -ltnp 'sport = :{self.port}'` names it) or give this server another port")
 
@@ -156,8 +155,8 @@ class EmbeddedPostgres:
 
 
 def listen_host() -> str:
-    """The embedded server's address: ``FTOPS_DB_HOST``, else loopback."""
-    return os.environ.get(HOST_ENV) or "127.0.0.1"
+    """The embedded server's address: ``FTOPS_DB_HOST``, else :data:`DEFAULT_HOST`."""
+    return os.environ.get(HOST_ENV) or DEFAULT_HOST
 
 
 def free_port(host: str | None = None) -> int:

@@ -25,6 +25,7 @@ import httpx
 from tenacity import retry, retry_if_exception_type, retry_if_result, stop_after_attempt, wait_fixed
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.local_ports import port_taken
 from ftops_provider.dag_files import install_dag_files
 from spark_jobs.runtime.processes import own_group_alive, owns_group, same_process, signal_group, signal_own_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
@@ -294,8 +295,5 @@ class LocalAirflow:
 
 
 def _port_free(port: int) -> None:
-    import socket
-
-    with socket.socket() as s:
-        if s.connect_ex(("127.0.0.1", port)) == 0:
-            raise InputError(f"port {port} is in use on 127.0.0.1; stop what listens there or choose another port")
+    if port_taken("127.0.0.1", port):
+        raise InputError(f"port {port} is in use on 127.0.0.1; stop what listens there or choose another port")

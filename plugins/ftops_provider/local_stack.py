@@ -117,8 +117,9 @@ class LocalStack:
     def up(self) -> None:
         from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
 
-        self.progress("starting PostgreSQL (embedded, 127.0.0.1:%d)" % self.db_port)
-        self.postgres.start()
+        postgres = self.postgres
+        self.progress(f"starting PostgreSQL (embedded, {postgres.host}:{postgres.port})")
+        postgres.start()
         state = self._cluster()
         if state is None:
             network = self.network or "loopback"

@@ -116,8 +116,9 @@ def _status(args: argparse.Namespace) -> int:
 
 def _components(stack) -> list[dict]:
     """What runs: PostgreSQL, each Airflow component, each Spark pool (``running`` says whether it does)."""
-    postgres = stack.postgres.running()
-    rows = [("postgres", postgres, "running" if postgres else "stopped", f"127.0.0.1:{stack.db_port}")]
+    server = stack.postgres
+    postgres = server.running()
+    rows = [("postgres", postgres, "running" if postgres else "stopped", f"{server.host}:{server.port}")]
     alive = stack.airflow.alive()
     rows += [(f"airflow {name}", ok, "running" if ok else "exited", stack.airflow.url) for name, ok in alive.items()] \
         or [("airflow", False, "stopped", stack.airflow.url)]

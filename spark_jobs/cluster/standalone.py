@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ft_core.errors import ExternalError, InputError
+from ft_core.local_ports import port_taken
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
 from spark_jobs.cluster.web_ui import master_state, try_json
@@ -256,12 +257,8 @@ def check_ports_free(config: ClusterConfig) -> None:
     if len(set(ports)) != len(ports):
         raise InputError(f"ports: the configured ports overlap: {sorted(ports)}")
     for port in ports:
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((HOST, port))
-            except OSError:
-                raise InputError(f"port {port} on {HOST} is in use; choose other ports or stop what holds it") from None
+        if port_taken(HOST, port):
+            raise InputError(f"port {port} on {HOST} is in use; choose other ports or stop what holds it")
 
 
 def _spawn(state: ClusterState, name: str, args: list[str], env: dict[str, str],

@@ -125,14 +125,10 @@ def check_settings(settings: RunSettings) -> Workload:
 
 
 def _check_ports_free(host: str, ports: range) -> None:
-    import socket
+    from ft_core.local_ports import port_taken
 
     for port in ports:
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((host, port))
-            except OSError:
-                raise InputError(f"--ui-port-base: port {port} on {host} is in use; choose another base") from None
+        if port_taken(host, port):
+            raise InputError(f"--ui-port-base: port {port} on {host} is in use; choose another base")
 
 
