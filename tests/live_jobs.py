@@ -5,6 +5,7 @@ start``. Shared by the end-to-end tests that drill, repair or halt such a job.""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,3 +61,31 @@ def running_job(job: str, root: Path, base: int, db_url: str) -> Iterator[tuple]
             feed.join(timeout=30)
         cluster_down(root / "spark")
         conn.close()
+
+
+@contextmanager
+def two_running_jobs(first: str, second: str, root: Path, base: int, db_url: str) -> Iterator[tuple]:
+    """``first`` running (:func:`running_job`), then ``second`` registered and started on the same cluster, fed the
+    same input; yields (store, {job: deployment}). The block sees the store as ``FTOPS_DATABASE_URL`` and as
+    Airflow's ``ftops_db`` connection (what ``dag.test()`` runs read)."""
+    from spark_jobs.runtime.job_streams import parse_deployment
+
+    saved = {k: os.environ.get(k) for k in ("FTOPS_DATABASE_URL", "AIRFLOW_CONN_FTOPS_DB")}
+    os.environ["FTOPS_DATABASE_URL"] = os.environ["AIRFLOW_CONN_FTOPS_DB"] = db_url
+    try:
+        with running_job(first, root, base, db_url) as (dep, store):
+            res = run_cli(*registration(second, root, base), "--test-job", env={"FTOPS_DATABASE_URL": db_url})
+            assert res.code == 0, res.err
+            res = run_cli("job", "start", second, env={"FTOPS_DATABASE_URL": db_url})
+            assert res.code == 0, res.err
+            yield store, {first: dep, second: parse_deployment(store.job(second)["deployment"], second)}
+    finally:
+        for key, value in saved.items():
+            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+
+
+def repository_dag(dag_id: str):
+    """The DAG ``dag_id`` as Airflow finds it in the repository's dags folder."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)

@@ -289,14 +289,15 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     # dag_run_view: the "Fault tolerance" tab of a DAG run in Airflow's UI
     ("ui", "DAG run tab"): [("dag_run_records(a drill run's id)", lambda st, s: st.dag_run_records(s.drill_run))],
     # job_page: _known, plans, JobKind.from_store, the halt, the last hour (ui/live.py), the topology, _diff of the two
-    # newest plans (_known, both plans), drills, recovery runs, the fault journal
+    # newest plans (_known, both plans), drills, recovery runs, fleet recoveries, the fault journal
     ("ui", "job page"): [_c("has_job", job=True, why=" (_known)"), _c("plans", "replication", job=True),
                          _c("job_kinds", job=True), _c("halted"),
                          ("job_batches(job, the last hour)", lambda st, s: st.job_batches(s.job, time.time() - 3600)),
                          _c("latest_topology", job=True),
                          _c("has_job", job=True, why=" (_diff's _known)"),
                          ("plan(a), plan(b)", lambda st, s: [st.plan(i) for i in s.plans]), _c("drills", job=True),
-                         _c("recovery_runs", job=True), _c("faults", 20, job=True)],
+                         _c("recovery_runs", job=True), _c("job_fleet_recoveries", job=True),
+                         _c("faults", 20, job=True)],
     # drill_page (recovery_page alike): _known, the experiment report
     ("ui", "drill page"): [_c("has_job", job=True, why=" (_known)"), ("experiment('drill', id)",
                                                                    lambda st, s: st.experiment("drill", s.drill_id))],

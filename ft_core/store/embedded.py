@@ -169,19 +169,26 @@ def free_port(host: str | None = None) -> int:
 
 
 @contextmanager
-def scratch_store(state_dir: Path, port: int | None = None) -> Iterator:
-    """A connection to an empty embedded server of one's own in ``state_dir`` (a benchmark's), stopped and its folder
-    removed on the way out, whatever happens."""
+def scratch_server(state_dir: Path, port: int | None = None) -> Iterator[EmbeddedPostgres]:
+    """An empty embedded server of one's own in ``state_dir`` (a benchmark's), stopped and its folder removed on the
+    way out, whatever happens."""
     server = EmbeddedPostgres(state_dir, port or free_port())
     server.stop()
     shutil.rmtree(server.state_dir, ignore_errors=True)
     server.start()
     try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(server.state_dir, ignore_errors=True)
+
+
+@contextmanager
+def scratch_store(state_dir: Path, port: int | None = None) -> Iterator:
+    """A connection to :func:`scratch_server`'s server."""
+    with scratch_server(state_dir, port) as server:
         conn = connect(server.url())
         try:
             yield conn
         finally:
             conn.close()
-    finally:
-        server.stop()
-        shutil.rmtree(server.state_dir, ignore_errors=True)

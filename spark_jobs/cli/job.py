@@ -32,6 +32,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import PositiveFraction, PositiveSeconds, Seconds, flag
 from spark_jobs.cli.discovery import add_spark_ui_arguments
+from spark_jobs.cli.fleet_recovery_bench import register_bench as register_fleet_recovery_bench
 from spark_jobs.cli.job_policy import add_policy_arguments, policy_changes, register_commands, who
 from spark_jobs.pipeline.loading import add_pipeline_arguments
 
@@ -61,6 +62,7 @@ def register(sub, groups) -> None:
     lst.add_argument("--json", action="store_true")
     lst.set_defaults(func=_list)
     register_commands(jsub)
+    register_fleet_recovery_bench(groups["bench"])
 
 
 def add_registration_arguments(reg: argparse.ArgumentParser) -> None:

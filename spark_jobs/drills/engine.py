@@ -272,7 +272,7 @@ def inject(store, state: DrillState, hypothesis: Hypothesis) -> DrillState:
     if s.kill_driver:
         faults["driver"] = store.open_fault(s.job, "drill", state.drill_id, state.holder, "driver_killed",
                                             primary_app_name(s.job), {"seam": "streams", "role": "primary"}, undo_within)
-        if _kill_primary_driver(dep):
+        if kill_primary_driver(dep):
             ctx.killed.append("primary driver")
         store.fault_applied(faults["driver"])
     probes = state.probes.model_copy(update={"t_fail": ctx.t_fail})
@@ -280,7 +280,8 @@ def inject(store, state: DrillState, hypothesis: Hypothesis) -> DrillState:
                                     "capacity_due": ctx.t_fail + s.replacement_delay_s})
 
 
-def _kill_primary_driver(dep: JobDeployment) -> bool:
+def kill_primary_driver(dep: JobDeployment) -> bool:
+    """SIGKILL the primary driver ftops submitted (its process group); whether one was running."""
     import signal
 
     from spark_jobs.runtime.launch import submitted_group

@@ -7,13 +7,11 @@ stays due) unless the first has finished; the next scheduled run drills it; the 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import ROOT, run_cli, test_port
-from tests.live_jobs import registration, running_job
+from tests.conftest import test_port
+from tests.live_jobs import repository_dag, two_running_jobs
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 BASE = test_port(13000)  # the test cluster's ports (below the ephemeral range, as test_port says)
@@ -21,31 +19,11 @@ JOBS = ("fleet-a", "fleet-b")
 YEARLY = "0 0 1 1 *"  # due once its last drill is over a year old; drilled now, not due again while the test runs
 
 
-def _dag(dag_id: str):
-    from airflow.dag_processing.dagbag import DagBag
-
-    return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)
-
-
 @pytest.fixture(scope="module")
 def two_jobs(pg_server, tmp_path_factory):
     """fleet-a and fleet-b running on one cluster, fed the same input (each job one executor, on either rack)."""
-    from spark_jobs.runtime.job_streams import parse_deployment
-
-    url = pg_server.url()
-    saved = {k: os.environ.get(k) for k in ("FTOPS_DATABASE_URL", "AIRFLOW_CONN_FTOPS_DB")}
-    os.environ["FTOPS_DATABASE_URL"] = os.environ["AIRFLOW_CONN_FTOPS_DB"] = url
-    root = tmp_path_factory.mktemp("fleet")
-    try:
-        with running_job(JOBS[0], root, BASE, url) as (dep_a, store):
-            res = run_cli(*registration(JOBS[1], root, BASE), "--test-job", env={"FTOPS_DATABASE_URL": url})
-            assert res.code == 0, res.err
-            res = run_cli("job", "start", JOBS[1], env={"FTOPS_DATABASE_URL": url})
-            assert res.code == 0, res.err
-            yield store, {JOBS[0]: dep_a, JOBS[1]: parse_deployment(store.job(JOBS[1])["deployment"], JOBS[1])}
-    finally:
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    with two_running_jobs(JOBS[0], JOBS[1], tmp_path_factory.mktemp("fleet"), BASE, pg_server.url()) as jobs:
+        yield jobs
 
 
 def _keeping_up(dep, bound_s: float = 30, polls: int = 3) -> None:
@@ -81,7 +59,7 @@ def test_two_due_jobs_sharing_failure_domains_are_drilled_one_after_the_other_ea
     while len(runs) < 2 and any(not store.drills(job) for job in JOBS):
         for dep in deps.values():
             _keeping_up(dep)
-        run = _dag("ftops_chaos_drill").test(run_conf=conf)
+        run = repository_dag("ftops_chaos_drill").test(run_conf=conf)
         assert run.state == "success", {f"{ti.task_id}[{ti.map_index}]": ti.state for ti in run.get_task_instances()
                                         if ti.state not in ("success", "skipped")}
         runs.append(run)
@@ -104,7 +82,7 @@ def test_two_due_jobs_sharing_failure_domains_are_drilled_one_after_the_other_ea
         assert len(mine) == 1, f"{refused} was not refused in the first run"
     assert store.domain_locks() == []
 
-    idle = _dag("ftops_chaos_drill").test(run_conf=conf)  # both drilled since their schedule fired: none due
+    idle = repository_dag("ftops_chaos_drill").test(run_conf=conf)  # both drilled since their schedule fired: none due
     assert idle.state == "success"
     assert [t.task_id for t in idle.get_task_instances() if t.task_id == "preflight" and t.state != "skipped"] == []
     assert {job: len(store.drills(job)) for job in JOBS} == {job: 1 for job in JOBS}

@@ -123,7 +123,7 @@ def test_a_store_migrated_from_version_13_finds_its_streams_newest_batches(pg_co
                         "input_watermark_ms) VALUES (%s, 'app-1', %s, %s, to_timestamp(%s), 1000, %s)",
                         (stream, batch, role, now - ago, 1000 + batch))
     monkeypatch.delenv("FTOPS_SQL_DIR")
-    assert upgrade(pg_conn) == [14]
+    assert upgrade(pg_conn)[0] == 14  # and any later version
     with pg_conn, pg_conn.cursor() as cur:
         cur.execute("SELECT stream, job, batch_id FROM ftops_stream ORDER BY stream")
         assert cur.fetchall() == [("ftops-clicks-eu-totals", "clicks-eu", 1), ("ftops-clicks-per-region", "clicks", 2),

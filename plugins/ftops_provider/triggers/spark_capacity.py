@@ -4,7 +4,9 @@ Conditions (all that are set must hold at once, checked every ``poll_interval_s`
 master's JSON): at least ``min_alive_workers`` ALIVE workers, ``min_free_cores`` free cores on them,
 ``min_new_workers`` ALIVE workers whose ids are not in ``known_worker_ids`` (replacement capacity
 after a failure: the ids alive when the wait started), and, for an application named ``app_name``,
-``min_app_executors`` executors on alive workers (from the workers' own JSON). Fires
+``min_app_executors`` executors on alive workers (from the workers' own JSON), and an executor for each of
+``running_apps`` (names or ids: the applications a fleet recovery's stage kept waiting, which take returning cores
+themselves). Fires
 ``{"status": "ok", ...}`` with the workers and cores it saw, or ``{"status": "timeout", "missing":
 ...}`` after ``timeout_s`` naming what was still short.
 """
@@ -25,8 +27,8 @@ from ftops_provider.triggers.master_json import app_executors, master_state
 class SparkCapacityTrigger(BaseTrigger):
     def __init__(self, master_ui_url: str, *, min_alive_workers: int = 0, min_free_cores: int = 0,
                  min_new_workers: int = 0, known_worker_ids: list[str] | None = None, app_name: str | None = None,
-                 min_app_executors: int = 0, timeout_s: float = 600.0, poll_interval_s: float = 2.0,
-                 started_at: float | None = None):
+                 min_app_executors: int = 0, running_apps: list[str] | None = None, timeout_s: float = 600.0,
+                 poll_interval_s: float = 2.0, started_at: float | None = None):
         super().__init__()
         self.master_ui_url = master_ui_url
         self.min_alive_workers = min_alive_workers
@@ -35,6 +37,7 @@ class SparkCapacityTrigger(BaseTrigger):
         self.known_worker_ids = list(known_worker_ids or [])
         self.app_name = app_name
         self.min_app_executors = min_app_executors
+        self.running_apps = list(running_apps or [])
         self.timeout_s = timeout_s
         self.poll_interval_s = poll_interval_s
         # Wall-clock start, serialised: a triggerer restart resumes the same deadline.
@@ -45,7 +48,7 @@ class SparkCapacityTrigger(BaseTrigger):
             "master_ui_url": self.master_ui_url, "min_alive_workers": self.min_alive_workers,
             "min_free_cores": self.min_free_cores, "min_new_workers": self.min_new_workers,
             "known_worker_ids": self.known_worker_ids, "app_name": self.app_name,
-            "min_app_executors": self.min_app_executors, "timeout_s": self.timeout_s,
+            "min_app_executors": self.min_app_executors, "running_apps": self.running_apps, "timeout_s": self.timeout_s,
             "poll_interval_s": self.poll_interval_s, "started_at": self.started_at,
         })
 
@@ -61,12 +64,16 @@ class SparkCapacityTrigger(BaseTrigger):
             missing.append(f"{free} of {self.min_free_cores} free cores")
         if len(new) < self.min_new_workers:
             missing.append(f"{len(new)} of {self.min_new_workers} new workers")
+        wanted = {a: 1 for a in self.running_apps}
         if self.app_name and self.min_app_executors:
-            apps = [a for a in state.get("activeapps", []) if a.get("name") == self.app_name]
+            wanted[self.app_name] = self.min_app_executors
+        for app, least in wanted.items():
+            apps = [a for a in state.get("activeapps", []) if app in (a.get("name"), a.get("id"))]
             executors = await app_executors(client, state, apps[0]["id"]) if apps else []
-            seen.update(app_id=apps[0]["id"] if apps else None, app_executors=executors)
-            if len(executors) < self.min_app_executors:
-                missing.append(f"{len(executors)} of {self.min_app_executors} executors of {self.app_name}")
+            if app == self.app_name:
+                seen.update(app_id=apps[0]["id"] if apps else None, app_executors=executors)
+            if len(executors) < least:
+                missing.append(f"{len(executors)} of {least} executors of {app}")
         return missing, seen
 
     async def run(self) -> AsyncIterator[TriggerEvent]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from html import escape
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -41,7 +41,8 @@ from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
 from ftops_provider.ui.fleet import FleetQuery, fleet_page, select_page
 from ftops_provider.ui.live import SPAN_S, MinuteOut, live_section, per_minute
-from ftops_provider.ui.sections import diff_section, drills_section, history_section, recovery_section
+from ftops_provider.ui.sections import (diff_section, drills_section, fleet_recovery_section, history_section,
+                                        recovery_section)
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
@@ -148,7 +149,7 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
     live_link = "<a href='#live'>Last hour</a>" if live else ""
     allowed = {a.dag_id for a in ACTIONS.values() if kind.kind in a.kinds and may_trigger(request, user, a.dag_id)}
     nav = (f"<div class='bar'><nav>{live_link}<a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
-           f"Recovery runs</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
+           f"Recovery runs</a><a href='#fleet-recovery'>Fleet recoveries</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
            f"{actions_form(job, kind.kind, allowed)}"
            "</div>")
     now = time.time()
@@ -159,6 +160,7 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
         body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
     body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
     body.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
+    body.append(fleet_recovery_section(store.job_fleet_recoveries(job)))
     body.append(faults_section(store.faults(job, limit=20)))
     return _page(f"Fault tolerance: {job}", "".join(body))
 
@@ -384,3 +386,12 @@ def recovery_runs_api(job: JobName, limit: int = Query(50, ge=1, le=500),
     """The job's recovery runs, oldest first, with their stages and per-query recovery times."""
     _known(store, job)
     return [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job, limit)]
+
+
+@app.get("/api/jobs/{job}/fleet-recoveries")
+def fleet_recoveries_api(job: JobName, limit: int = Query(20, ge=1, le=500),
+                         store: HistoryStore = Depends(get_store)) -> list[dict[str, Any]]:
+    """The job in its newest fleet recoveries, newest first: stage, restart, planned, predicted and measured time back
+    (seconds after the failure) and the planner's inputs with their sources."""
+    _known(store, job)
+    return store.job_fleet_recoveries(job, limit)

@@ -201,6 +201,33 @@ def _report_link(job: str, kind: str, experiment_id: int, has_report: bool) -> s
     return f"<a href='{escape(quote(job, safe=''))}/{kind}/{experiment_id}'>#{experiment_id}</a>"
 
 
+# -- fleet recoveries ------------------------------------------------------------------------------------
+
+def fleet_recovery_section(rows: list[dict[str, Any]]) -> str:
+    """The job in its newest fleet recoveries (``ftops_fleet_recovery``): its stage, when it restarted, and its time
+    back as planned, as predicted at its restart and as measured, all in seconds after the failure."""
+    head = "<h2 id='fleet-recovery'>Fleet recoveries</h2>"
+    if not rows:
+        return head + "<p>Not in a fleet recovery yet (the <code>ftops_fleet_recovery</code> DAG restarts the jobs a " \
+                      "lost domain took down, in priority order as capacity returns).</p>"
+    body = "".join(
+        f"<tr><td>#{r['run_id']}</td><td>{_when(r['failed_at'])}</td><td>{escape(r['policy'])}</td>"
+        f"<td>{_status(r['status'])}</td><td>{r['priority']:g}</td><td>{_count(r['stage'])}</td>"
+        f"<td>{_secs(None if r['restarted_at'] is None else (r['restarted_at'] - r['failed_at']).total_seconds())}</td>"
+        f"<td>{_secs(r['planned_back_s'])}</td><td>{_secs(r['predicted_back_s'])}</td><td>{_secs(r['measured_back_s'])}"
+        f"</td><td>{_miss(r['predicted_back_s'], r['measured_back_s'])}</td></tr>" for r in rows)
+    return (head + "<p class='caption'>Seconds after the failure. Predicted: at its restart, from the actual start. "
+            "Miss: measured against predicted.</p><table id='fleet-recoveries'><tr><th>run</th><th>failed at</th>"
+            "<th>policy</th><th>status</th><th>priority</th><th>stage</th><th>restarted</th><th>planned back</th>"
+            f"<th>predicted back</th><th>measured back</th><th>miss</th></tr>{body}</table>")
+
+
+def _miss(predicted: float | None, measured: float | None) -> str:
+    if predicted is None or measured is None or predicted <= 0:
+        return "-"
+    return f"{(measured - predicted) / predicted:+.0%}"
+
+
 # -- cells ----------------------------------------------------------------------------------------------
 
 def _when(t: datetime | None) -> str:
@@ -224,7 +251,7 @@ def _yes_no(v: bool | None) -> str:
 
 
 def _status(status: str, error: str | None = None) -> str:
-    css = {"passed": "ok", "succeeded": "ok", "failed": "bad", "aborted": "bad"}.get(status, "")
+    css = {"passed": "ok", "succeeded": "ok", "done": "ok", "failed": "bad", "aborted": "bad"}.get(status, "")
     tip = f" title='{escape(error, quote=True)}'" if error else ""
     return f"<span class='{css}'{tip}>{escape(status)}</span>"
 

@@ -1,0 +1,81 @@
+"""ftops_fleet_recovery: when a failure domain is lost under several jobs, restart them in the order that brings the
+fleet back soonest, priority-weighted, as capacity returns (issue 33, item 3; paper 003 with jobs as queries).
+
+Triggered from the Airflow UI (the form) or ``ftops``'s console after a rack, a zone or a bad deploy took executors
+from several jobs. ``plan_fleet`` finds the lost jobs (``jobs``, or every registered job whose primary runs no
+executor), takes each one's lease, reads the planner's inputs (priority from the job's policy, cores, input rate and
+steady lag from its micro-batches before the failure, catch-up and restart delay from its last fleet recovery or the
+run's assumptions) and the capacity (free cores on the master now; ``arrivals`` as ``CORES@SECONDS`` after the
+failure, else each worker the master lists dead, one every ``replacement_s``), plans the order
+(``ftops plan fleet-recovery``'s planner: ``staged`` by default, or ``density``, ``fifo``), records the run, and holds
+down (its driver stopped, in the fault journal) each lost job that would take returning cores out of the plan's
+order (a standalone master serves waiting applications in submission order); the others keep their drivers and get
+executors as soon as their stage's cores return, with no restart to pay. Then, per stage, ``wait_capacity_<k>``
+(deferred until the master has the stage's free cores) and ``restart_stage_<k>`` (the stage's held jobs resubmitted from
+their checkpoints; each restart recorded with its predicted time back). ``wait_back`` waits (deferred) until every
+job is caught up with its input, recording each one's measured time back; ``finish`` (always) resubmits any job still
+held down, releases the leases and closes the run; ``watcher`` keeps a run with a failed task failed. A run that dies
+leaves no job down: its leases lapse and the safety net resubmits what it held down. Planned, predicted and
+measured times are in ``ftops_fleet_recovery_job`` and on each job's console page.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import DAG, Param
+
+from ft_core.fleet.recovery_order import POLICIES
+from ft_core.input.quantities import PositiveSeconds, Seconds
+from ftops_provider.arguments import bounded_param
+from ftops_provider.operators.fleet_recovery import (PLAN_TASK, FinishFleetRecoveryOperator, FleetBackSensor,
+                                                     FleetStageCapacitySensor, PlanFleetRecoveryOperator,
+                                                     RestartFleetStageOperator)
+from ftops_provider.operators.run_watcher import RunFailureWatcher
+
+MAX_STAGES = 6  # stage 0 (the survivors' free cores) and up to five returning workers
+ARRIVALS_PATTERN = r"^\s*$|^\s*[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?(\s*,\s*[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?){0,4}\s*$"
+
+with DAG(
+    dag_id="ftops_fleet_recovery",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["ftops"],
+    doc_md=__doc__,
+    params={
+        "jobs": Param("", type="string", maxLength=5000, pattern=r"^[a-z0-9, -]*$",
+                      description="registered jobs to recover, comma-separated; empty: every job whose primary runs "
+                                  "no executor"),
+        "failed_at": Param("", type="string", maxLength=40, pattern=r"^$|^[0-9T:.+Z -]+$",
+                           description="when the domain was lost (epoch seconds or ISO 8601); empty: now"),
+        "arrivals": Param("", type="string", pattern=ARRIVALS_PATTERN,
+                          description="capacity coming back, CORES@SECONDS after the failure, comma-separated (at most "
+                                      "5); empty: each worker the master lists dead, one every replacement_s"),
+        "replacement_s": bounded_param(60, PositiveSeconds, "seconds between returning workers when arrivals is empty"),
+        "policy": Param("staged", enum=list(POLICIES), description="staged (the planner's best), density (paper 003's "
+                                                                  "order), fifo (submission order)"),
+        "restart_s": bounded_param(20, Seconds, "a job's restart delay when none was measured"),
+        "headroom": Param(2.0, type="number", exclusiveMinimum=1, maximum=1000,
+                          description="a job's processing rate over its input rate when no catch-up was measured"),
+        "timeout_s": bounded_param(900, PositiveSeconds, "deadline of each wait", minimum=60),
+    },
+) as dag:
+    timeout = "{{ params.timeout_s }}"
+    previous = PlanFleetRecoveryOperator(
+        task_id=PLAN_TASK, jobs="{{ params.jobs }}", failed_at="{{ params.failed_at }}", arrivals="{{ params.arrivals }}",
+        replacement_s="{{ params.replacement_s }}", policy="{{ params.policy }}", restart_s="{{ params.restart_s }}",
+        headroom="{{ params.headroom }}", timeout_s=timeout)
+    for k in range(MAX_STAGES):
+        wait = FleetStageCapacitySensor(task_id=f"wait_capacity_{k}", stage=k, timeout_s=timeout,
+                                        trigger_rule="none_failed")
+        restart = RestartFleetStageOperator(task_id=f"restart_stage_{k}", stage=k, timeout_s=timeout)
+        previous >> wait >> restart
+        previous = restart
+    back = FleetBackSensor(task_id="wait_back", timeout_s=timeout, trigger_rule="none_failed")
+    finish = FinishFleetRecoveryOperator(task_id="finish", trigger_rule="all_done")  # releases and restores always
+    previous >> back >> finish
+    dag.tasks >> RunFailureWatcher()
+
+if __name__ == "__main__":
+    print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

@@ -1,0 +1,265 @@
+"""``ftops bench fleet-recovery``: fleet staged recovery against first-in-first-out and all-at-once restart, on real
+Spark (issue 33, item 5).
+
+Setup: a local standalone cluster whose failure domain ``rack-a`` holds one one-core worker per job; a private
+history store; ``jobs`` copies of ``examples/sensor_alerts.py`` registered with priorities 1, 2, 4, ... and submitted
+in that order (the least important first: a master left alone serves it first), all fed the same live input.
+
+A run: every job steady (micro-batches with executors for ``steady_s``); ``rack-a`` lost (every worker killed); its
+workers back one at a time, ``spacing_s`` apart, in the same domain; then, by policy:
+
+- ``staged``: the fleet recovery's steps (:mod:`spark_jobs.fleet_recovery.steps`, what ``ftops_fleet_recovery``
+  runs; its waits polled here instead of deferred) under the planner's ``staged`` order;
+- ``fifo``: the same steps under ``fifo`` (submission order, nobody overtaking);
+- ``all-at-once``: nothing held down or restarted: every application waits and the master gives each returning
+  core to the first one submitted.
+
+Each job's time back (seconds after the failure until every stream it ran ran two micro-batches within its
+caught-up band: the DAG's definition) is read from the history store; a run's score is the priority-weighted mean.
+Policies rotate their order from run to run, so a drift of the machine over the benchmark does not favour one.
+Not measured here: lost or duplicated windows (the drills check exactly-once; these restarts are the same
+``submit_primary`` from the checkpoint).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ft_core.errors import ExternalError
+
+POLICIES = ("staged", "fifo", "all-at-once")
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sensor_alerts.py"
+PARAMS = ("rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2")
+DOMAIN = "rack-a"
+
+
+class FleetRecoveryBenchConfig(BaseModel):
+    jobs: int = 3
+    runs: int = 3
+    spacing_s: float = 30.0
+    steady_s: float = 45.0
+    timeout_s: float = 600.0
+    port_base: int = 25000
+    policies: tuple[str, ...] = POLICIES
+
+
+class RunResult(BaseModel):
+    policy: str
+    run: int
+    back_s: dict[str, float | None]  # job -> time back after the failure (None: not back by the timeout)
+    restarted_s: dict[str, float | None]  # staged and fifo: when each job's stage started it
+    planned_back_s: dict[str, float | None]
+    weighted_mean_s: float | None
+
+
+def priorities(n: int) -> dict[str, float]:
+    """``fleet-1`` .. ``fleet-n`` with priorities 1, 2, 4, ... (submission order).
+
+    >>> priorities(3)
+    {'fleet-1': 1.0, 'fleet-2': 2.0, 'fleet-3': 4.0}
+    """
+    return {f"fleet-{i + 1}": float(2 ** i) for i in range(n)}
+
+
+def weighted_mean(back: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """Priority-weighted mean time back; None when a job is not back (the run failed).
+
+    >>> weighted_mean({"a": 10.0, "b": 40.0}, {"a": 3.0, "b": 1.0})
+    17.5
+    """
+    if any(v is None for v in back.values()):
+        return None
+    return sum(weights[j] * v for j, v in back.items()) / sum(weights[j] for j in back)
+
+
+def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str, say: Callable[[str], None]) -> list[RunResult]:
+    """Every run of every policy on one cluster and one store (module docstring)."""
+    from ft_core.store.connection import connect
+    from ft_core.store.history import HistoryStore
+    from ft_core.store.migrations import upgrade
+    from spark_jobs.cluster.standalone import cluster_down, cluster_up
+    from spark_jobs.pipeline.loading import load_workload
+    from spark_jobs.pipeline.sample_input import run_generator
+
+    jobs = priorities(config.jobs)
+    cluster_up(_cluster_config(config, work))
+    conn = connect(db_url)
+    upgrade(conn)
+    store = HistoryStore(conn)
+    stop, feed = threading.Event(), None
+    try:
+        deps = _register(store, jobs, config, work, db_url)
+        feed = threading.Thread(target=run_generator, args=(load_workload(str(EXAMPLE), list(PARAMS)), work / "input"),
+                                kwargs={"stop": stop}, daemon=True)
+        feed.start()
+        for job in jobs:  # submitted in priority order, the least important first
+            _cli("job", "start", job, db_url=db_url)
+        results = []
+        for run in range(config.runs):
+            k = run % len(config.policies)
+            for policy in config.policies[k:] + config.policies[:k]:
+                _steady(store, deps, config.steady_s, say)
+                say(f"run {run + 1}/{config.runs}: {policy}")
+                results.append(_one_run(store, deps, jobs, policy, run + 1, config, db_url, say))
+                say(f"  back after {results[-1].back_s} s; weighted mean {results[-1].weighted_mean_s} s")
+        return results
+    finally:
+        stop.set()
+        if feed is not None:
+            feed.join(timeout=30)
+        cluster_down(work / "spark")
+        conn.close()
+
+
+def _cluster_config(config: FleetRecoveryBenchConfig, work: Path):
+    from spark_jobs.cluster.standalone import ClusterConfig
+
+    b = config.port_base
+    return ClusterConfig(state_dir=work / "spark", primary_domains=((DOMAIN, config.jobs),), standby_workers=1,
+                         worker_timeout_s=5, primary_port=b + 77, primary_ui=b + 90, standby_port=b + 78,
+                         standby_ui=b + 91, worker_port_base=b + 100, worker_ui_base=b + 200)
+
+
+def _cli(*args: object, db_url: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ft_core.cli.main", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "FTOPS_DATABASE_URL": db_url}, timeout=300)
+    if done.returncode != 0:
+        raise ExternalError(f"ftops {' '.join(map(str, args[:2]))} failed: {done.stderr.strip()[-500:]}")
+
+
+def _register(store, jobs: dict[str, float], config: FleetRecoveryBenchConfig, work: Path, db_url: str) -> dict:
+    from spark_jobs.cli.job import registered_deployment
+
+    b = config.port_base
+    for job, priority in jobs.items():
+        _cli("job", "register", "--name", job, "--pipeline", EXAMPLE, "--input", work / "input", "--root", work / job,
+             "--master", f"spark://127.0.0.1:{b + 77}", "--master-ui", f"http://127.0.0.1:{b + 90}",
+             "--standby-master", f"spark://127.0.0.1:{b + 78}", "--standby-ui", f"http://127.0.0.1:{b + 91}",
+             "--state-dir", work / "spark", "--trigger-s", "1", "--max-recovery-s", "300", "--test-job",
+             "--priority", f"{priority:g}", *[a for p in PARAMS for a in ("--param", p)], db_url=db_url)
+    return {job: registered_deployment(store, job) for job in jobs}
+
+
+def _steady(store, deps: dict, steady_s: float, say: Callable[[str], None]) -> None:
+    """Until every job ran micro-batches with executors for ``steady_s``."""
+    from spark_jobs.fleet_recovery.inputs import primary_executors
+    from spark_jobs.runtime.waiting import wait_for
+
+    since = time.time()
+
+    def ready() -> bool | None:
+        if time.time() - since < steady_s:
+            return None
+        for job, dep in deps.items():
+            rows = store.job_batches(job, since).get(f"ftops-{job}-primary", [])
+            if len(rows) < 5 or not primary_executors(dep, job):
+                return None
+        return True
+
+    say(f"  waiting for a steady state ({steady_s:.0f} s of micro-batches with executors)")
+    wait_for(ready, timeout_s=steady_s + 600, interval_s=3, what="every job running steady")
+
+
+def _one_run(store, deps: dict, jobs: dict[str, float], policy: str, run: int, config: FleetRecoveryBenchConfig,
+             db_url: str, say: Callable[[str], None]) -> RunResult:
+    from spark_jobs.cluster.seam import cluster_of, give_back
+
+    failed_at = time.time()
+    lost = cluster_of(next(iter(deps.values()))).lose(DOMAIN, "host-down")
+    workers = lost.undo["workers"]
+
+    def capacity_returns() -> None:  # one worker at a time, in the domain it left
+        for k in range(1, len(workers) + 1):
+            time.sleep(max(0.0, failed_at + k * config.spacing_s - time.time()))
+            give_back({**lost.undo, "workers": workers[:k]})
+
+    returning = threading.Thread(target=capacity_returns, daemon=True)
+    returning.start()
+    try:
+        if policy == "all-at-once":
+            back, restarted, planned = _wait_back_alone(store, list(jobs), failed_at, config.timeout_s), {}, {}
+        else:
+            back, restarted, planned = _staged_steps(store, list(jobs), policy, failed_at, run, config, db_url, say)
+    finally:
+        returning.join(timeout=len(workers) * config.spacing_s + 180)
+    return RunResult(policy=policy, run=run, back_s=back, restarted_s=restarted, planned_back_s=planned,
+                     weighted_mean_s=weighted_mean(back, jobs))
+
+
+def _wait_back_alone(store, jobs: list[str], failed_at: float, timeout_s: float) -> dict[str, float | None]:
+    """Each job's time back with nobody restarting anything (the DAG's definition of back, from the failure)."""
+    from spark_jobs.attach.drill_support import caught_up_band
+    from spark_jobs.fleet_recovery.inputs import steady_before
+    from spark_jobs.fleet_recovery.steps import BOUND_S, _back
+
+    steady = {j: steady_before(store, j, failed_at) for j in jobs}
+    back: dict[str, float | None] = {j: None for j in jobs}
+    deadline = time.time() + timeout_s
+    while time.time() < deadline and any(v is None for v in back.values()):
+        for j in (j for j, v in back.items() if v is None):
+            found = _back(store, j, failed_at, steady[j]["streams"], caught_up_band(steady[j]["lag_s"] or 0.0, BOUND_S))
+            if isinstance(found, dict):
+                back[j] = round(found["back_at"] - failed_at, 1)
+        time.sleep(2)
+    return back
+
+
+def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: int, config: FleetRecoveryBenchConfig,
+                  db_url: str, say: Callable[[str], None]) -> tuple[dict, dict, dict]:
+    """The DAG's steps in-process: plan and hold down, per stage wait for its cores and restart, wait back, finish."""
+    from spark_jobs.fleet_recovery.steps import back_times, finish, open_run, restart_stage
+    from spark_jobs.runtime.waiting import wait_for
+
+    run_id_text = f"bench-{policy}-{run}-{int(failed_at)}"
+    ttl = config.timeout_s + 300
+    arrivals = [{"at_s": config.spacing_s * (k + 1), "cores": 1.0} for k in range(len(jobs))]
+    planned = open_run(store, named=jobs, failed_at=failed_at, arrivals=arrivals, replacement_s=config.spacing_s,
+                       policy=policy, restart_s=20.0, headroom=2.0, lease_ttl_s=ttl, dag_run_id=run_id_text)
+    say(f"  plan ({planned['order_rule']}): stages {planned['stages']}")
+    env = {"FTOPS_DATABASE_URL": db_url}
+    for stage in sorted(planned["stages"], key=int):
+        wait_for(lambda stage=stage: _stage_ready(planned, stage) or None, timeout_s=config.timeout_s, interval_s=1,
+                 what=f"the capacity of stage {stage}")
+        restart_stage(store, planned["run_id"], planned["stages"][stage], run_id_text, ttl, env)
+
+    def all_back() -> bool | None:
+        back, missing = back_times(store, planned["run_id"])
+        for job, b in back.items():
+            store.fleet_back(planned["run_id"], job, b["back_at"], b["restart_delay_s"])
+        return True if not missing else None
+
+    try:
+        wait_for(all_back, timeout_s=config.timeout_s, interval_s=2, what="every job back")
+    finally:
+        result = finish(store, planned["run_id"], run_id_text, env)
+    rows = {r["job"]: r for r in store.fleet_recovery(planned["run_id"])["jobs"]}
+    back = {j: None if r["measured_back_s"] is None else round(r["measured_back_s"], 1) for j, r in rows.items()}
+    restarted = {j: None if r["restarted_at"] is None else round(r["restarted_at"].timestamp() - failed_at, 1)
+                 for j, r in rows.items()}
+    say(f"  {result['status']}: {result['outcome']}")
+    return back, restarted, {j: r["planned_back_s"] for j, r in rows.items()}
+
+
+def _stage_ready(planned: dict, stage: str) -> bool:
+    """The condition of the DAG's ``wait_capacity_<k>`` (SparkCapacityTrigger), read synchronously: the stage's free
+    cores, and an executor for each application it kept waiting."""
+    from spark_jobs.cluster.web_ui import master_state, try_json
+
+    state = master_state(planned["master_ui"])
+    alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+    if sum(w["cores"] - w["coresused"] for w in alive) < planned["cores"].get(stage, 0):
+        return False
+    ids = {a["id"] for a in state.get("activeapps", [])
+           if {a.get("id"), a.get("name")} & set(planned["waiting"].get(stage, []))}
+    have = {e.get("appid") for w in alive for e in (try_json(w["webuiaddress"].rstrip("/") + "/json/") or {})
+            .get("executors", [])}
+    return len(ids & have) == len(planned["waiting"].get(stage, []))

@@ -1,0 +1,198 @@
+"""What the fleet recovery planner needs, read from the history store and the master (issue 33, item 3).
+
+Problem: :func:`ft_core.fleet.recovery_order.plan_fleet_recovery` takes each lost job's priority, cores, input
+rate, processing rate, restart delay and pending input, and the capacity coming back. Here each is read from
+what the jobs and the cluster recorded, and each says where it came from (``sources``), so a plan's miss can be
+traced to the input that missed:
+
+- **lost**: a job whose primary runs no executor (the cluster seam's ``executor_domains``; its driver died, or
+  its executors went with the domain);
+- **priority**: the job's policy (``ftops job set NAME --priority``); **cores**: what its primary asks for
+  (``primary_cores``; an attached job: its ``spark.cores.max``, else 1);
+- **input rate**: rows per second its streams read in the :data:`LOOK_BACK_S` before the failure (the span from
+  the first to the last batch of each stream, summed over streams); **steady lag**: the median event-time lag then;
+- **pending**: input not processed at the failure: the seconds since its last batch ended, plus that lag;
+- **processing rate** and **restart delay**: measured in the job's newest fleet recovery with a time back
+  (the catch-up it showed: ``processing = input * (1 + down / catch-up)``), else the run's assumptions
+  (``headroom`` times the input rate; ``restart_s``), said as assumed;
+- **capacity**: free cores on the master's alive workers now, and the arrivals given (``CORES@SECONDS``), else
+  each worker the master lists dead coming back, one every ``replacement_s`` (at most :data:`MAX_ARRIVALS` stages:
+  the last brings the rest).
+
+Complexity: one store query per job (its batches in the look-back window) and one master read.
+
+    >>> parse_arrivals("2@30, 2@90")
+    [{'at_s': 30.0, 'cores': 2.0}, {'at_s': 90.0, 'cores': 2.0}]
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from ft_core.errors import ExternalError, FtopsError, InputError
+
+LOOK_BACK_S = 300.0  # the steady state before the failure the rates are read from
+MAX_ARRIVALS = 5  # the DAG's stages after stage 0 (the survivors' free cores)
+MIN_INPUT_RATE = 1e-3  # rows/s: a job with no input still needs a positive processing rate to be planned
+
+
+def parse_arrivals(text: str) -> list[dict[str, float]]:
+    """``CORES@SECONDS`` items, comma-separated (empty: none); InputError naming the bad item."""
+    out = []
+    for item in (i.strip() for i in text.split(",") if i.strip()):
+        cores, sep, at = item.partition("@")
+        try:
+            parsed = {"at_s": float(at), "cores": float(cores)}
+        except ValueError:
+            parsed = None
+        if not sep or parsed is None or parsed["cores"] <= 0 or parsed["at_s"] < 0:
+            raise InputError(f"arrivals: {item!r} is not CORES@SECONDS (cores > 0, seconds >= 0 after the failure)",
+                             field="arrivals")
+        out.append(parsed)
+    if len(out) > MAX_ARRIVALS:
+        raise InputError(f"arrivals: {len(out)} given, at most {MAX_ARRIVALS} (a stage each)", field="arrivals")
+    return out
+
+
+def primary_cores(dep) -> int:
+    """The cores the job's primary asks for."""
+    if getattr(dep, "kind", "") == "attached":
+        try:
+            return max(1, int(dep.conf.get("spark.cores.max", "1")))
+        except ValueError:
+            return 1
+    return dep.primary_cores
+
+
+def primary_master_ui(dep, job: str) -> str:
+    ui = getattr(dep, "primary_ui", None)
+    if not ui:
+        raise InputError(f"job {job!r}: its master's web UI is not known (register it with --master-ui): a fleet "
+                         "recovery waits on the master for capacity")
+    return ui
+
+
+def primary_app(dep, job: str) -> str | None:
+    """How the job's primary application is known on its master: its name (``ftops-<job>-primary``), or an attached
+    job's current application id (None: not recorded)."""
+    from spark_jobs.attach.drill_support import is_attached, run_record
+    from spark_jobs.runtime.job_streams import primary_app_name
+
+    if not is_attached(dep):
+        return primary_app_name(job)
+    try:
+        return run_record(dep).get("app_id")
+    except (FtopsError, OSError, ValueError, KeyError):
+        return None
+
+
+def primary_executors(dep, job: str) -> int | None:
+    """Executors the job's primary runs now (None: its master or workers did not answer)."""
+    from spark_jobs.cluster.seam import cluster_of
+
+    app = primary_app(dep, job)
+    try:
+        return sum(cluster_of(dep).executor_domains(app).values()) if app else 0
+    except (FtopsError, OSError, ValueError, KeyError):
+        return None
+
+
+def lost_jobs(store, named: list[str]) -> list[str]:
+    """The jobs to recover: ``named`` (each registered with a deployment), else every registered job with a
+    deployment whose primary runs no executor."""
+    from spark_jobs.cli.job import registered_deployment
+
+    if named:
+        for job in named:
+            if not store.job(job).get("deployment"):
+                raise InputError(f"job {job!r} is plan-only (no deployment): there is nothing to restart", field="jobs")
+        return named
+    lost = []
+    for job in (j["name"] for j in store.jobs()):
+        if not store.job(job).get("deployment"):
+            continue
+        try:
+            dep = registered_deployment(store, job)
+        except (FtopsError, ValueError):
+            continue
+        if primary_executors(dep, job) == 0:
+            lost.append(job)
+    return lost
+
+
+def steady_before(store, job: str, failed_at: float) -> dict[str, Any]:
+    """The job's streams and their steady state in the :data:`LOOK_BACK_S` before ``failed_at``: input rows/s,
+    median lag, when its last batch ended."""
+    batches = store.job_batches(job, failed_at - LOOK_BACK_S)
+    rate, lags, last = 0.0, [], None
+    streams = []
+    for stream, rows in batches.items():
+        rows = [r for r in rows if r["batch_end"] <= failed_at]
+        if not rows:
+            continue
+        streams.append(stream)
+        last = max(last or 0.0, rows[-1]["batch_end"])
+        span = rows[-1]["batch_end"] - rows[0]["batch_end"]
+        if len(rows) >= 2 and span > 0:
+            rate += sum(r["input_rows"] for r in rows[1:]) / span
+        lags += [r["lag_s"] for r in rows if r["lag_s"] is not None]
+    return {"streams": streams, "input_rate": rate, "lag_s": statistics.median(lags) if lags else None,
+            "last_batch_end": last}
+
+
+def measured_catch_up(store, job: str) -> dict[str, float] | None:
+    """The job's catch-up in its newest fleet recovery with a time back: its restart delay and its catch-up ratio
+    (seconds of catching up per second it was down)."""
+    for row in store.job_fleet_recoveries(job, limit=5):
+        if row["measured_back_s"] is None or row["restarted_at"] is None or row["restart_delay_s"] is None:
+            continue
+        down = (row["restarted_at"] - row["failed_at"]).total_seconds() + row["restart_delay_s"]
+        catch_up = row["measured_back_s"] - down
+        if down > 0 and catch_up > 0:
+            return {"restart_s": row["restart_delay_s"], "ratio": catch_up / down, "run_id": row["run_id"]}
+    return None
+
+
+def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headroom: float) -> dict[str, Any]:
+    """The planner's job (``FleetJob`` fields) and ``sources``: where each input came from."""
+    steady = steady_before(store, job, failed_at)
+    if not steady["streams"]:
+        raise InputError(f"job {job!r}: no micro-batch in the {LOOK_BACK_S:.0f} s before the failure: its rates cannot "
+                         "be read (was it running? does its driver write to the history store?)", field="jobs")
+    input_rate = max(steady["input_rate"], MIN_INPUT_RATE)
+    lag = steady["lag_s"] or 0.0
+    measured = measured_catch_up(store, job)
+    if measured is not None:
+        processing = input_rate * (1 + 1 / measured["ratio"])
+        restart = measured["restart_s"]
+        source = f"measured in fleet recovery #{measured['run_id']}"
+    else:
+        processing, restart, source = input_rate * headroom, restart_s, "assumed (no fleet recovery of the job measured)"
+    restart_source = source if measured else f"assumed: {restart_s:g} s (no fleet recovery of the job measured)"
+    return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
+            "input_rate": round(input_rate, 3), "processing_rate": round(processing, 3), "restart_s": round(restart, 2),
+            "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
+            "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
+                        "processing_rate": source if measured else f"assumed: {headroom:g} x the input rate",
+                        "restart_s": restart_source, "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
+
+
+def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float) -> dict[str, Any]:
+    """Free cores on the master's alive workers now, and the arrivals (given; else its dead workers, one every
+    ``replacement_s``)."""
+    from spark_jobs.cluster.web_ui import master_state
+
+    try:
+        state = master_state(master_ui)
+    except (FtopsError, OSError) as exc:
+        raise ExternalError(f"master {master_ui} does not answer: {exc}") from exc
+    workers = state.get("workers", [])
+    free = sum(w["cores"] - w["coresused"] for w in workers if w.get("state") == "ALIVE")
+    if not arrivals:
+        dead = [w for w in workers if w.get("state") != "ALIVE"]
+        arrivals = [{"at_s": replacement_s * (i + 1), "cores": float(w["cores"])} for i, w in enumerate(dead)]
+        if len(arrivals) > MAX_ARRIVALS:  # the last stage brings the rest
+            rest = sum(a["cores"] for a in arrivals[MAX_ARRIVALS - 1:])
+            arrivals = arrivals[:MAX_ARRIVALS - 1] + [{"at_s": arrivals[MAX_ARRIVALS - 1]["at_s"], "cores": rest}]
+    return {"free_cores": float(free), "arrivals": arrivals}

@@ -1,0 +1,105 @@
+"""Fleet recoveries on the real PostgreSQL history store (migration 015): a run opened once per DAG run, restarts and
+times back recorded once, the planner's inputs read from the jobs' micro-batches before the failure (and a measured
+catch-up from the job's last fleet recovery), and "back" judged from the batches after each restart."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ft_core.errors import InputError
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from ft_core.store.stream_progress import BatchProgress
+from spark_jobs.fleet_recovery.inputs import measured_catch_up, parse_arrivals, steady_before
+from spark_jobs.fleet_recovery.steps import back_times
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
+
+
+def _batches(store: HistoryStore, job: str, app: str, ends: list[float], rows: int, lag_s: float) -> None:
+    for i, end in enumerate(ends):
+        store.record_batch(BatchProgress(stream=f"ftops-{job}-primary", app_id=app, batch_id=i, role="primary",
+                                         batch_end=end, input_rows=rows, watermark_ms=1_000_000,
+                                         input_watermark_ms=1_000_000 + int(lag_s * 1000)))
+
+
+def _row(job: str, stage: int, lag_s: float = 2.0) -> dict:
+    inputs = {"job": job, "priority": 1.0, "cores": 1, "input_rate": 50.0, "processing_rate": 100.0, "restart_s": 10.0,
+              "pending_s": 3.0, "sources": {"streams": [f"ftops-{job}-primary"], "steady_lag_s": lag_s}}
+    return {"job": job, "priority": 1.0, "stage": stage, "planned_start_s": 20.0 * stage, "planned_back_s": 60.0,
+            "inputs": inputs}
+
+
+@pytest.fixture()
+def store(pg_conn):
+    upgrade(pg_conn)
+    s = HistoryStore(pg_conn)
+    for name in ("billing", "clicks"):
+        s.register_job(JobSpec(name=name, workload="w"))
+    return s
+
+
+def test_a_run_is_opened_once_per_dag_run_and_restarts_and_times_back_are_recorded_once(store):
+    failed = time.time() - 100
+    run = store.open_fleet_recovery("manual__1", "staged", failed, {"order_rule": "density"},
+                                    [_row("billing", 1), _row("clicks", 2)])
+    assert store.open_fleet_recovery("manual__1", "staged", failed, {}, [_row("billing", 1)]) == run  # a retry
+    store.fleet_restarted(run, "billing", failed + 20, predicted_back_s=41.5)
+    store.fleet_restarted(run, "billing", failed + 30, predicted_back_s=99.0)  # a retried task does not move it
+    store.fleet_back(run, "billing", failed + 45, restart_delay_s=8.0)
+    store.fleet_back(run, "billing", failed + 70, restart_delay_s=1.0)
+    got = {r["job"]: r for r in store.fleet_recovery(run)["jobs"]}
+    assert got["billing"]["restarted_at"].timestamp() == pytest.approx(failed + 20, abs=0.01)
+    assert got["billing"]["predicted_back_s"] == 41.5 and got["billing"]["restart_delay_s"] == 8.0
+    assert got["billing"]["measured_back_s"] == pytest.approx(45.0, abs=0.01)
+    assert got["clicks"]["restarted_at"] is None and [r["job"] for r in store.fleet_recovery(run)["jobs"]] == \
+        ["billing", "clicks"]  # stage order
+    store.finish_fleet_recovery(run, "done", "every job back")
+    assert store.fleet_recovery(run)["status"] == "done"
+    assert [r["run_id"] for r in store.job_fleet_recoveries("billing")] == [run]
+    store.register_job(JobSpec(name="other", workload="w"))
+    with pytest.raises(InputError, match="not in fleet recovery"):
+        store.fleet_restarted(run, "other", failed, None)
+    with pytest.raises(InputError, match="at least one job"):
+        store.open_fleet_recovery("manual__2", "staged", failed, {}, [])
+
+
+def test_the_steady_state_before_the_failure_gives_input_rate_lag_and_last_batch(store):
+    failed = time.time() - 30
+    _batches(store, "billing", "app-1", [failed - 60 + 2 * i for i in range(30)], rows=100, lag_s=3.0)
+    _batches(store, "billing", "app-2", [failed + 10], rows=9999, lag_s=90.0)  # after the failure: not counted
+    steady = steady_before(store, "billing", failed)
+    assert steady["streams"] == ["ftops-billing-primary"]
+    assert steady["input_rate"] == pytest.approx(50.0, rel=1e-6)  # 29 batches of 100 rows over 58 s
+    assert steady["lag_s"] == pytest.approx(3.0) and steady["last_batch_end"] == pytest.approx(failed - 2, abs=0.01)
+    assert steady_before(store, "clicks", failed)["streams"] == []
+
+
+def test_a_job_is_back_after_two_batches_within_its_band_and_the_catch_up_it_showed_is_measured(store):
+    failed = time.time() - 200
+    run = store.open_fleet_recovery("manual__3", "staged", failed, {}, [_row("billing", 1), _row("clicks", 2)])
+    store.fleet_restarted(run, "billing", failed + 20, predicted_back_s=50.0)
+    # after its restart: a slow batch (40 s behind, outside the band of 2 x 2 + 5 = 9 s), then two within it
+    _batches(store, "billing", "app-3", [failed + 32, failed + 40, failed + 42], rows=500, lag_s=40.0)
+    store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-3", batch_id=1, role="primary",
+                                     batch_end=failed + 40, input_rows=50, watermark_ms=1_000_000,
+                                     input_watermark_ms=1_004_000))
+    store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-3", batch_id=2, role="primary",
+                                     batch_end=failed + 42, input_rows=50, watermark_ms=1_000_000,
+                                     input_watermark_ms=1_003_000))
+    back, missing = back_times(store, run)
+    assert back == {"billing": {"back_at": pytest.approx(failed + 40, abs=0.01), "restart_delay_s": 12.0}}
+    assert missing == ["clicks: not restarted yet"]
+    store.fleet_back(run, "billing", back["billing"]["back_at"], back["billing"]["restart_delay_s"])
+    # down 20 s + 12 s of restart, then 8 s of catching up: ratio 0.25
+    assert measured_catch_up(store, "billing") == {"restart_s": 12.0, "ratio": pytest.approx(0.25, abs=1e-3),
+                                                   "run_id": run}
+    assert measured_catch_up(store, "clicks") is None
+
+
+def test_arrivals_are_cores_at_seconds_and_bad_ones_are_named():
+    assert parse_arrivals("") == [] and parse_arrivals("1@20") == [{"at_s": 20.0, "cores": 1.0}]
+    for bad in ("20", "x@20", "0@20", "1@-5", "1@2,1@3,1@4,1@5,1@6,1@7"):
+        with pytest.raises(InputError, match="arrivals"):
+            parse_arrivals(bad)
