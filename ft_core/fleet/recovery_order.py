@@ -146,7 +146,7 @@ def plan_fleet_recovery(jobs: Sequence[FleetJob], capacity: FleetCapacity, polic
     for rule, order, backfill in candidates:
         stage_of = _pack([jobs[i].cores for i in order], cores, backfill)
         restarts = [_restart(jobs[i], s, times) for i, s in zip(order, stage_of)]
-        mean = _weighted_mean(restarts)
+        mean = weighted_mean_back(restarts)
         score = (math.fsum(r.priority for r in restarts if r.predicted_back_s is None), math.inf if mean is None else mean)
         if best is None or score < best[3]:  # fewer jobs (by priority) never back first, then the lower mean
             best = (rule, restarts, mean, score)
@@ -237,7 +237,7 @@ def _restart(job: FleetJob, stage: int | None, times: list[float]) -> JobRestart
                       predicted_back_s=None if back is None else round(back, 3))
 
 
-def _weighted_mean(restarts: list[JobRestart]) -> float | None:
+def weighted_mean_back(restarts: Sequence[JobRestart]) -> float | None:
     """Priority-weighted mean time back of the jobs that come back (None if none does)."""
     back = [(r.priority, r.predicted_back_s) for r in restarts if r.predicted_back_s is not None]
     weight = math.fsum(w for w, _ in back)

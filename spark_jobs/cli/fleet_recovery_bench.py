@@ -19,6 +19,8 @@ def register_bench(bench_group) -> None:
     b.add_argument("--runs", type=flag(TaskCount), default=3, help="runs per policy (default 3)")
     b.add_argument("--spacing-s", type=flag(PositiveSeconds), default=30.0,
                    help="seconds between returning workers (default 30)")
+    b.add_argument("--trigger-s", type=flag(PositiveSeconds), default=3.0,
+                   help="each job's micro-batch interval (default 3: the jobs share the machine with the cluster)")
     b.add_argument("--quick", action="store_true", help="one run per policy, no report file")
     b.add_argument("--port-base", type=flag(PortBase), default=25000, help="cluster ports above BASE (default 25000)")
     b.add_argument("--db-port", type=flag(Port), help="port of the benchmark's own embedded PostgreSQL (default: a free one)")
@@ -34,7 +36,7 @@ def _bench(args: argparse.Namespace) -> int:
     from spark_jobs.fleet_recovery.bench_report import render
 
     config = FleetRecoveryBenchConfig(jobs=args.jobs, runs=1 if args.quick else args.runs, spacing_s=args.spacing_s,
-                                      port_base=args.port_base)
+                                      trigger_s=args.trigger_s, port_base=args.port_base)
     out = args.out or (None if args.quick else Path("docs/benchmarks/fleet-recovery.md"))
     with scratch_server(ftops_home() / "bench-fleet-recovery-postgres", args.db_port) as server, \
             tempfile.TemporaryDirectory(prefix="ftops-bench-fleet-recovery-") as work:

@@ -42,6 +42,7 @@ class FleetRecoveryBenchConfig(BaseModel):
     jobs: int = 3
     runs: int = 3
     spacing_s: float = 30.0
+    trigger_s: float = 3.0  # three drivers and their executors share the machine's cores with the cluster
     steady_s: float = 45.0
     timeout_s: float = 600.0
     port_base: int = 25000
@@ -144,7 +145,7 @@ def _register(store, jobs: dict[str, float], config: FleetRecoveryBenchConfig, w
         _cli("job", "register", "--name", job, "--pipeline", EXAMPLE, "--input", work / "input", "--root", work / job,
              "--master", f"spark://127.0.0.1:{b + 77}", "--master-ui", f"http://127.0.0.1:{b + 90}",
              "--standby-master", f"spark://127.0.0.1:{b + 78}", "--standby-ui", f"http://127.0.0.1:{b + 91}",
-             "--state-dir", work / "spark", "--trigger-s", "1", "--max-recovery-s", "300", "--test-job",
+             "--state-dir", work / "spark", "--trigger-s", f"{config.trigger_s:g}", "--max-recovery-s", "300", "--test-job",
              "--priority", f"{priority:g}", *[a for p in PARAMS for a in ("--param", p)], db_url=db_url)
     return {job: registered_deployment(store, job) for job in jobs}
 

@@ -16,7 +16,8 @@ def render(results: list[RunResult], config: FleetRecoveryBenchConfig, command: 
     lines = [
         "# Fleet recovery on Spark: staged against first-in-first-out and all-at-once",
         "",
-        f"Produced by `{command}`: {config.jobs} jobs (examples/sensor_alerts.py, 50 rows/s each) on one local standalone "
+        f"Produced by `{command}`: {config.jobs} jobs (examples/sensor_alerts.py, 50 rows/s each, a micro-batch every "
+        f"{config.trigger_s:g} s) on one local standalone "
         f"cluster, failure domain `rack-a` of {config.jobs} one-core workers lost at once, its workers back one at a time "
         f"{config.spacing_s:g} s apart; {config.runs} runs per policy, policies rotated from run to run. Times back are "
         "seconds after the failure until every stream of the job ran two micro-batches within its caught-up band "

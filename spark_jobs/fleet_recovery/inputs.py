@@ -12,9 +12,10 @@ traced to the input that missed:
 - **input rate**: rows per second its streams read in the :data:`LOOK_BACK_S` before the failure (the span from
   the first to the last batch of each stream, summed over streams); **steady lag**: the median event-time lag then;
 - **pending**: input not processed at the failure: the seconds since its last batch ended, plus that lag;
-- **processing rate** and **restart delay**: measured in the job's newest fleet recovery with a time back
-  (the catch-up it showed: ``processing = input * (1 + down / catch-up)``), else the run's assumptions
-  (``headroom`` times the input rate; ``restart_s``), said as assumed;
+- **processing rate** and **restart delays**: measured in the job's newest fleet recoveries (the catch-up it showed:
+  ``processing = input * (1 + down / catch-up)``; the restart from its checkpoint when it was held down, the resume
+  of its executors when it kept its driver), else the run's assumptions (``headroom`` times the input rate;
+  ``restart_s``; :data:`RESUME_S`), said as assumed;
 - **capacity**: free cores on the master's alive workers now, and the arrivals given (``CORES@SECONDS``), else
   each worker the master lists dead coming back, one every ``replacement_s`` (at most :data:`MAX_ARRIVALS` stages:
   the last brings the rest).
@@ -34,7 +35,8 @@ from ft_core.errors import ExternalError, FtopsError, InputError
 
 LOOK_BACK_S = 300.0  # the steady state before the failure the rates are read from
 MAX_ARRIVALS = 5  # the DAG's stages after stage 0 (the survivors' free cores)
-MIN_INPUT_RATE = 1e-3  # rows/s: a job with no input still needs a positive processing rate to be planned
+MIN_INPUT_RATE = 1e-3
+RESUME_S = 5.0  # an application kept waiting gets executors this soon after its cores return (assumed until measured)  # rows/s: a job with no input still needs a positive processing rate to be planned
 
 
 def parse_arrivals(text: str) -> list[dict[str, float]]:
@@ -141,21 +143,27 @@ def steady_before(store, job: str, failed_at: float) -> dict[str, Any]:
             "last_batch_end": last}
 
 
-def measured_catch_up(store, job: str) -> dict[str, float] | None:
-    """The job's catch-up in its newest fleet recovery with a time back: its restart delay and its catch-up ratio
-    (seconds of catching up per second it was down)."""
-    for row in store.job_fleet_recoveries(job, limit=5):
+def measured_catch_up(store, job: str) -> dict[str, Any]:
+    """What the job's newest fleet recoveries measured: ``ratio`` (seconds of catching up per second it was down, from
+    the newest with a time back), ``restart_s`` (from its checkpoint, the newest in which it was held down) and
+    ``resume_s`` (executors back, the newest in which it kept its driver), each with the run it came from; a value
+    never measured is missing."""
+    out: dict[str, Any] = {}
+    for row in store.job_fleet_recoveries(job, limit=10):
         if row["measured_back_s"] is None or row["restarted_at"] is None or row["restart_delay_s"] is None:
             continue
+        delay = "restart_s" if row["inputs"].get("held", True) else "resume_s"
+        out.setdefault(delay, (row["restart_delay_s"], row["run_id"]))
         down = (row["restarted_at"] - row["failed_at"]).total_seconds() + row["restart_delay_s"]
         catch_up = row["measured_back_s"] - down
         if down > 0 and catch_up > 0:
-            return {"restart_s": row["restart_delay_s"], "ratio": catch_up / down, "run_id": row["run_id"]}
-    return None
+            out.setdefault("ratio", (catch_up / down, row["run_id"]))
+    return out
 
 
 def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headroom: float) -> dict[str, Any]:
-    """The planner's job (``FleetJob`` fields) and ``sources``: where each input came from."""
+    """The planner's job (``FleetJob`` fields; ``restart_s`` from its checkpoint), ``resume_s`` (the restart delay of
+    an application kept waiting: only its executors start) and ``sources``: where each input came from."""
     steady = steady_before(store, job, failed_at)
     if not steady["streams"]:
         raise InputError(f"job {job!r}: no micro-batch in the {LOOK_BACK_S:.0f} s before the failure: its rates cannot "
@@ -163,19 +171,35 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     input_rate = max(steady["input_rate"], MIN_INPUT_RATE)
     lag = steady["lag_s"] or 0.0
     measured = measured_catch_up(store, job)
-    if measured is not None:
-        processing = input_rate * (1 + 1 / measured["ratio"])
-        restart = measured["restart_s"]
-        source = f"measured in fleet recovery #{measured['run_id']}"
-    else:
-        processing, restart, source = input_rate * headroom, restart_s, "assumed (no fleet recovery of the job measured)"
-    restart_source = source if measured else f"assumed: {restart_s:g} s (no fleet recovery of the job measured)"
+    assumed = "assumed (no fleet recovery of the job measured it)"
+    ratio = measured.get("ratio")
+    restart = measured.get("restart_s", (restart_s, None))
+    resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
-            "input_rate": round(input_rate, 3), "processing_rate": round(processing, 3), "restart_s": round(restart, 2),
+            "input_rate": round(input_rate, 3),
+            "processing_rate": round(input_rate * (1 + 1 / ratio[0]) if ratio else input_rate * headroom, 3),
+            "restart_s": round(restart[0], 2), "resume_s": round(resume[0], 2),
             "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
             "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
-                        "processing_rate": source if measured else f"assumed: {headroom:g} x the input rate",
-                        "restart_s": restart_source, "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
+                        "processing_rate": _source(ratio, f"{assumed}: {headroom:g} x the input rate"),
+                        "restart_s": _source(restart[1], f"{assumed}: {restart_s:g} s"),
+                        "resume_s": _source(resume[1], f"{assumed}: {RESUME_S:g} s"),
+                        "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
+
+
+def _source(measured, assumed: str) -> str:
+    run = measured[1] if isinstance(measured, tuple) else measured
+    return f"measured in fleet recovery #{run}" if run is not None else assumed
+
+
+def as_fleet_job(planned: dict[str, Any], *, kept: bool = False):
+    """The planner's ``FleetJob`` of :func:`fleet_job`'s answer; ``kept``: restarting costs its ``resume_s``."""
+    from ft_core.fleet.recovery_order import FleetJob
+
+    fields = {k: v for k, v in planned.items() if k not in ("sources", "resume_s", "held")}
+    if kept:
+        fields["restart_s"] = planned["resume_s"]
+    return FleetJob(**fields)
 
 
 def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float) -> dict[str, Any]:

@@ -40,7 +40,7 @@ def open_run(store, *, named: list[str], failed_at: float, arrivals: list[dict[s
              policy: str, restart_s: float, headroom: float, lease_ttl_s: float, dag_run_id: str) -> dict[str, Any] | None:
     """Plan and open the run (idempotent per DAG run); None when no job is lost. Returns the run's summary: ``run_id``,
     ``master_ui``, ``failed_at``, ``held`` (the jobs held down) and each stage's needs (:func:`stage_needs`)."""
-    from ft_core.fleet.recovery_order import FleetCapacity, FleetJob, plan_fleet_recovery
+    from ft_core.fleet.recovery_order import FleetCapacity
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.fleet_recovery.inputs import capacity, fleet_job, lost_jobs, primary_app, primary_master_ui
 
@@ -57,21 +57,60 @@ def open_run(store, *, named: list[str], failed_at: float, arrivals: list[dict[s
         store.acquire_lease(job, "recovery", holder, ttl_s=lease_ttl_s)
     planned = [fleet_job(store, job, deps[job], failed_at, restart_s=restart_s, headroom=headroom) for job in jobs]
     ui = next(iter(uis.values()))
-    cap = capacity(ui, arrivals, replacement_s)
-    plan = plan_fleet_recovery([FleetJob(**{k: v for k, v in p.items() if k != "sources"}) for p in planned],
-                               FleetCapacity(**cap), policy=policy)
-    by_job = {p["job"]: p for p in planned}
+    cap = FleetCapacity(**capacity(ui, arrivals, replacement_s))
+    plan, held = choose_plan(planned, cap, policy, submitted_at(ui, jobs, deps))
+    by_job = {p["job"]: {**p, "held": p["job"] in held} for p in planned}
     rows = [{"job": r.job, "priority": r.priority, "stage": r.stage, "planned_start_s": r.start_s,
              "planned_back_s": r.predicted_back_s, "inputs": by_job[r.job]} for r in plan.jobs]
-    run_id = store.open_fleet_recovery(dag_run_id, policy, failed_at, {**plan.model_dump(), "capacity": cap,
-                                                                       "master_ui": ui}, rows)
-    held = queue_jumpers([r.job for r in plan.jobs], submitted_at(ui, jobs, deps))
+    run_id = store.open_fleet_recovery(dag_run_id, policy, failed_at, {**plan.model_dump(), "capacity": cap.model_dump(),
+                                                                       "master_ui": ui, "held": held}, rows)
     for job in held:
         _hold_down(store, job, deps[job], holder, run_id, lease_ttl_s)
     return {"run_id": run_id, "master_ui": ui, "failed_at": failed_at, "held": held, "order_rule": plan.order_rule,
             "predicted_weighted_mean_s": plan.predicted_weighted_mean_s,
             **stage_needs(plan.jobs, held, {j: p["cores"] for j, p in by_job.items()},
                           {j: primary_app(deps[j], j) for j in jobs})}
+
+
+def choose_plan(planned: list[dict[str, Any]], capacity, policy: str, submitted: dict[str, float | None]):
+    """The plan and the jobs it holds down. Holding a job down costs it a restart from its checkpoint (``restart_s``)
+    where waiting costs only its executors' start (``resume_s``), so every plan is predicted with each job's own cost
+    (held or kept, :func:`queue_jumpers`), and ``staged`` also weighs the master's own order (submission order,
+    nothing held but the jobs whose driver died) and keeps the lower predicted priority-weighted mean. The jobs are
+    given to the planner in submission order, so ``fifo`` is the master's order."""
+    from ft_core.fleet.recovery_order import plan_fleet_recovery
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job
+
+    by_job = {p["job"]: p for p in planned}
+    order = sorted(by_job, key=lambda j: (submitted.get(j) is None, submitted.get(j) or 0.0, j))
+    plan = plan_fleet_recovery([as_fleet_job(by_job[j]) for j in order], capacity, policy=policy)
+    held = queue_jumpers([r.job for r in plan.jobs], submitted)
+    plan = _costed(plan, by_job, held)
+    if policy != "staged" or not set(held) - {j for j in order if submitted.get(j) is None}:
+        return plan, held
+    master = plan_fleet_recovery([as_fleet_job(by_job[j]) for j in order], capacity, policy="fifo")
+    kept_order = queue_jumpers([r.job for r in master.jobs], submitted)
+    master = _costed(master, by_job, kept_order).model_copy(update={"order_rule": "the master's own order (holding "
+                                                                  "jobs down would cost more restarts than it saves)"})
+    better = (master.predicted_weighted_mean_s is not None and plan.predicted_weighted_mean_s is not None
+              and master.predicted_weighted_mean_s < plan.predicted_weighted_mean_s)
+    return (master, kept_order) if better else (plan, held)
+
+
+def _costed(plan, by_job: dict[str, dict[str, Any]], held: list[str]):
+    """``plan`` with each job's time back predicted with its own restart cost (held: from its checkpoint; kept: its
+    executors' start)."""
+    from ft_core.fleet.recovery_order import predicted_back_s, weighted_mean_back
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job
+
+    jobs = []
+    for r in plan.jobs:
+        back = None if r.start_s is None else predicted_back_s(as_fleet_job(by_job[r.job], kept=r.job not in held),
+                                                               r.start_s)
+        jobs.append(r.model_copy(update={"predicted_back_s": None if back is None else round(back, 3)}))
+    mean = weighted_mean_back(jobs)
+    return plan.model_copy(update={"jobs": jobs, "predicted_weighted_mean_s": None if mean is None else round(mean, 3),
+                                   "never_back": [r.job for r in jobs if r.predicted_back_s is None]})
 
 
 def stage_needs(restarts, held: list[str], cores_of: dict[str, float], app_of: dict[str, str | None]) -> dict:
@@ -148,9 +187,10 @@ def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, lease_tt
                   driver_env: dict[str, str]) -> list[dict[str, Any]]:
     """Resubmit the stage's jobs from their checkpoints (each fault closed) and record each restart with its time
     back as predicted now."""
-    from ft_core.fleet.recovery_order import FleetJob, predicted_back_s
+    from ft_core.fleet.recovery_order import predicted_back_s
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.drills.reconcile import submit_primary
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job
 
     holder = holder_of(dag_run_id)
     run = store.fleet_recovery(run_id)
@@ -164,8 +204,8 @@ def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, lease_tt
         if fault is not None:
             store.close_fault(fault["fault_id"], holder, "primary resubmitted from its checkpoint in its stage")
         inputs = rows[job]["inputs"]
-        planned = FleetJob(**{k: v for k, v in inputs.items() if k != "sources"})
-        predicted = predicted_back_s(planned, started - run["failed_at"].timestamp())
+        predicted = predicted_back_s(as_fleet_job(inputs, kept=not inputs.get("held", True)),
+                                     started - run["failed_at"].timestamp())
         store.fleet_restarted(run_id, job, started, None if predicted is None else round(predicted, 2))
         done.append({"job": job, "submitted": bool(submitted and submitted.get("submitted")),
                      "predicted_back_s": predicted})
