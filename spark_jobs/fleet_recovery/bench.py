@@ -56,6 +56,8 @@ class RunResult(BaseModel):
     restarted_s: dict[str, float | None]  # staged and fifo: when each job's stage started it
     planned_back_s: dict[str, float | None]
     weighted_mean_s: float | None
+    held: list[str] = []  # staged and fifo: the jobs held down (restarted from their checkpoints)
+    order_rule: str | None = None
 
 
 def priorities(n: int) -> dict[str, float]:
@@ -188,12 +190,13 @@ def _one_run(store, deps: dict, jobs: dict[str, float], policy: str, run: int, c
     try:
         if policy == "all-at-once":
             back, restarted, planned = _wait_back_alone(store, list(jobs), failed_at, config.timeout_s), {}, {}
+            how: dict = {}
         else:
-            back, restarted, planned = _staged_steps(store, list(jobs), policy, failed_at, run, config, db_url, say)
+            back, restarted, planned, how = _staged_steps(store, list(jobs), policy, failed_at, run, config, db_url, say)
     finally:
         returning.join(timeout=len(workers) * config.spacing_s + 180)
     return RunResult(policy=policy, run=run, back_s=back, restarted_s=restarted, planned_back_s=planned,
-                     weighted_mean_s=weighted_mean(back, jobs))
+                     weighted_mean_s=weighted_mean(back, jobs), **how)
 
 
 def _wait_back_alone(store, jobs: list[str], failed_at: float, timeout_s: float) -> dict[str, float | None]:
@@ -215,7 +218,7 @@ def _wait_back_alone(store, jobs: list[str], failed_at: float, timeout_s: float)
 
 
 def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: int, config: FleetRecoveryBenchConfig,
-                  db_url: str, say: Callable[[str], None]) -> tuple[dict, dict, dict]:
+                  db_url: str, say: Callable[[str], None]) -> tuple[dict, dict, dict, dict]:
     """The DAG's steps in-process: plan and hold down, per stage wait for its cores and restart, wait back, finish."""
     from spark_jobs.fleet_recovery.steps import back_times, finish, open_run, restart_stage
     from spark_jobs.runtime.waiting import wait_for
@@ -225,7 +228,7 @@ def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: in
     arrivals = [{"at_s": config.spacing_s * (k + 1), "cores": 1.0} for k in range(len(jobs))]
     planned = open_run(store, named=jobs, failed_at=failed_at, arrivals=arrivals, replacement_s=config.spacing_s,
                        policy=policy, restart_s=20.0, headroom=2.0, lease_ttl_s=ttl, dag_run_id=run_id_text)
-    say(f"  plan ({planned['order_rule']}): stages {planned['stages']}")
+    say(f"  plan ({planned['order_rule']}): stages {planned['stages']}, held down {planned['held'] or 'none'}")
     env = {"FTOPS_DATABASE_URL": db_url}
     for stage in sorted(planned["stages"], key=int):
         wait_for(lambda stage=stage: _stage_ready(planned, stage) or None, timeout_s=config.timeout_s, interval_s=1,
@@ -247,7 +250,8 @@ def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: in
     restarted = {j: None if r["restarted_at"] is None else round(r["restarted_at"].timestamp() - failed_at, 1)
                  for j, r in rows.items()}
     say(f"  {result['status']}: {result['outcome']}")
-    return back, restarted, {j: r["planned_back_s"] for j, r in rows.items()}
+    return back, restarted, {j: r["planned_back_s"] for j, r in rows.items()}, \
+        {"held": planned["held"], "order_rule": planned["order_rule"]}
 
 
 def _stage_ready(planned: dict, stage: str) -> bool:

@@ -4,7 +4,10 @@ plans' predicted against measured times back, and a plot of the weighted means."
 
 from __future__ import annotations
 
+import os
+import platform
 import statistics
+from datetime import datetime, timezone
 from pathlib import Path
 
 from spark_jobs.fleet_recovery.bench import FleetRecoveryBenchConfig, RunResult, priorities
@@ -16,16 +19,17 @@ def render(results: list[RunResult], config: FleetRecoveryBenchConfig, command: 
     lines = [
         "# Fleet recovery on Spark: staged against first-in-first-out and all-at-once",
         "",
-        f"Produced by `{command}`: {config.jobs} jobs (examples/sensor_alerts.py, 50 rows/s each, a micro-batch every "
+        f"Produced by `{command}` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}. {config.jobs} jobs (examples/sensor_alerts.py, 50 rows/s each, a micro-batch every "
         f"{config.trigger_s:g} s) on one local standalone "
         f"cluster, failure domain `rack-a` of {config.jobs} one-core workers lost at once, its workers back one at a time "
-        f"{config.spacing_s:g} s apart; {config.runs} runs per policy, policies rotated from run to run. Times back are "
+        f"{config.spacing_s:g} s apart; {config.runs} run(s) per policy, policies rotated from run to run. Times back are "
         "seconds after the failure until every stream of the job ran two micro-batches within its caught-up band "
         "(the `ftops_fleet_recovery` DAG's definition); a run's score is the priority-weighted mean. The jobs were "
         "submitted in priority order, the least important first.",
         "",
-        f"| run | policy | {head} | weighted mean (s) | best of the run |",
-        "|---|---|" + "---|" * len(jobs) + "---|---|",
+        f"| run | policy | {head} | weighted mean (s) | best of the run | plan: order, held down |",
+        "|---|---|" + "---|" * len(jobs) + "---|---|---|",
     ]
     by_run: dict[int, list[RunResult]] = {}
     for r in results:
@@ -37,7 +41,9 @@ def render(results: list[RunResult], config: FleetRecoveryBenchConfig, command: 
         wins += best == "staged"
         for r in sorted(rows, key=lambda r: config.policies.index(r.policy)):
             cells = " | ".join(_s(r.back_s.get(j)) for j in jobs)
-            lines.append(f"| {run} | {r.policy} | {cells} | {_s(r.weighted_mean_s)} | {'yes' if r.policy == best else ''} |")
+            plan = f"{r.order_rule}; {', '.join(r.held) or 'none'}" if r.order_rule else "-"
+            lines.append(f"| {run} | {r.policy} | {cells} | {_s(r.weighted_mean_s)} | {'yes' if r.policy == best else ''} "
+                         f"| {plan} |")
     lines += ["", "| policy | mean of the weighted means (s) | runs |", "|---|---|---|"]
     for policy in config.policies:
         means = [r.weighted_mean_s for r in results if r.policy == policy and r.weighted_mean_s is not None]
