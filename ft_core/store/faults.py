@@ -31,7 +31,7 @@ from ft_core.store.records import jsonb, rows
 
 FaultKind = Literal["domain_down", "partition", "driver_killed", "executors_paused"]
 FAULT_KINDS = ("domain_down", "partition", "driver_killed", "executors_paused")
-EXPERIMENT_KINDS = ("drill", "recovery", "fault_profile")
+EXPERIMENT_KINDS = ("drill", "recovery", "fault_profile", "fleet_recovery")
 FAULT_KEYS = ("fault_id", "job", "experiment_kind", "experiment_id", "holder", "kind", "target", "undo", "undo_by",
               "opened_at", "applied_at", "closed_at", "closed_by", "outcome")
 _SELECT = f"""SELECT f.fault_id, j.name, f.experiment_kind, f.experiment_id, f.holder, f.kind, f.target, f.undo, f.undo_by,

@@ -98,10 +98,20 @@ class FleetRecoveryRecords(StoreBase):
         failure time and status (index-backed: ``ftops_fleet_recovery_job_of``)."""
         with self.conn, self.conn.cursor() as cur:
             job_id = self._job_id(cur, job)
-            cur.execute(f"""{_JOBS.replace('SELECT r.run_id', 'SELECT f.policy, f.failed_at, f.status, r.run_id')}
-                            JOIN ftops_fleet_recovery f USING (run_id)
-                            WHERE r.job_id = %s ORDER BY r.run_id DESC LIMIT %s""", (job_id, limit))
+            cur.execute("""SELECT f.policy, f.failed_at, f.status, r.run_id, j.name, r.priority, r.stage, r.planned_start_s,
+                                  r.planned_back_s, r.inputs, r.restarted_at, r.predicted_back_s, r.restart_delay_s,
+                                  r.back_at, r.measured_back_s
+                           FROM ftops_fleet_recovery_job r JOIN ftops_job j USING (job_id)
+                                JOIN ftops_fleet_recovery f USING (run_id)
+                           WHERE r.job_id = %s ORDER BY r.run_id DESC LIMIT %s""", (job_id, limit))
             return rows(cur, ("policy", "failed_at", "status", *JOB_KEYS))
+
+    def fleet_recovery_of(self, dag_run_id: str) -> int | None:
+        """The fleet recovery a DAG run opened (None: none yet)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("SELECT run_id FROM ftops_fleet_recovery WHERE dag_run_id = %s", (dag_run_id,))
+            row = cur.fetchone()
+            return None if row is None else row[0]
 
     def _update(self, run_id: int, job: str, assignments: str, params: tuple) -> None:
         with self.conn, self.conn.cursor() as cur:

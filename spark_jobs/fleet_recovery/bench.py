@@ -16,7 +16,8 @@ workers back one at a time, ``spacing_s`` apart, in the same domain; then, by po
 
 Each job's time back (seconds after the failure until every stream it ran ran two micro-batches within its
 caught-up band: the DAG's definition) is read from the history store; a run's score is the priority-weighted mean.
-Policies rotate their order from run to run, so a drift of the machine over the benchmark does not favour one.
+Policies rotate their order from run to run, so a drift of the machine over the benchmark does not favour one; before
+each run the jobs are restarted in priority order if the master's queue is not (a staged run's restarts reorder it).
 Not measured here: lost or duplicated windows (the drills check exactly-once; these restarts are the same
 ``submit_primary`` from the checkpoint).
 """
@@ -32,7 +33,7 @@ from pydantic import BaseModel
 
 from ft_core.errors import ExternalError
 
-POLICIES = ("staged", "fifo", "all-at-once")
+POLICIES = ("all-at-once", "fifo", "staged")  # staged last in a run: its restarts reorder the master's queue
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sensor_alerts.py"
 PARAMS = ("rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2")
 DOMAIN = "rack-a"
@@ -90,12 +91,12 @@ def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str, say: Ca
     from spark_jobs.pipeline.sample_input import run_generator
 
     jobs = priorities(config.jobs)
-    cluster_up(_cluster_config(config, work))
     conn = connect(db_url)
     upgrade(conn)
     store = HistoryStore(conn)
     stop, feed = threading.Event(), None
     try:
+        cluster_up(_cluster_config(config, work))  # inside: an interrupted start-up stops what it started
         deps = _register(store, jobs, config, work, db_url)
         feed = threading.Thread(target=run_generator, args=(load_workload(str(EXAMPLE), list(PARAMS)), work / "input"),
                                 kwargs={"stop": stop}, daemon=True)
@@ -106,6 +107,7 @@ def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str, say: Ca
         for run in range(config.runs):
             k = run % len(config.policies)
             for policy in config.policies[k:] + config.policies[:k]:
+                _queue_least_important_first(deps, jobs, db_url, say)
                 _steady(store, deps, config.steady_s, say)
                 say(f"run {run + 1}/{config.runs}: {policy}")
                 results.append(_one_run(store, deps, jobs, policy, run + 1, config, db_url, say))
@@ -150,6 +152,30 @@ def _register(store, jobs: dict[str, float], config: FleetRecoveryBenchConfig, w
              "--state-dir", work / "spark", "--trigger-s", f"{config.trigger_s:g}", "--max-recovery-s", "300", "--test-job",
              "--priority", f"{priority:g}", *[a for p in PARAMS for a in ("--param", p)], db_url=db_url)
     return {job: registered_deployment(store, job) for job in jobs}
+
+
+def _queue_least_important_first(deps: dict, jobs: dict[str, float], db_url: str, say: Callable[[str], None]) -> None:
+    """Every run starts with the master's queue in priority order, least important first (a staged run's restarts
+    reorder it): the jobs restarted in that order when they are not."""
+    from spark_jobs.drills.engine import kill_primary_driver
+    from spark_jobs.drills.reconcile import submit_primary
+    from spark_jobs.fleet_recovery.inputs import submitted_at
+    from spark_jobs.runtime.launch import driver_running
+    from spark_jobs.runtime.waiting import wait_for
+
+    order = sorted(jobs, key=jobs.get)
+    ui = next(iter(deps.values())).primary_ui
+    seen = submitted_at(ui, order, deps)
+    if all(seen[a] is not None and seen[b] is not None and seen[a] < seen[b] for a, b in zip(order, order[1:])):
+        return
+    say("  restarting the jobs in priority order (the master's queue was reordered)")
+    for job in order:
+        kill_primary_driver(deps[job])
+    for job in order:  # a master that still lists the stopped application would refuse its submission as running
+        wait_for(lambda job=job: (not driver_running(deps[job].primary_output)
+                                  and submitted_at(ui, [job], deps)[job] is None) or None,
+                 timeout_s=120, interval_s=1, what=f"{job}'s stopped driver gone from its master")
+        submit_primary(job, deps[job], {"FTOPS_DATABASE_URL": db_url}, wait=True)
 
 
 def _steady(store, deps: dict, steady_s: float, say: Callable[[str], None]) -> None:
@@ -201,16 +227,15 @@ def _one_run(store, deps: dict, jobs: dict[str, float], policy: str, run: int, c
 
 def _wait_back_alone(store, jobs: list[str], failed_at: float, timeout_s: float) -> dict[str, float | None]:
     """Each job's time back with nobody restarting anything (the DAG's definition of back, from the failure)."""
-    from spark_jobs.attach.drill_support import caught_up_band
+    from spark_jobs.fleet_recovery.back import back_since
     from spark_jobs.fleet_recovery.inputs import steady_before
-    from spark_jobs.fleet_recovery.steps import BOUND_S, _back
 
     steady = {j: steady_before(store, j, failed_at) for j in jobs}
     back: dict[str, float | None] = {j: None for j in jobs}
     deadline = time.time() + timeout_s
     while time.time() < deadline and any(v is None for v in back.values()):
         for j in (j for j, v in back.items() if v is None):
-            found = _back(store, j, failed_at, steady[j]["streams"], caught_up_band(steady[j]["lag_s"] or 0.0, BOUND_S))
+            found = back_since(store, j, failed_at, steady[j]["streams"], steady[j]["lag_s"])
             if isinstance(found, dict):
                 back[j] = round(found["back_at"] - failed_at, 1)
         time.sleep(2)
@@ -219,33 +244,41 @@ def _wait_back_alone(store, jobs: list[str], failed_at: float, timeout_s: float)
 
 def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: int, config: FleetRecoveryBenchConfig,
                   db_url: str, say: Callable[[str], None]) -> tuple[dict, dict, dict, dict]:
-    """The DAG's steps in-process: plan and hold down, per stage wait for its cores and restart, wait back, finish."""
-    from spark_jobs.fleet_recovery.steps import back_times, finish, open_run, restart_stage
+    """The DAG's steps in-process: plan and hold down, per stage wait for its cores and restart, wait back, finish;
+    the waits keep the run's leases as the DAG's triggers do."""
+    from spark_jobs.fleet_recovery.back import back_times
+    from spark_jobs.fleet_recovery.steps import finish, holder_of, open_run, renew_leases, restart_stage
     from spark_jobs.runtime.waiting import wait_for
 
     run_id_text = f"bench-{policy}-{run}-{int(failed_at)}"
-    ttl = config.timeout_s + 300
     arrivals = [{"at_s": config.spacing_s * (k + 1), "cores": 1.0} for k in range(len(jobs))]
     planned = open_run(store, named=jobs, failed_at=failed_at, arrivals=arrivals, replacement_s=config.spacing_s,
-                       policy=policy, restart_s=20.0, headroom=2.0, lease_ttl_s=ttl, dag_run_id=run_id_text)
+                       policy=policy, restart_s=20.0, headroom=2.0, dag_run_id=run_id_text)
     say(f"  plan ({planned['order_rule']}): stages {planned['stages']}, held down {planned['held'] or 'none'}")
     env = {"FTOPS_DATABASE_URL": db_url}
+    run_id, holder = planned["run_id"], holder_of(run_id_text)
+
+    def ready(stage: str) -> bool | None:
+        renew_leases(store, run_id, holder)
+        return _stage_ready(planned, stage) or None
+
     for stage in sorted(planned["stages"], key=int):
-        wait_for(lambda stage=stage: _stage_ready(planned, stage) or None, timeout_s=config.timeout_s, interval_s=1,
+        wait_for(lambda stage=stage: ready(stage), timeout_s=config.timeout_s, interval_s=1,
                  what=f"the capacity of stage {stage}")
-        restart_stage(store, planned["run_id"], planned["stages"][stage], run_id_text, ttl, env)
+        restart_stage(store, run_id, planned["stages"][stage], run_id_text, env)
 
     def all_back() -> bool | None:
-        back, missing = back_times(store, planned["run_id"])
+        renew_leases(store, run_id, holder)
+        back, missing = back_times(store, run_id)
         for job, b in back.items():
-            store.fleet_back(planned["run_id"], job, b["back_at"], b["restart_delay_s"])
+            store.fleet_back(run_id, job, b["back_at"], b["restart_delay_s"])
         return True if not missing else None
 
     try:
         wait_for(all_back, timeout_s=config.timeout_s, interval_s=2, what="every job back")
     finally:
-        result = finish(store, planned["run_id"], run_id_text, env)
-    rows = {r["job"]: r for r in store.fleet_recovery(planned["run_id"])["jobs"]}
+        result = finish(store, run_id, run_id_text, env)
+    rows = {r["job"]: r for r in store.fleet_recovery(run_id)["jobs"]}
     back = {j: None if r["measured_back_s"] is None else round(r["measured_back_s"], 1) for j, r in rows.items()}
     restarted = {j: None if r["restarted_at"] is None else round(r["restarted_at"].timestamp() - failed_at, 1)
                  for j, r in rows.items()}

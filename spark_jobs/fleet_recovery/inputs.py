@@ -17,10 +17,11 @@ traced to the input that missed:
   of its executors when it kept its driver), else the run's assumptions (``headroom`` times the input rate;
   ``restart_s``; :data:`RESUME_S`), said as assumed;
 - **capacity**: free cores on the master's alive workers now, and the arrivals given (``CORES@SECONDS``), else
-  each worker the master lists dead coming back, one every ``replacement_s`` (at most :data:`MAX_ARRIVALS` stages:
-  the last brings the rest).
+  the workers the master lists dead that died with the domain coming back, one every ``replacement_s`` (at most
+  :data:`MAX_ARRIVALS` stages: the last brings the rest).
 
-Complexity: one store query per job (its batches in the look-back window) and one master read.
+Complexity: per registered job, one store query (its batches in the look-back window) and one read of its master and
+workers (are its executors gone?); one more master read for the capacity.
 
     >>> parse_arrivals("2@30, 2@90")
     [{'at_s': 30.0, 'cores': 2.0}, {'at_s': 90.0, 'cores': 2.0}]
@@ -35,8 +36,9 @@ from ft_core.errors import ExternalError, FtopsError, InputError
 
 LOOK_BACK_S = 300.0  # the steady state before the failure the rates are read from
 MAX_ARRIVALS = 5  # the DAG's stages after stage 0 (the survivors' free cores)
-MIN_INPUT_RATE = 1e-3
-RESUME_S = 5.0  # an application kept waiting gets executors this soon after its cores return (assumed until measured)  # rows/s: a job with no input still needs a positive processing rate to be planned
+MIN_INPUT_RATE = 1e-3  # rows/s: a job with no input still needs a positive processing rate to be planned
+RESUME_S = 5.0  # an application kept waiting gets executors this soon after its cores return (assumed until measured)
+DEAD_AROUND_S = 120.0  # a worker the master lists dead counts as lost with the domain if it died this close to it
 
 
 def parse_arrivals(text: str) -> list[dict[str, float]]:
@@ -100,25 +102,31 @@ def primary_executors(dep, job: str) -> int | None:
         return None
 
 
-def lost_jobs(store, named: list[str]) -> list[str]:
-    """The jobs to recover: ``named`` (each registered with a deployment), else every registered job with a
-    deployment whose primary runs no executor."""
+def lost_jobs(store, named: list[str], failed_at: float) -> list[str]:
+    """The jobs to recover: every registered job with a deployment that ran micro-batches in the :data:`LOOK_BACK_S`
+    before the failure and whose primary runs no executor now; ``named``: those, each of which must be lost (a job
+    running executors is refused, naming it: holding it down would stop a healthy job)."""
     from spark_jobs.cli.job import registered_deployment
 
-    if named:
-        for job in named:
-            if not store.job(job).get("deployment"):
-                raise InputError(f"job {job!r} is plan-only (no deployment): there is nothing to restart", field="jobs")
-        return named
+    candidates = named or [j["name"] for j in store.jobs()]
     lost = []
-    for job in (j["name"] for j in store.jobs()):
+    for job in candidates:
         if not store.job(job).get("deployment"):
+            if named:
+                raise InputError(f"job {job!r} is plan-only (no deployment): there is nothing to restart", field="jobs")
             continue
         try:
             dep = registered_deployment(store, job)
         except (FtopsError, ValueError):
+            if named:
+                raise
             continue
-        if primary_executors(dep, job) == 0:
+        executors = primary_executors(dep, job)
+        if named and executors != 0:
+            raise InputError(f"job {job!r} is not lost: its primary runs {executors} executor(s)" if executors else
+                             f"job {job!r}: its master or workers do not answer, so whether it is lost is unknown",
+                             field="jobs")
+        if executors == 0 and (named or steady_before(store, job, failed_at)["streams"]):
             lost.append(job)
     return lost
 
@@ -202,9 +210,8 @@ def as_fleet_job(planned: dict[str, Any], *, kept: bool = False):
     return FleetJob(**fields)
 
 
-def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float) -> dict[str, Any]:
-    """Free cores on the master's alive workers now, and the arrivals (given; else its dead workers, one every
-    ``replacement_s``)."""
+def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float, failed_at: float) -> dict[str, Any]:
+    """Free cores on the master's alive workers now, and the arrivals (given; else :func:`dead_workers_back`)."""
     from spark_jobs.cluster.web_ui import master_state
 
     try:
@@ -212,11 +219,44 @@ def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: fl
     except (FtopsError, OSError) as exc:
         raise ExternalError(f"master {master_ui} does not answer: {exc}") from exc
     workers = state.get("workers", [])
-    free = sum(w["cores"] - w["coresused"] for w in workers if w.get("state") == "ALIVE")
+    alive = [w for w in workers if w.get("state") == "ALIVE"]
+    free = sum(w["cores"] - w["coresused"] for w in alive)
     if not arrivals:
-        dead = [w for w in workers if w.get("state") != "ALIVE"]
-        arrivals = [{"at_s": replacement_s * (i + 1), "cores": float(w["cores"])} for i, w in enumerate(dead)]
-        if len(arrivals) > MAX_ARRIVALS:  # the last stage brings the rest
-            rest = sum(a["cores"] for a in arrivals[MAX_ARRIVALS - 1:])
-            arrivals = arrivals[:MAX_ARRIVALS - 1] + [{"at_s": arrivals[MAX_ARRIVALS - 1]["at_s"], "cores": rest}]
+        arrivals = dead_workers_back(workers, failed_at, replacement_s)
     return {"free_cores": float(free), "arrivals": arrivals}
+
+
+def dead_workers_back(workers: list[dict[str, Any]], failed_at: float, replacement_s: float) -> list[dict[str, float]]:
+    """The workers the master lists dead that died with the domain (their last heartbeat within
+    :data:`DEAD_AROUND_S` of the failure) and whose address no live worker holds again, back one every
+    ``replacement_s``; at most :data:`MAX_ARRIVALS` stages (the last brings the rest).
+
+    >>> w = [{"state": "DEAD", "cores": 2, "host": "a", "port": 1, "lastheartbeat": 1_000_000},
+    ...      {"state": "DEAD", "cores": 2, "host": "b", "port": 1, "lastheartbeat": 1_000_000},
+    ...      {"state": "ALIVE", "cores": 2, "host": "b", "port": 1, "lastheartbeat": 1_050_000},
+    ...      {"state": "DEAD", "cores": 4, "host": "c", "port": 1, "lastheartbeat": 1}]  # an earlier incident's
+    >>> dead_workers_back(w, failed_at=1_000.0, replacement_s=60)
+    [{'at_s': 60.0, 'cores': 2.0}]
+    """
+    live = {(w.get("host"), w.get("port")) for w in workers if w.get("state") == "ALIVE"}
+    dead = [w for w in workers if w.get("state") != "ALIVE" and (w.get("host"), w.get("port")) not in live
+            and abs(w.get("lastheartbeat", 0) / 1000 - failed_at) <= DEAD_AROUND_S]
+    arrivals = [{"at_s": float(replacement_s * (i + 1)), "cores": float(w["cores"])} for i, w in enumerate(dead)]
+    if len(arrivals) > MAX_ARRIVALS:
+        rest = sum(a["cores"] for a in arrivals[MAX_ARRIVALS - 1:])
+        arrivals = arrivals[:MAX_ARRIVALS - 1] + [{"at_s": arrivals[MAX_ARRIVALS - 1]["at_s"], "cores": rest}]
+    return arrivals
+
+
+def submitted_at(master_ui: str, jobs: list[str], deps: dict) -> dict[str, float | None]:
+    """When each job's waiting application was submitted (the master's ``starttime``, ms: only compared with each
+    other); None: it has none (its driver died)."""
+    from spark_jobs.drills.live import master_apps
+
+    apps = master_apps(master_ui)
+    out: dict[str, float | None] = {}
+    for job in jobs:
+        key = primary_app(deps[job], job)
+        found = [a.get("starttime") for a in apps if key in (a.get("id"), a.get("name"))] if key else []
+        out[job] = float(found[0]) if found and found[0] is not None else None
+    return out

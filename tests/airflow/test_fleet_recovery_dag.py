@@ -34,8 +34,9 @@ def _running(store, job: str, since: float) -> bool | None:
 
 
 def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
+    from ft_core.errors import InputError
     from spark_jobs.cluster.seam import cluster_of, give_back
-    from spark_jobs.fleet_recovery.inputs import primary_executors
+    from spark_jobs.fleet_recovery.inputs import lost_jobs, primary_executors
 
     store, deps = two_jobs
     store.set_policy(HIGH, {"priority": 3}, "test")
@@ -43,6 +44,9 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
     for job in (LOW, HIGH):  # a steady state to read the rates from
         wait_for(lambda job=job: _running(store, job, started) and (primary_executors(deps[job], job) or 0) > 0 or None,
                  timeout_s=300, interval_s=2, what=f"{job} to run micro-batches with executors")
+
+    with pytest.raises(InputError, match="is not lost"):  # naming a healthy job never stops it
+        lost_jobs(store, [HIGH], time.time())
 
     cluster = cluster_of(deps[LOW])
     failed_at = time.time()
@@ -79,10 +83,13 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
 
     shown = fleet_recovery_section(store.job_fleet_recoveries(HIGH))  # the job's console page
     assert f"#{recovery['run_id']}" in shown and f"{jobs[HIGH]['measured_back_s']:.1f} s" in shown
+    tab = store.dag_run_records(run.run_id)["fleet_recoveries"]  # the run's Fault tolerance tab
+    assert {(r["job"], r["run_id"], r["status"]) for r in tab} == {(j, recovery["run_id"], "done") for j in (LOW, HIGH)}
     # LOW would have taken HIGH's core (submitted first): held down, in the journal, and given back; HIGH kept its
     # driver and got the first worker's core without a restart
     faults = {job: [f for f in store.faults(job) if f["holder"].endswith(run.run_id)] for job in (LOW, HIGH)}
-    assert [f["kind"] for f in faults[LOW]] == ["driver_killed"] and faults[LOW][0]["closed_at"] is not None
+    assert [(f["kind"], f["experiment_kind"]) for f in faults[LOW]] == [("driver_killed", "fleet_recovery")]
+    assert faults[LOW][0]["closed_at"] is not None and "resubmitted" in faults[LOW][0]["outcome"]
     assert faults[HIGH] == []
     for job in (LOW, HIGH):  # the lease released, running again
         assert store.lease(job) is None

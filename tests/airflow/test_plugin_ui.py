@@ -23,7 +23,7 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
-          "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress")
+          "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries")
 
 
 def _windows(start_ms: int, accuracies: list[float]) -> dict:
@@ -250,6 +250,33 @@ def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
     missing = client.get(f"/jobs/topk/recovery-runs/{running}")
     assert missing.status_code == 404 and "has no experiment report" in missing.text
     assert client.get(f"/api/jobs/other/recovery-runs/{done}/experiment").status_code == 404
+
+
+def test_a_jobs_fleet_recoveries_are_on_its_page_in_its_api_and_on_the_runs_tab(ui):
+    client, token, ids = ui
+    client.cookies.set("_token", token)
+    store = ids["store"]
+    assert "Not in a fleet recovery yet" in client.get("/jobs/topk").text
+    failed = time.time() - 300
+    inputs = {"job": "topk", "priority": 3.0, "cores": 1, "input_rate": 50.0, "processing_rate": 100.0,
+              "restart_s": 20.0, "resume_s": 5.0, "pending_s": 3.0, "held": False,
+              "sources": {"streams": ["ftops-topk-primary"], "steady_lag_s": 2.0}}
+    run = store.open_fleet_recovery("manual__f1", "staged", failed, {"order_rule": "density"},
+                                    [{"job": "topk", "priority": 3.0, "stage": 1, "planned_start_s": 30.0,
+                                      "planned_back_s": 73.0, "inputs": inputs}])
+    store.fleet_restarted(run, "topk", failed + 31, predicted_back_s=74.0)
+    store.fleet_back(run, "topk", failed + 92.5, restart_delay_s=6.0)
+    store.finish_fleet_recovery(run, "done", "every job back")
+    rows = _section(client.get("/jobs/topk").text, "fleet-recoveries", tag="table")
+    cells = re.findall(r"<td>(.*?)</td>", rows)
+    assert cells[0] == f"#{run}" and cells[2:] == ["staged", "<span class='ok'>done</span>", "3", "1", "31.0 s",
+                                                    "73.0 s", "74.0 s", "92.5 s", "+25%"]
+    [api] = client.get("/api/jobs/topk/fleet-recoveries").json()
+    assert api["run_id"] == run and api["measured_back_s"] == pytest.approx(92.5, abs=0.01)
+    assert api["inputs"]["sources"]["streams"] == ["ftops-topk-primary"]
+    tab = client.get("/runs/ftops_fleet_recovery/manual__f1")
+    assert re.findall(r"<li>(.*?)</li>", tab.text) == [
+        f"fleet recovery #{run} of <a href='../../jobs/topk#fleet-recovery'>topk</a>: done"]
 
 
 def test_any_two_plans_can_be_compared(ui):

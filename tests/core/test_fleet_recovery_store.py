@@ -13,7 +13,7 @@ from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ft_core.store.stream_progress import BatchProgress
 from spark_jobs.fleet_recovery.inputs import measured_catch_up, parse_arrivals, steady_before
-from spark_jobs.fleet_recovery.steps import back_times
+from spark_jobs.fleet_recovery.back import back_times
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 
@@ -45,6 +45,7 @@ def test_a_run_is_opened_once_per_dag_run_and_restarts_and_times_back_are_record
     run = store.open_fleet_recovery("manual__1", "staged", failed, {"order_rule": "density"},
                                     [_row("billing", 1), _row("clicks", 2)])
     assert store.open_fleet_recovery("manual__1", "staged", failed, {}, [_row("billing", 1)]) == run  # a retry
+    assert store.fleet_recovery_of("manual__1") == run and store.fleet_recovery_of("manual__9") is None
     store.fleet_restarted(run, "billing", failed + 20, predicted_back_s=41.5)
     store.fleet_restarted(run, "billing", failed + 30, predicted_back_s=99.0)  # a retried task does not move it
     store.fleet_back(run, "billing", failed + 45, restart_delay_s=8.0)
@@ -113,7 +114,7 @@ def _planned(job: str, priority: float, restart_s: float) -> dict:
 
 def test_staged_holds_down_only_the_job_that_would_jump_the_queue_unless_its_restart_costs_more_than_it_saves():
     from ft_core.fleet.recovery_order import Arrival, FleetCapacity
-    from spark_jobs.fleet_recovery.steps import choose_plan
+    from spark_jobs.fleet_recovery.holding import choose_plan
 
     capacity = FleetCapacity(free_cores=0, arrivals=[Arrival(at_s=30, cores=1), Arrival(at_s=60, cores=1)])
     submitted = {"low": 1000.0, "high": 2000.0}  # low was submitted first: the master would serve it first

@@ -17,7 +17,7 @@ CREATE TABLE ftops_fleet_recovery (
 CREATE TABLE ftops_fleet_recovery_job (
     run_id            bigint NOT NULL REFERENCES ftops_fleet_recovery ON DELETE CASCADE,
     job_id            bigint NOT NULL REFERENCES ftops_job ON DELETE CASCADE,
-    priority          double precision NOT NULL CHECK (priority >= 0),
+    priority          double precision NOT NULL CHECK (priority > 0),
     stage             integer,                -- NULL: the plan never restarts it (no capacity fits, or never back)
     planned_start_s   double precision,
     planned_back_s    double precision,
@@ -30,3 +30,8 @@ CREATE TABLE ftops_fleet_recovery_job (
     PRIMARY KEY (run_id, job_id)
 );
 CREATE INDEX ftops_fleet_recovery_job_of ON ftops_fleet_recovery_job (job_id, run_id DESC);
+
+-- a fleet recovery journals the drivers it stops, under its own run id (not an incremental recovery run's)
+ALTER TABLE ftops_fault DROP CONSTRAINT ftops_fault_experiment_kind_check;
+ALTER TABLE ftops_fault ADD CONSTRAINT ftops_fault_experiment_kind_check
+    CHECK (experiment_kind IN ('drill', 'recovery', 'fault_profile', 'fleet_recovery'));

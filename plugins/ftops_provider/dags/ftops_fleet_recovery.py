@@ -2,20 +2,23 @@
 fleet back soonest, priority-weighted, as capacity returns (issue 33, item 3; paper 003 with jobs as queries).
 
 Triggered from the Airflow UI (the form) or ``ftops``'s console after a rack, a zone or a bad deploy took executors
-from several jobs. ``plan_fleet`` finds the lost jobs (``jobs``, or every registered job whose primary runs no
-executor), takes each one's lease, reads the planner's inputs (priority from the job's policy, cores, input rate and
-steady lag from its micro-batches before the failure, catch-up and restart delay from its last fleet recovery or the
-run's assumptions) and the capacity (free cores on the master now; ``arrivals`` as ``CORES@SECONDS`` after the
-failure, else each worker the master lists dead, one every ``replacement_s``), plans the order
+from several jobs. ``plan_fleet`` finds the lost jobs (every registered job that ran micro-batches in the 5 minutes
+before the failure and whose primary runs no executor now; or ``jobs``, each of which must be lost), takes each one's
+lease, reads the planner's inputs (priority from the job's policy, cores, input rate and steady lag from its
+micro-batches before the failure, catch-up and restart delays from its last fleet recoveries or the run's
+assumptions) and the capacity (free cores on the master now; ``arrivals`` as ``CORES@SECONDS`` after the failure,
+else the workers the master lists dead around the failure, one every ``replacement_s``), plans the order
 (``ftops plan fleet-recovery``'s planner: ``staged`` by default, or ``density``, ``fifo``), records the run, and holds
 down (its driver stopped, in the fault journal) each lost job that would take returning cores out of the plan's
 order (a standalone master serves waiting applications in submission order); the others keep their drivers and get
-executors as soon as their stage's cores return, with no restart to pay. Then, per stage, ``wait_capacity_<k>``
-(deferred until the master has the stage's free cores) and ``restart_stage_<k>`` (the stage's held jobs resubmitted from
-their checkpoints; each restart recorded with its predicted time back). ``wait_back`` waits (deferred) until every
-job is caught up with its input, recording each one's measured time back; ``finish`` (always) resubmits any job still
-held down, releases the leases and closes the run; ``watcher`` keeps a run with a failed task failed. A run that dies
-leaves no job down: its leases lapse and the safety net resubmits what it held down. Planned, predicted and
+executors as soon as their stage's cores return, with no restart to pay (``staged`` keeps the master's own order
+when holding down is predicted to cost more than it saves). Then, per stage, ``wait_capacity_<k>`` (deferred until
+the master has the stage's free cores and its kept jobs' executors) and ``restart_stage_<k>`` (the stage's held jobs
+resubmitted from their checkpoints; each restart recorded with its predicted time back). ``wait_back`` waits
+(deferred) until every job is caught up with its input, recording each one's measured time back; ``finish``
+(always) resubmits any job still held down, releases the leases and closes the run; ``watcher`` keeps a run with a
+failed task failed. Every step and wait renews the jobs' leases; a run that dies leaves no job down: 5 minutes
+later its leases lapse and the safety net resubmits what it held down. Planned, predicted and
 measured times are in ``ftops_fleet_recovery_job`` and on each job's console page.
 """
 
@@ -31,9 +34,11 @@ from ftops_provider.operators.fleet_recovery import (PLAN_TASK, FinishFleetRecov
                                                      FleetStageCapacitySensor, PlanFleetRecoveryOperator,
                                                      RestartFleetStageOperator)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
+from spark_jobs.fleet_recovery.inputs import MAX_ARRIVALS
 
-MAX_STAGES = 6  # stage 0 (the survivors' free cores) and up to five returning workers
-ARRIVALS_PATTERN = r"^\s*$|^\s*[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?(\s*,\s*[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?){0,4}\s*$"
+MAX_STAGES = MAX_ARRIVALS + 1  # stage 0 (the survivors' free cores) and a stage per returning worker
+_ARRIVAL = r"[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?"
+ARRIVALS_PATTERN = rf"^\s*$|^\s*{_ARRIVAL}(\s*,\s*{_ARRIVAL}){{0,{MAX_ARRIVALS - 1}}}\s*$"
 
 with DAG(
     dag_id="ftops_fleet_recovery",
@@ -65,11 +70,11 @@ with DAG(
     previous = PlanFleetRecoveryOperator(
         task_id=PLAN_TASK, jobs="{{ params.jobs }}", failed_at="{{ params.failed_at }}", arrivals="{{ params.arrivals }}",
         replacement_s="{{ params.replacement_s }}", policy="{{ params.policy }}", restart_s="{{ params.restart_s }}",
-        headroom="{{ params.headroom }}", timeout_s=timeout)
+        headroom="{{ params.headroom }}")
     for k in range(MAX_STAGES):
         wait = FleetStageCapacitySensor(task_id=f"wait_capacity_{k}", stage=k, timeout_s=timeout,
                                         trigger_rule="none_failed")
-        restart = RestartFleetStageOperator(task_id=f"restart_stage_{k}", stage=k, timeout_s=timeout)
+        restart = RestartFleetStageOperator(task_id=f"restart_stage_{k}", stage=k)
         previous >> wait >> restart
         previous = restart
     back = FleetBackSensor(task_id="wait_back", timeout_s=timeout, trigger_rule="none_failed")

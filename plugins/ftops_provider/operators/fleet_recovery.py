@@ -19,30 +19,36 @@ from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.sensors.waits import _DeferredWait
 
 PLAN_TASK = "plan_fleet"
-LEASE_MARGIN_S = 300.0  # a lease outlives the longest wait between two steps by this much
+LATE_CLOCK_S = 60.0  # a failure time this far ahead of now is refused (a clock or unit mistake)
 
 
-def lease_ttl_s(timeout_s: float) -> float:
-    """How long the jobs' leases last without a step renewing them: a dead run's jobs are resubmitted by the safety
-    net at most this long after its last step."""
-    return float(timeout_s) + LEASE_MARGIN_S
+def failure_time(text: str, now: float | None = None) -> float:
+    """``failed_at``: epoch seconds or an ISO 8601 time (UTC unless it names its offset); empty: now. A time in the
+    future (milliseconds given for seconds, say) is refused, naming it.
 
+    >>> failure_time("1970-01-01T00:01:00"), failure_time("60.5")
+    (60.0, 60.5)
+    """
+    from datetime import timezone
 
-def failure_time(text: str) -> float:
-    """``failed_at``: epoch seconds or an ISO 8601 time; empty: now."""
     from ft_core.errors import InputError
 
+    now = time.time() if now is None else now
     text = (text or "").strip()
     if not text:
-        return time.time()
+        return now
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise InputError(f"failed_at: {text!r} is neither epoch seconds nor an ISO 8601 time", field="failed_at") from None
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(f"failed_at: {text!r} is neither epoch seconds nor an ISO 8601 time",
+                             field="failed_at") from None
+        value = (parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)).timestamp()
+    if value > now + LATE_CLOCK_S:
+        raise InputError(f"failed_at: {text!r} is in the future (epoch seconds, not milliseconds)", field="failed_at")
+    return value
 
 
 def _planned(context: Any) -> dict[str, Any]:
@@ -63,15 +69,15 @@ def _stage_jobs(context: Any, stage: int) -> tuple[dict[str, Any], list[str]]:
 class PlanFleetRecoveryOperator(BaseOperator):
     """Find the lost jobs, take their leases, plan their restart order, record the run and hold the jobs down."""
 
-    template_fields = ("jobs", "failed_at", "arrivals", "replacement_s", "policy", "restart_s", "headroom", "timeout_s")
+    template_fields = ("jobs", "failed_at", "arrivals", "replacement_s", "policy", "restart_s", "headroom")
     ui_color = "#fdecea"
 
     def __init__(self, *, jobs: str = "", failed_at: str = "", arrivals: str = "", replacement_s: Any = 60,
-                 policy: str = "staged", restart_s: Any = 20, headroom: Any = 2.0, timeout_s: Any = 900,
-                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+                 policy: str = "staged", restart_s: Any = 20, headroom: Any = 2.0, ftops_db_conn_id: str = "ftops_db",
+                 **kwargs: Any):
         super().__init__(**kwargs)
         self.jobs, self.failed_at, self.arrivals, self.replacement_s = jobs, failed_at, arrivals, replacement_s
-        self.policy, self.restart_s, self.headroom, self.timeout_s = policy, restart_s, headroom, timeout_s
+        self.policy, self.restart_s, self.headroom = policy, restart_s, headroom
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any] | None:
@@ -84,15 +90,17 @@ class PlanFleetRecoveryOperator(BaseOperator):
             named = [checked_name(j.strip(), field="jobs") for j in str(self.jobs or "").split(",") if j.strip()]
             if self.policy not in POLICIES:
                 raise InputError(f"policy: {self.policy!r} is not one of {', '.join(POLICIES)}", field="policy")
-            headroom = float(self.headroom)
-            if not headroom > 1:
-                raise InputError(f"headroom: must be above 1 (a job must outpace its input), got {self.headroom!r}",
-                                 field="headroom")
+            try:
+                headroom = float(self.headroom)
+            except (TypeError, ValueError):
+                headroom = float("nan")
+            if not headroom > 1 or headroom > 1000:
+                raise InputError("headroom: a number above 1 (a job must outpace its input) and at most 1000, got "
+                                 f"{self.headroom!r}", field="headroom")
             arguments = dict(named=named, failed_at=failure_time(self.failed_at), arrivals=parse_arrivals(self.arrivals),
                              replacement_s=checked(PositiveSeconds, self.replacement_s, "replacement_s"),
                              policy=self.policy, restart_s=checked(Seconds, self.restart_s, "restart_s"),
-                             headroom=headroom,
-                             lease_ttl_s=lease_ttl_s(checked(PositiveSeconds, self.timeout_s, "timeout_s")))
+                             headroom=headroom)
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             with bad_input_fails_the_task():
@@ -109,33 +117,34 @@ class PlanFleetRecoveryOperator(BaseOperator):
 
 class FleetStageCapacitySensor(_DeferredWait):
     """Wait (deferred) until the master has the free cores stage ``stage`` restarts its held jobs with, and its kept
-    jobs' applications hold executors again; skips a stage with no job."""
+    jobs' applications hold executors again, keeping the run's leases meanwhile; skips a stage with no job."""
 
-    def __init__(self, *, stage: int, **kwargs: Any):
+    def __init__(self, *, stage: int, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
-        self.stage = stage
+        self.stage, self.ftops_db_conn_id = stage, ftops_db_conn_id
 
     def make_trigger(self, context: Any):
-        from ftops_provider.triggers.spark_capacity import SparkCapacityTrigger
+        from ftops_provider.triggers.fleet_stage import FleetStageTrigger
+        from spark_jobs.fleet_recovery.steps import holder_of
 
         planned, jobs = _stage_jobs(context, self.stage)
         cores = int(round(planned["cores"].get(str(self.stage), 0)))
         waiting = planned["waiting"].get(str(self.stage), [])
         self.log.info("stage %d (%s) needs %d free cores on %s%s", self.stage, ", ".join(jobs), cores,
                       planned["master_ui"], f" and executors of {', '.join(waiting)}" if waiting else "")
-        return SparkCapacityTrigger(planned["master_ui"], min_free_cores=cores, running_apps=waiting,
-                                    timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+        return FleetStageTrigger(planned["master_ui"], run_id=planned["run_id"], holder=holder_of(context["run_id"]),
+                                 ftops_db_conn_id=self.ftops_db_conn_id, min_free_cores=cores, running_apps=waiting,
+                                 timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
 
 
 class RestartFleetStageOperator(BaseOperator):
     """Restart stage ``stage``'s jobs from their checkpoints and record each restart."""
 
-    template_fields = ("timeout_s",)
     ui_color = "#e6f4ea"
 
-    def __init__(self, *, stage: int, timeout_s: Any = 900, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
+    def __init__(self, *, stage: int, ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
-        self.stage, self.timeout_s, self.ftops_db_conn_id = stage, timeout_s, ftops_db_conn_id
+        self.stage, self.ftops_db_conn_id = stage, ftops_db_conn_id
 
     def execute(self, context: Any) -> list[dict[str, Any]]:
         from airflow.sdk.log import mask_secret
@@ -148,8 +157,7 @@ class RestartFleetStageOperator(BaseOperator):
         mask_secret(dsn)
         store = hook.store()
         try:
-            return restart_stage(store, planned["run_id"], jobs, context["run_id"], lease_ttl_s(float(self.timeout_s)),
-                                 {"FTOPS_DATABASE_URL": dsn})
+            return restart_stage(store, planned["run_id"], jobs, context["run_id"], {"FTOPS_DATABASE_URL": dsn})
         finally:
             store.conn.close()
 
@@ -163,15 +171,17 @@ class FleetBackSensor(_DeferredWait):
 
     def make_trigger(self, context: Any):
         from ftops_provider.triggers.fleet_back import FleetBackTrigger
+        from spark_jobs.fleet_recovery.steps import holder_of
 
         planned = _planned(context)
-        return FleetBackTrigger(planned["run_id"], timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s,
-                                ftops_db_conn_id=self.ftops_db_conn_id)
+        return FleetBackTrigger(planned["run_id"], holder=holder_of(context["run_id"]), timeout_s=self.timeout_s,
+                                poll_interval_s=self.poll_interval_s, ftops_db_conn_id=self.ftops_db_conn_id)
 
 
 class FinishFleetRecoveryOperator(BaseOperator):
     """Record the times back, resubmit any job still held down, release the leases, close the run; fails when a job
-    is not back."""
+    is not back. The run is found in the store by the DAG run's id, so a planning task that failed after it opened the
+    run (and held jobs down) is cleaned up too."""
 
     ui_color = "#e6f4ea"
 
@@ -184,13 +194,15 @@ class FinishFleetRecoveryOperator(BaseOperator):
 
         from spark_jobs.fleet_recovery.steps import finish
 
-        planned = _planned(context)
         hook = HistoryStoreHook(self.ftops_db_conn_id)
         dsn = hook.dsn()
         mask_secret(dsn)
         store = hook.store()
         try:
-            result = finish(store, planned["run_id"], context["run_id"], {"FTOPS_DATABASE_URL": dsn})
+            run_id = store.fleet_recovery_of(context["run_id"])
+            if run_id is None:
+                raise AirflowSkipException("no fleet recovery was opened in this run: nothing to finish")
+            result = finish(store, run_id, context["run_id"], {"FTOPS_DATABASE_URL": dsn})
         finally:
             store.conn.close()
         for j in result["jobs"]:

@@ -16,27 +16,29 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 
 class FleetBackTrigger(BaseTrigger):
-    def __init__(self, run_id: int, *, timeout_s: float = 900.0, poll_interval_s: float = 3.0,
+    def __init__(self, run_id: int, *, holder: str, timeout_s: float = 900.0, poll_interval_s: float = 3.0,
                  started_at: float | None = None, ftops_db_conn_id: str = "ftops_db"):
         super().__init__()
-        self.run_id, self.timeout_s, self.poll_interval_s = run_id, timeout_s, poll_interval_s
+        self.run_id, self.holder, self.timeout_s, self.poll_interval_s = run_id, holder, timeout_s, poll_interval_s
         self.started_at = time.time() if started_at is None else started_at
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return ("ftops_provider.triggers.fleet_back.FleetBackTrigger", {
-            "run_id": self.run_id, "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s,
+            "run_id": self.run_id, "holder": self.holder, "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s,
             "started_at": self.started_at, "ftops_db_conn_id": self.ftops_db_conn_id})
 
     def _poll(self) -> tuple[dict[str, Any], list[str]]:
         from ftops_provider.hooks.history import HistoryStoreHook
-        from spark_jobs.fleet_recovery.steps import back_times
+        from spark_jobs.fleet_recovery.back import back_times
+        from spark_jobs.fleet_recovery.steps import renew_leases
 
         try:
             store = HistoryStoreHook(self.ftops_db_conn_id).store()
         except Exception as exc:  # noqa: BLE001 -- a database restart costs a poll, not the wait
             return {}, [f"history store not reachable ({exc})"]
         try:
+            renew_leases(store, self.run_id, self.holder)
             back, missing = back_times(store, self.run_id)
             for job, b in back.items():
                 store.fleet_back(self.run_id, job, b["back_at"], b["restart_delay_s"])

@@ -1,7 +1,8 @@
 """The "Fault tolerance" tab on Airflow's own DAG run page (an external view with destination ``dag_run``): what
 that run of one of ftops's DAGs recorded in the history store.
 
-A run of ``ftops_chaos_drill`` recorded drills, one of ``ftops_incremental_recovery`` recovery runs, and runs of
+A run of ``ftops_chaos_drill`` recorded drills, one of ``ftops_incremental_recovery`` recovery runs, one of
+``ftops_fleet_recovery`` a fleet recovery (each of its jobs linked to its page's fleet recoveries), and runs of
 ``ftops_profile_and_plan`` and ``ftops_checkpoint_tuning`` plans (replication and what-if recovery plans, and
 checkpoint plans). One drill or recovery run with its report written: that report's page; otherwise a list
 linking to each report, or (a run still going, or one that died before writing it) to the job's drills or recovery
@@ -22,6 +23,7 @@ from urllib.parse import quote
 RECORDS: dict[str, tuple[str, frozenset[str]]] = {
     "ftops_chaos_drill": ("drills", frozenset()),
     "ftops_incremental_recovery": ("recovery_runs", frozenset()),
+    "ftops_fleet_recovery": ("fleet_recoveries", frozenset()),
     "ftops_profile_and_plan": ("plans", frozenset({"replication", "recovery"})),
     "ftops_checkpoint_tuning": ("plans", frozenset({"checkpoint"})),
 }
@@ -59,6 +61,9 @@ def _link(kind: str, r: dict[str, Any]) -> str:
     job = escape(quote(r["job"], safe=""), quote=True)
     if kind == "plans":
         return f"{escape(r['kind'])} plan #{r['plan_id']} of <a href='../../jobs/{job}#plans'>{escape(r['job'])}</a>"
+    if kind == "fleet_recoveries":
+        return (f"fleet recovery #{r['run_id']} of <a href='../../jobs/{job}#fleet-recovery'>{escape(r['job'])}</a>: "
+                f"{escape(r['status'])}")
     what, key, page, section = (("drill", "drill_id", "drills", "drills") if kind == "drills"
                                 else ("recovery run", "run_id", "recovery-runs", "recovery"))
     href = f"../../jobs/{job}/{page}/{r[key]}" if r["has_report"] else f"../../jobs/{job}#{section}"
