@@ -85,18 +85,25 @@ def queue_jumpers(plan: list[tuple[str, int | None]], submitted: dict[str, float
     return held
 
 
-def stage_needs(restarts, held: list[str], cores_of: dict[str, float], app_of: dict[str, str | None]) -> dict:
-    """Per stage (keys as text: XCom is JSON): ``stages``, its jobs; ``cores``, the free cores its held jobs need (its
-    kept ones take their cores themselves); ``waiting``, its kept applications, each to hold an executor."""
+def stage_needs(plan: list[tuple[str, int | None]], held: list[str], cores_of: dict[str, float],
+                app_of: dict[str, str | None]) -> dict:
+    """Per stage of ``plan`` ((job, stage) pairs; keys as text: XCom is JSON): ``stages``, its jobs; ``cores``, the free
+    cores its held jobs need (its kept ones take their cores themselves); ``waiting``, its kept applications, each to
+    hold an executor.
+
+    >>> stage_needs([("high", 1), ("low", 2), ("lost", None)], ["low"], {"high": 1, "low": 2, "lost": 1},
+    ...             {"high": "ftops-high-primary", "low": "ftops-low-primary", "lost": None})["cores"]
+    {'1': 0.0, '2': 2.0}
+    """
     stages: dict[str, list[str]] = {}
     cores: dict[str, float] = {}
     waiting: dict[str, list[str]] = {}
-    for r in restarts:
-        if r.stage is None:
+    for job, stage in plan:
+        if stage is None:
             continue
-        k = str(r.stage)
-        stages.setdefault(k, []).append(r.job)
-        cores[k] = cores.get(k, 0.0) + (cores_of[r.job] if r.job in held else 0.0)
-        if r.job not in held and app_of[r.job]:
-            waiting.setdefault(k, []).append(app_of[r.job])
+        k = str(stage)
+        stages.setdefault(k, []).append(job)
+        cores[k] = cores.get(k, 0.0) + (cores_of[job] if job in held else 0.0)
+        if job not in held and app_of[job]:
+            waiting.setdefault(k, []).append(app_of[job])
     return {"stages": stages, "cores": cores, "waiting": waiting}

@@ -97,16 +97,11 @@ def summary(store, run_id: int) -> dict[str, Any]:
     run = store.fleet_recovery(run_id)
     plan, rows = run["plan"], run["jobs"]
     apps = {r["job"]: primary_app(registered_deployment(store, r["job"]), r["job"]) for r in rows}
-    needs = stage_needs([_Restart(r["job"], r["stage"]) for r in rows], plan["held"],
+    needs = stage_needs([(r["job"], r["stage"]) for r in rows], plan["held"],
                         {r["job"]: r["inputs"]["cores"] for r in rows}, apps)
     return {"run_id": run_id, "master_ui": plan["master_ui"], "failed_at": run["failed_at"].timestamp(),
             "held": plan["held"], "order_rule": plan["order_rule"],
             "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], **needs}
-
-
-class _Restart:
-    def __init__(self, job: str, stage: int | None):
-        self.job, self.stage = job, stage
 
 
 def _resumed(store, run_id: int, dag_run_id: str) -> dict[str, Any]:

@@ -28,41 +28,37 @@ class FleetBackTrigger(BaseTrigger):
             "run_id": self.run_id, "holder": self.holder, "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s,
             "started_at": self.started_at, "ftops_db_conn_id": self.ftops_db_conn_id})
 
-    def _poll(self) -> tuple[dict[str, Any], list[str]]:
-        from ftops_provider.hooks.history import HistoryStoreHook
+    def _poll(self, store) -> tuple[dict[str, Any], list[str]]:
         from spark_jobs.fleet_recovery.back import back_times
         from spark_jobs.fleet_recovery.steps import renew_leases
 
-        try:
-            store = HistoryStoreHook(self.ftops_db_conn_id).store()
-        except Exception as exc:  # noqa: BLE001 -- a database restart costs a poll, not the wait
-            return {}, [f"history store not reachable ({exc})"]
-        try:
-            renew_leases(store, self.run_id, self.holder)
-            back, missing = back_times(store, self.run_id)
-            for job, b in back.items():
-                store.fleet_back(self.run_id, job, b["back_at"], b["restart_delay_s"])
-            return back, missing
-        except Exception as exc:  # noqa: BLE001 -- as above
-            return {}, [f"history store not readable ({exc})"]
-        finally:
-            try:
-                store.conn.close()
-            except Exception:  # noqa: BLE001 -- a broken connection is closed already
-                pass
+        renew_leases(store, self.run_id, self.holder)
+        back, missing = back_times(store, self.run_id)
+        for job, b in back.items():
+            store.fleet_back(self.run_id, job, b["back_at"], b["restart_delay_s"])
+        return back, missing
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from ftops_provider.hooks.history import HistoryStoreHook
+        from spark_jobs.drills.waits import StoreView
+
+        view = StoreView(lambda: HistoryStoreHook(self.ftops_db_conn_id).store())  # one connection, reopened if lost
         deadline = self.started_at + self.timeout_s
         said = None
-        while True:
-            back, missing = await asyncio.to_thread(self._poll)
-            if not missing:
-                yield TriggerEvent({"status": "ok", "back": back})
-                return
-            if missing != said:
-                said = missing
-                self.log.info("waiting: %s", "; ".join(missing))
-            if time.time() >= deadline:
-                yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "missing": missing, "back": back})
-                return
-            await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
+        try:
+            while True:
+                answer = await asyncio.to_thread(view.call, self._poll)
+                back, missing = answer if answer is not None else ({}, [view.problem])
+                if not missing:
+                    yield TriggerEvent({"status": "ok", "back": back})
+                    return
+                if missing != said:
+                    said = missing
+                    self.log.info("waiting: %s", "; ".join(missing))
+                if time.time() >= deadline:
+                    yield TriggerEvent({"status": "timeout", "timeout_s": self.timeout_s, "missing": missing,
+                                        "back": back})
+                    return
+                await asyncio.sleep(min(self.poll_interval_s, max(0.0, deadline - time.time())))
+        finally:
+            view.close()
