@@ -562,9 +562,10 @@ def _set_paused(dag_id: str, paused: bool) -> None:
 
 
 def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflow_dags):
-    """Drill now, Tune checkpoint and Re-plan each create a queued run of their DAG with the job as its conf,
-    recorded as triggered from the UI by the user; a viewer is refused and nothing is created; an action the
-    job's kind cannot take and an unknown action are refused naming why; the form goes on to the run's page."""
+    """Drill now, Tune checkpoint, Re-plan and Recover now each create a queued run of their DAG with the job in its
+    conf (any name the rules allow), recorded as triggered from the UI by the user; a viewer is refused and nothing
+    is created; an action the job's kind cannot take and an unknown action are refused naming why; the form goes on
+    to the run's page."""
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
 
@@ -575,18 +576,24 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     viewer = {"Authorization": "Bearer " + get_auth_manager().generate_jwt(
         SimpleAuthManagerUser(username="viewer", role="VIEWER"))}
 
-    started = {}
-    for action, dag_id in (("drill", "ftops_chaos_drill"), ("tune", "ftops_checkpoint_tuning"),
-                           ("replan", "ftops_profile_and_plan")):
-        res = client.post(f"/api/jobs/alerts/actions/{action}", headers=admin)
+    store.register_job(JobSpec(name="Alerts_eu.v2", workload="topk",  # every character a name may have
+                               deployment={"pipeline": "topk", "root": "/tmp/alerts-eu"}))
+
+    started, confs = {}, {}
+    for job, action, dag_id, conf in (("alerts", "drill", "ftops_chaos_drill", {"job": "alerts"}),
+                                      ("alerts", "tune", "ftops_checkpoint_tuning", {"job": "alerts"}),
+                                      ("alerts", "replan", "ftops_profile_and_plan", {"job": "alerts"}),
+                                      ("alerts", "recover", "ftops_fleet_recovery", {"jobs": "alerts"}),
+                                      ("Alerts_eu.v2", "recover", "ftops_fleet_recovery", {"jobs": "Alerts_eu.v2"})):
+        res = client.post(f"/api/jobs/{job}/actions/{action}", headers=admin)
         assert res.status_code == 201, res.text
         doc = res.json()
         assert doc["dag_id"] == dag_id and doc["url"] == f"/dags/{dag_id}/runs/{quote(doc['run_id'], safe='')}"
-        started[doc["run_id"]] = dag_id
+        started[doc["run_id"]], confs[doc["run_id"]] = dag_id, conf
     runs = {r.run_id: r for r in _ftops_runs() if r.run_id in started}
     assert {r.run_id: r.dag_id for r in runs.values()} == started
     for run in runs.values():
-        assert run.conf == {"job": "alerts"} and run.state == "queued" and run.run_type == "manual"
+        assert run.conf == confs[run.run_id] and run.state == "queued" and run.run_type == "manual"
         assert run.triggered_by.value == "ui" and run.triggering_user_name == "admin"
 
     count = len(_ftops_runs())
@@ -605,7 +612,7 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     assert plan_only.status_code == 409 and "plan-only" in plan_only.json()["detail"]
     assert client.post("/api/jobs/topk/actions/replan", headers=admin).status_code == 201  # any job can be planned
     unknown = client.post("/api/jobs/alerts/actions/explode", headers=admin)
-    assert unknown.status_code == 404 and "drill, tune, replan" in unknown.json()["detail"]
+    assert unknown.status_code == 404 and "drill, tune, replan, recover" in unknown.json()["detail"]
     assert client.post("/api/jobs/nobody/actions/drill", headers=admin).status_code == 404
     assert len(_ftops_runs()) == count + 1
 
@@ -613,10 +620,10 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
     cross_site = client.post("/api/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"})
     assert cross_site.status_code == 403 and len(_ftops_runs()) == count + 1  # signed in by cookie: same origin only
     page = client.get("/jobs/alerts").text
-    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan")) and " disabled " not in page
+    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan", "recover")) and " disabled " not in page
     assert "id='actions-barred'" not in page
     topk = client.get("/jobs/topk").text
-    assert "id='action-replan'" in topk and "id='action-drill'" not in topk
+    assert "id='action-replan'" in topk and "id='action-drill'" not in topk and "id='action-recover'" not in topk
     own = {"Origin": "http://testserver"}
     assert client.post("/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"}).status_code == 403
     _set_paused("ftops_chaos_drill", False)

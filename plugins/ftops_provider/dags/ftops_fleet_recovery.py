@@ -49,7 +49,8 @@ with DAG(
     tags=["ftops"],
     doc_md=__doc__,
     params={
-        "jobs": Param("", type="string", maxLength=5000, pattern=r"^[a-z0-9, -]*$",
+        # a job name's characters (ft_core.input.names) and the list's commas; the plan task checks each name
+        "jobs": Param("", type="string", maxLength=5000, pattern=r"^[A-Za-z0-9._, -]*$(?!\n)",
                       description="registered jobs to recover, comma-separated; empty: every job whose primary runs "
                                   "no executor"),
         "failed_at": Param("", type="string", maxLength=40, pattern=r"^$|^[0-9T:.+Z -]+$",

@@ -2,13 +2,15 @@
 
 An action is a DAG run, never work done in the api-server: *Drill now* starts ``ftops_chaos_drill``, *Tune
 checkpoint* ``ftops_checkpoint_tuning`` and *Re-plan* ``ftops_profile_and_plan``, each with ``{"job": NAME}`` as
-its conf (every other Param at the DAG's default, as a scheduled run has them). The run is created by
+its conf, and *Recover now* ``ftops_fleet_recovery`` with ``{"jobs": NAME}`` (every other Param at the DAG's
+default, as a scheduled run has them). The run is created by
 Airflow's own ``trigger_dag`` under the logged-in user's permission to create runs *of that DAG* (the auth
 manager decides, as for Airflow's trigger button), recorded as triggered from the UI by that user; a user
 without it is refused (403) and nothing is created. An action the job's kind cannot take is refused before
 Airflow is asked (a plan-only job has no streams to drill or tune; an attached job's checkpoint is its own
-code's to set). Recovery is not an action yet: ``ftops_incremental_recovery`` recovers a recovery-units
-deployment, not a fleet job.
+code's to set). Whether a job is lost is the master's to say, not the store's (a job whose executors are gone
+still shows its last batches for minutes): *Recover now* on a job that runs executors creates a run that refuses
+it at its first task, naming the executors it runs, and stops nothing.
 
     >>> ACTIONS["drill"].dag_id
     'ftops_chaos_drill'
@@ -30,6 +32,11 @@ class Action:
     label: str
     kinds: frozenset[str]  # the job kinds (ui.models.JobKind.kind) that can take it
     what: str  # what the run does, for the button's caption
+    param: str = "job"  # the DAG's Param that names the job
+
+    def conf(self, job: str) -> dict[str, str]:
+        """The run's conf: the job, every other Param at its default."""
+        return {self.param: job}
 
 
 ACTIONS: dict[str, Action] = {
@@ -40,6 +47,9 @@ ACTIONS: dict[str, Action] = {
                    "profiles checkpoint intervals on copies of the job and stores Chiron's recommendation"),
     "replan": Action("ftops_profile_and_plan", "Re-plan", frozenset({"runnable", "attached", "plan-only"}),
                      "profiles the job, recomputes its plans and adapts its replica by its apply mode"),
+    "recover": Action("ftops_fleet_recovery", "Recover now", frozenset({"runnable", "attached"}),
+                      "restarts the job if its primary lost its executors, when capacity allows, and measures its time "
+                      "back (a job running executors is refused by the run, and left alone)", param="jobs"),
 }
 
 
@@ -101,7 +111,7 @@ def trigger(action: Action, job: str, user) -> dict[str, Any]:
         paused = bool(model.is_paused)
     try:
         run = trigger_dag(action.dag_id, triggered_by=DagRunTriggeredByType.UI,
-                          triggering_user_name=user.get_name(), conf={"job": job})
+                          triggering_user_name=user.get_name(), conf=action.conf(job))
     except (ParamValidationError, ValueError) as exc:
         raise HTTPException(status_code=400, detail=f"{action.label}: {exc}") from None
     except DagRunAlreadyExists as exc:

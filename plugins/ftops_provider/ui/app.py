@@ -353,7 +353,7 @@ def _start(request: Request, job: str, action: str, user, store: HistoryStore) -
 @app.post("/api/jobs/{job}/actions/{action}", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
 def action_api(job: JobName, action: str, request: Request, user: GetUserDep,
                store: HistoryStore = Depends(get_store)) -> dict:
-    """Start the action's DAG run for the job (``drill``, ``tune``, ``replan``) under the caller's permission to
+    """Start the action's DAG run for the job (``drill``, ``tune``, ``replan``, ``recover``) under the caller's permission to
     trigger that DAG: its DAG, run id, whether the DAG is paused and the run's page in Airflow."""
     return _start(request, job, action, user, store)
 
