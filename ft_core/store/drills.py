@@ -62,12 +62,14 @@ class DrillRecords(StoreBase):
                        tentative_accuracy = coalesce(%s, tentative_accuracy),
                        time_to_first_tentative_s = coalesce(%s, time_to_first_tentative_s),
                        time_to_caught_up_s = coalesce(%s, time_to_caught_up_s),
+                       predicted_caught_up_s = coalesce(%s, predicted_caught_up_s),
                        lost_windows = coalesce(%s, lost_windows), duplicated_windows = coalesce(%s, duplicated_windows),
                        output_equals_reference = coalesce(%s, output_equals_reference),
                        report = coalesce(report, '{}'::jsonb) || %s::jsonb
                    WHERE drill_id = %s""",
                 (status, measured.predicted_output_fidelity, measured.predicted_accuracy, measured.tentative_accuracy,
-                 measured.time_to_first_tentative_s, measured.time_to_caught_up_s, measured.lost_windows,
+                 measured.time_to_first_tentative_s, measured.time_to_caught_up_s, measured.predicted_caught_up_s,
+                 measured.lost_windows,
                  measured.duplicated_windows, measured.output_equals_reference, jsonb(report), drill_id),
             )
             if measured.failure_window_starts_ms:
@@ -133,6 +135,24 @@ class DrillRecords(StoreBase):
         for d in drills:
             d["windows"] = windows.get(d["drill_id"], [])
         return drills
+
+    def drill_timings(self, job: str, before_ts: float, limit: int = 5) -> list[dict[str, Any]]:
+        """The job's newest ``limit`` drills whose fault came before ``before_ts`` (epoch s) and whose primary caught
+        up, newest first: ``drill_id``, ``failed_at`` (epoch s: the report's, else the experiment timeline's
+        "failure injected"), ``capacity_alive_s``, ``time_to_caught_up_s`` and the drill's ``params``: what the
+        next drill's catch-up prediction learns from (:mod:`ft_core.recovery.drill_catch_up`)."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                """SELECT * FROM (
+                       SELECT d.drill_id, coalesce((d.report->>'failed_at')::float8,
+                                  (SELECT (e->>'at')::float8 FROM jsonb_array_elements(d.experiment->'timeline') e
+                                   WHERE e->>'event' = 'failure injected' LIMIT 1)) AS failed_at,
+                              (d.report->>'capacity_alive_s')::float8, d.time_to_caught_up_s, d.params
+                       FROM ftops_drill d JOIN ftops_job j USING (job_id)
+                       WHERE j.name = %s AND d.time_to_caught_up_s IS NOT NULL) measured
+                   WHERE failed_at < %s ORDER BY failed_at DESC LIMIT %s""",
+                (job, before_ts, limit))
+            return rows(cur, ("drill_id", "failed_at", "capacity_alive_s", "time_to_caught_up_s", "params"))
 
     @staticmethod
     def _plan_accuracy(cur, plan_id: int | None) -> float | None:

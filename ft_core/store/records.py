@@ -74,6 +74,7 @@ class DrillMeasurement(BaseModel):
     # Times are differences of two clocks (file times, the driver's): kept as measured, even a hair below 0.
     time_to_first_tentative_s: float | None = None
     time_to_caught_up_s: float | None = None
+    predicted_caught_up_s: float | None = Field(default=None, ge=0)
     lost_windows: int | None = Field(default=None, ge=0)
     duplicated_windows: int | None = Field(default=None, ge=0)
     output_equals_reference: bool | None = None
@@ -173,7 +174,7 @@ JOB_KEYS = ("job_id", "name", "workload", "primary_master", "standby_master", "r
              "created_at", "updated_at", "drill_schedule", "tuning_schedule", "priority")
 DRILL_KEYS = ("drill_id", "plan_id", "params", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows",
-               "output_equals_reference", "error", "dag_run_id", "started_at", "finished_at")
+               "output_equals_reference", "error", "dag_run_id", "started_at", "finished_at", "predicted_caught_up_s")
 RUN_KEYS = ("run_id", "plan_id", "status", "failure", "dag_run_id", "started_at", "finished_at")
 STAGE_KEYS = ("stage_no", "capacity", "partitions", "placement", "status", "waiting_at", "started_at", "finished_at")
 APPLIED_KEYS = ("applied_id", "plan_id", "role", "spark_app_id", "master_url", "started_at", "stopped_at",

@@ -177,9 +177,9 @@ class StreamProgressRecords(StoreBase):
                                     "arrived": None if arrived is None else float(arrived)})
         return out
 
-    def job_batches(self, job: str, after_ts: float) -> dict[str, list[dict]]:
+    def job_batches(self, job: str, after_ts: float, until_ts: float | None = None) -> dict[str, list[dict]]:
         """The job's own streams (its primary's; a job attached to unchanged code: its queries', migration 014) and
-        their batches that ended after ``after_ts``, in time order: ``batch_end`` (epoch s), ``input_rows`` and
+        their batches that ended after ``after_ts`` (and by ``until_ts``, if given), in time order: ``batch_end`` (epoch s), ``input_rows`` and
         ``lag_s`` (its output watermark behind its input's, None when not recorded or before its first watermark: Spark
         reports the epoch until a window closes): the console's live charts.
         A stream without a batch since maps to an empty list; a job that never wrote one has no stream."""
@@ -191,7 +191,8 @@ class StreamProgressRecords(StoreBase):
                 """SELECT stream, extract(epoch FROM batch_end), input_rows,
                           CASE WHEN watermark_ms > 0 THEN (input_watermark_ms - watermark_ms) / 1000.0 END
                    FROM ftops_stream_progress WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s)
-                   ORDER BY stream, batch_end""", (list(out), after_ts))
+                     AND (%s::float8 IS NULL OR batch_end <= to_timestamp(%s::float8))
+                   ORDER BY stream, batch_end""", (list(out), after_ts, until_ts, until_ts))
             for stream, end, rows, lag in cur.fetchall():
                 out[stream].append({"batch_end": float(end), "input_rows": rows,
                                     "lag_s": None if lag is None else float(lag)})

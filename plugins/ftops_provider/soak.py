@@ -25,6 +25,7 @@ from ft_core.errors import ExternalError, InputError
 from spark_jobs.drills.probes import STEADY_LAG_S, wait_steady
 
 DrillCount = Annotated[int, Field(ge=1, le=1000)]
+FORECAST_WITHIN = 0.25  # issue 38: a drill's catch-up forecast within 25 % of the measurement
 
 
 class SoakDrill(BaseModel):
@@ -43,6 +44,7 @@ class SoakDrill(BaseModel):
     tentative_accuracy: float | None = None
     time_to_first_tentative_s: float | None = None
     time_to_caught_up_s: float | None = None
+    predicted_caught_up_s: float | None = Field(default=None, description="the drill's forecast, made before its fault")
     steady_after_s: float | None = Field(default=None, description="seconds after the run until the job was steady "
                                          "again (None: not steady within the deadline)")
     elapsed_s: float
@@ -55,6 +57,13 @@ class SoakDrill(BaseModel):
     @property
     def domains_kept(self) -> bool:
         return self.capacity_expected is None or self.capacity_after == self.capacity_expected
+
+    @property
+    def forecast_error(self) -> float | None:
+        """The forecast's error as a fraction of the measured time caught up (None: one of them missing)."""
+        if self.predicted_caught_up_s is None or not self.time_to_caught_up_s:
+            return None
+        return (self.predicted_caught_up_s - self.time_to_caught_up_s) / self.time_to_caught_up_s
 
     @property
     def passed(self) -> bool:
@@ -85,6 +94,11 @@ class SoakResult(BaseModel):
     @property
     def target_met(self) -> bool:
         return bool(self.drills) and all(d.passed for d in self.drills)
+
+    def forecasts_within(self, share: float = FORECAST_WITHIN) -> tuple[int, int]:
+        """(drills whose catch-up forecast was within ``share`` of the measurement, drills with both)."""
+        errors = [d.forecast_error for d in self.drills if d.forecast_error is not None]
+        return sum(abs(e) <= share for e in errors), len(errors)
 
 
 def soak_domains(domains: Sequence[str], drills: int) -> list[str]:
@@ -166,7 +180,8 @@ def _one_drill(stack, job: str, index: int, domain: str, replacement_delay_s: fl
     steady = _time_to_steady(stack, job, steady_timeout_s)
     if record:
         fields = {k: record[k] for k in ("drill_id", "status", "lost_windows", "duplicated_windows", "output_equals_reference",
-                                         "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s", "error")}
+                                         "tentative_accuracy", "time_to_first_tentative_s", "time_to_caught_up_s",
+                                         "predicted_caught_up_s", "error")}
         fields["failed_domain"] = (record["params"] or {}).get("domain")
     else:
         failed = sorted(t for t, ti in stack.airflow.task_instances("ftops_chaos_drill", run["dag_run_id"]).items()
@@ -205,11 +220,13 @@ def soak_report(result: SoakResult, table: Path | None = None, planned: int | No
     rows = [[d.index, d.domain if d.failed_domain in (None, d.domain) else f"{d.domain}: {d.failed_domain}", d.dag_state, d.status or "-", "-" if d.lost_windows is None else d.lost_windows,
              "-" if d.duplicated_windows is None else d.duplicated_windows,
              "-" if d.output_equals_reference is None else ("yes" if d.output_equals_reference else "no"),
-             num(d.tentative_accuracy, 3), num(d.time_to_first_tentative_s), num(d.time_to_caught_up_s),
+             num(d.tentative_accuracy, 3), num(d.time_to_first_tentative_s), num(d.predicted_caught_up_s),
+             num(d.time_to_caught_up_s), "-" if d.forecast_error is None else f"{d.forecast_error:+.0%}",
              num(d.steady_after_s, 0), _shown(d.capacity_after), num(d.elapsed_s, 0), "yes" if d.passed else "no"]
             for d in result.drills]
     rendered = format_table(["drill", "domain", "DAG run", "drill record", "lost", "duplicated", "output = reference",
-                          "tentative accuracy", "first tentative (s)", "caught up (s)", "steady after (s)",
+                          "tentative accuracy", "first tentative (s)", "caught up: forecast (s)", "caught up (s)",
+                          "forecast error", "steady after (s)",
                           "workers per domain after", "took (s)", "pass"], rows)
     passed = sum(d.passed for d in result.drills)
     errors = [f"- drill {d.index}: {d.error}" for d in result.drills if d.error]
@@ -231,7 +248,16 @@ def soak_report(result: SoakResult, table: Path | None = None, planned: int | No
         + (f"Target (every drill passes, 0 lost, 0 duplicated): {'met' if result.target_met else 'not met'}."
          if planned is None or len(result.drills) >= planned else
          f"**Unfinished: {len(result.drills)} of the {planned} drills asked for ran** (the soak is still running or was stopped)."),
+        *(["", _forecast_line(result)] if result.forecasts_within()[1] else []),
         *([""] + errors if errors else []), ""])
+
+
+def _forecast_line(result: SoakResult) -> str:
+    within, forecast = result.forecasts_within()
+    errors = sorted(abs(d.forecast_error) for d in result.drills if d.forecast_error is not None)
+    return (f"Catch-up forecasts (made before each fault, spark_jobs/drills/catch_up.py): **{within} of {forecast} within "
+            f"{FORECAST_WITHIN:.0%}** of the measured time caught up (median error {errors[len(errors) // 2]:.0%}); "
+            f"issue 38's target: at least 90 % of the drills.")
 
 
 def _times_plot(result: SoakResult, table: Path) -> str:

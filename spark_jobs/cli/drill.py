@@ -17,6 +17,7 @@ from ft_core.errors import InputError
 from ft_core.input.names import name_flag
 from ft_core.input.quantities import (Positive, PositiveFraction, PositiveNodeCount, PositiveSeconds, PortBase, Seconds,
                                       Subnet, TaskBudget, comma_list, flag)
+from spark_jobs.cli.drill_forecast_bench import register_bench as register_forecast_bench
 from spark_jobs.cli.job_lease import add_lease_ttl_argument, command_holder
 from spark_jobs.drills.ports import DEFAULT_PORT_BASE
 from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
@@ -56,6 +57,7 @@ def register(sub, groups) -> None:
     run.set_defaults(func=_run)
     _add_job_drill(dsub)
     _add_partitions_bench(groups["bench"])
+    register_forecast_bench(groups["bench"])
 
     bench = groups["bench"].add_parser("drills", help="drills over replication ratios: predicted OF vs measured accuracy (Fig. 12)")
     bench.add_argument("--workloads", default="topk,incidents,examples/sensor_alerts.py", help="pipelines to drill, "
@@ -274,10 +276,12 @@ def job_measurements(m: dict) -> list[list[str]]:
     ``measurements`` hold, predicted beside measured.
 
         >>> job_measurements({"predicted_output_fidelity": 0.34, "predicted_accuracy": 0.21, "tentative_accuracy": 0.206,
-        ...                   "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 71.5, "lost_windows": 0,
-        ...                   "duplicated_windows": 0, "output_equals_reference": True})  # doctest: +NORMALIZE_WHITESPACE
-        [['tentative accuracy', '0.210 (OF 0.340)', '0.206'], ['first tentative output', '-', '3.2 s after the failure'],
-         ['primary caught up', '-', '71.5 s after the failure'], ['windows lost', '-', '0'],
+        ...                   "time_to_first_tentative_s": 3.2, "predicted_caught_up_s": 80.1, "time_to_caught_up_s": 71.5,
+        ...                   "caught_up_error": 0.12, "lost_windows": 0, "duplicated_windows": 0,
+        ...                   "output_equals_reference": True})  # doctest: +NORMALIZE_WHITESPACE
+        [['tentative accuracy', '0.210 (OF 0.340)', '0.206'],
+         ['primary caught up', '80.1 s', '71.5 s after the failure (+12% off)'],
+         ['first tentative output', '-', '3.2 s after the failure'], ['windows lost', '-', '0'],
          ['windows duplicated', '-', '0'], ['output equals the reference', '-', 'yes']]
     """
     def num(key: str, fmt: str = "{:.3f}", none: str = "-") -> str:
@@ -289,8 +293,12 @@ def job_measurements(m: dict) -> list[list[str]]:
         predicted = num("predicted_accuracy", none="not estimated") + ("" if of == "-" else f" (OF {of})")
         rows.append(["tentative accuracy", predicted, num("tentative_accuracy", none="- (no failure window)")])
         shown |= {"predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy"}
+    if "predicted_caught_up_s" in m or "time_to_caught_up_s" in m:
+        error = "" if m.get("caught_up_error") is None else f" ({m['caught_up_error']:+.0%} off)"
+        rows.append(["primary caught up", num("predicted_caught_up_s", "{:.1f} s", none="not forecast"),
+                     num("time_to_caught_up_s", "{:.1f} s after the failure") + error])
+        shown |= {"predicted_caught_up_s", "time_to_caught_up_s", "caught_up_error"}
     for key, label, fmt in (("time_to_first_tentative_s", "first tentative output", "{:.1f} s after the failure"),
-                            ("time_to_caught_up_s", "primary caught up", "{:.1f} s after the failure"),
                             ("peak_lag_s", "peak lag", "{:.1f} s"), ("throughput_dip", "throughput dip", "{:.0%}"),
                             ("records_reprocessed", "records reprocessed", "{}"), ("lost_windows", "windows lost", "{}"),
                             ("duplicated_windows", "windows duplicated", "{}")):

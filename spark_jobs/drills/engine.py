@@ -123,6 +123,7 @@ class DrillState(BaseModel):
     probes: Probes
     faults: dict[str, int] = {}  # "domain" / "driver" -> fault id in the journal
     capacity_due: float | None = None
+    caught_up_forecast: dict | None = None  # spark_jobs.drills.catch_up.CatchUpForecast, made before the fault
     resubmitted: bool = False
     report: dict | None = None
     problems: list[str] = []
@@ -150,6 +151,7 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
     """Take the lease, repair what a dead experiment left (drivers it starts get ``driver_env``), check the job can
     be drilled and open its record; BusyError/HaltedError when it cannot start now, InputError/ExternalError when
     the job is not drillable."""
+    from spark_jobs.drills.catch_up import forecast_caught_up
     from spark_jobs.drills.fleet_lock import hold_domains
     from spark_jobs.drills.reconcile import reconcile
 
@@ -167,6 +169,9 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
         hold_domains(store, settings.job, holder, dep, ctx, capacity)  # no two drills share a failure domain (issue 33)
         params = {"failure_domain": settings.domain, "domain": ctx.domain, "fault": settings.fault,
                   "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s}
+        forecast = forecast_caught_up(store, settings.job, replacement_delay_s=settings.replacement_delay_s,
+                                      kill_driver=settings.kill_driver, now=time.time(),
+                                      trigger_s=getattr(dep, "trigger_s", 0.0))
         drill_id = store.start_drill(settings.job, ctx.plan_id, params, dag_run_id)
     except BaseException:
         store.release_lease(settings.job, holder)
@@ -178,7 +183,8 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
                     params=[] if attached else dep.params, primary_stream=None if attached else primary_app_name(settings.job))
     return DrillState(settings=settings, holder=holder, dag_run_id=dag_run_id, drill_id=drill_id, deployment=dep, ctx=ctx,
                       needs_approval=job["apply_mode"] == "approve", max_recovery_s=job.get("max_recovery_s"),
-                      capacity_before=capacity, probes=probes)
+                      capacity_before=capacity, probes=probes,
+                      caught_up_forecast=forecast.model_dump() if forecast else None)
 
 
 def _wait_running(dep: JobDeployment, app: str, timeout_s: float) -> None:
@@ -352,10 +358,24 @@ def verify(store, state: DrillState, extra: dict | None = None) -> DrillState:
         report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": bound}
         problems = verdict(report, state.max_recovery_s, bound, after)
     capacity = _cluster(dep).capacity()
-    report.update(capacity_before=state.capacity_before, capacity_after=capacity, **(extra or {}))
+    report.update(capacity_before=state.capacity_before, capacity_after=capacity, **(extra or {}),
+                  **caught_up_measures(store, state, report.get("time_to_caught_up_s")))
     problems += capacity_problems(state.capacity_before, capacity)
     store.finish_drill(state.drill_id, {**report, "problems": problems}, "failed" if problems else "passed")
     return state.model_copy(update={"report": report, "problems": problems, "capacity_after": capacity})
+
+
+def caught_up_measures(store, state: DrillState, caught_s: float | None) -> dict:
+    """The report's catch-up forecast beside the measurement: the fault's time, the predicted time caught up, its
+    error against the measured one (a fraction of it), the forecast's inputs, and the stall measured (the first
+    batch after the fault)."""
+    from spark_jobs.drills.catch_up import first_batch_after
+
+    forecast, t_fail = state.caught_up_forecast, state.ctx.t_fail
+    predicted = forecast["predicted_caught_up_s"] if forecast else None
+    return {"failed_at": t_fail, "predicted_caught_up_s": predicted, "caught_up_forecast": forecast,
+            "caught_up_error": round((predicted - caught_s) / caught_s, 3) if predicted and caught_s else None,
+            "stall_s": first_batch_after(store, state.job, t_fail) if t_fail else None}
 
 
 def verdict(report: dict, max_recovery_s: float | None, steady_bound_s: float, lag_after_s: float | None) -> list[str]:

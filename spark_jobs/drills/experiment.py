@@ -12,7 +12,7 @@ import time
 from ft_core.store.experiments import Check, ExperimentReport, Probe, timeline
 
 _MEASURED = ("predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy", "time_to_first_tentative_s",
-             "time_to_caught_up_s", "lost_windows", "duplicated_windows", "output_equals_reference",
+             "predicted_caught_up_s", "time_to_caught_up_s", "caught_up_error", "lost_windows", "duplicated_windows", "output_equals_reference",
              "exactly_once_held", "peak_lag_s", "throughput_dip", "records_reprocessed")  # the last four: attached jobs
 
 
@@ -38,8 +38,10 @@ def hypothesis_after(state) -> list[Check]:
     if report is None:
         return [Check(name="back to steady state", expected="the primary caught up and keeps up", held=None)]
     after = report.get("steady_after") or {}
-    caught = report.get("time_to_caught_up_s")
-    checks = [Check(name="caught up", expected="the primary reached the input's watermark at the failure's end",
+    caught, forecast = report.get("time_to_caught_up_s"), report.get("predicted_caught_up_s")
+    expected = "the primary reached the input's watermark at the failure's end" + (
+        "" if forecast is None else f" (forecast: after {forecast:.0f} s)")
+    checks = [Check(name="caught up", expected=expected,
                     observed=None if caught is None else f"after {caught:.1f} s", held=caught is not None)]
     if report.get("kind") == "attached":  # no reference job: what its own checkpoints say
         failed = sorted({c for q in report.get("exactly_once", {}).values() for c in q["failed"]})

@@ -159,6 +159,15 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     # the windows from just before the fault on, read from the files that hold them (the event index)
     assert compared_from is not None and (dep.path / "drills" / "event-index.json").is_file()
     assert drill["time_to_caught_up_s"] > 5  # after the replacement worker joined
+    # forecast before the fault (issue 38): stored beside the measurement, each input with its source
+    assert drill["predicted_caught_up_s"] > 5
+    report = store.drill_report(drill["drill_id"])
+    forecast = report["caught_up_forecast"]
+    assert forecast["predicted_caught_up_s"] == drill["predicted_caught_up_s"] and forecast["inputs"]["replacement_delay_s"] == 5
+    assert set(forecast["sources"]) >= {"input_rate", "add_worker_s", "resume_s", "batch_cost"}
+    assert report["caught_up_error"] == pytest.approx((drill["predicted_caught_up_s"] - drill["time_to_caught_up_s"])
+                                                      / drill["time_to_caught_up_s"], abs=1e-3)
+    assert 0 < report["stall_s"] <= drill["time_to_caught_up_s"] and report["failed_at"] > 0
     assert drill["time_to_first_tentative_s"] is not None
     assert drill["params"]["failure_domain"] == "auto" and drill["dag_run_id"] == run.run_id
     assert drill["params"]["domain"] in {w.domain for w in require_state(dep.cluster_state).workers("primary")}
@@ -172,7 +181,6 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     assert events.index("capacity given back") < events.index("primary caught up")
     assert store.lease(JOB) is None  # released
     # the drill left the failure domains it found: its fault was given back in the same domain, and closed
-    report = store.drill_report(drill["drill_id"])
     assert report["capacity_after"] == report["capacity_before"] and sum(report["capacity_before"].values()) == 2
     assert next(c for c in experiment.hypothesis_after if c.name == "failure domains as before").held
     journal = [f for f in store.faults(JOB) if f["experiment_id"] == drill["drill_id"]]

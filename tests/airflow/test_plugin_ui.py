@@ -38,7 +38,8 @@ def record_drills(store: HistoryStore, plan_id: int) -> list[int]:
     passed = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__d1")
     store.finish_drill(passed, {"predicted_output_fidelity": 0.5595, **_windows(t0, [0.5, 0.6, 0.7]),
                                 "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 35.0, "lost_windows": 0,
-                                "duplicated_windows": 0, "output_equals_reference": True}, "passed")
+                                "predicted_caught_up_s": 41.5, "duplicated_windows": 0, "output_equals_reference": True},
+                       "passed")
     store.save_experiment(ExperimentReport(kind="drill", job="topk", experiment_id=passed, dag_run_id="manual__d1",
                                            verdict="passed", timeline=[Event(at=t0 / 1000, event="failure injected")]))
     failed = store.start_drill("topk", plan_id, {"failure_domain": "rack-b", "kill_driver": True}, "manual__d2")
@@ -214,6 +215,8 @@ def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
     assert [d["has_report"] for d in drills] == [True, False, False]
     assert f"<a href='topk/drills/{passed}'>#{passed}</a>" in page and client.get(f"/jobs/topk/drills/{passed}").status_code == 200
     rows = _section(page, "drill-rows", tag="table")
+    assert drills[0]["predicted_caught_up_s"] == 41.5 and drills[1]["predicted_caught_up_s"] is None
+    assert "<td>41.5 s</td><td>35.0 s</td>" in rows  # the forecast beside the measurement
     for other in (failed, running):
         assert f"<a href='topk/drills/{other}'>" not in rows and f">#{other}</span>" in rows
         assert client.get(f"/jobs/topk/drills/{other}").status_code == 404

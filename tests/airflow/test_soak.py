@@ -73,3 +73,16 @@ def test_a_report_written_before_every_drill_ran_says_it_is_unfinished_not_met_o
     assert "**2 of 2 passed**" in partial and "Unfinished: 2 of the 20 drills asked for ran" in partial
     assert "Target (every drill passes" not in partial
     assert "Target (every drill passes, 0 lost, 0 duplicated): met" in soak_report(so_far, planned=2)
+
+
+def test_the_report_sets_each_drills_catch_up_forecast_beside_its_measurement_and_counts_those_within_25_percent():
+    result = SoakResult(command="c", job="topk", elapsed_s=1, drills=[
+        _drill(1, predicted_caught_up_s=70.0), _drill(2, predicted_caught_up_s=90.0), _drill(3),
+        _drill(4, predicted_caught_up_s=45.0)])  # measured 60 s each: +17 %, +50 %, no forecast, -25 %
+    assert [d.forecast_error for d in result.drills] == [pytest.approx(1 / 6), pytest.approx(0.5), None, pytest.approx(-0.25)]
+    assert result.forecasts_within() == (2, 3)
+    report = soak_report(result)
+    rows = [line.split() for line in report.splitlines() if line.split()[:1] in (["1"], ["2"], ["3"])]
+    assert rows[0][9:12] == ["70.0", "60.0", "+17%"] and rows[2][9:12] == ["-", "60.0", "-"]
+    assert "**2 of 3 within 25%** of the measured time caught up (median error 25%)" in report
+    assert "Catch-up forecasts" not in soak_report(SoakResult(command="c", job="topk", elapsed_s=1, drills=[_drill(1)]))

@@ -59,6 +59,7 @@ class DrillOut(BaseModel):
     accuracy_prediction_error: float | None = None
     time_to_first_tentative_s: float | None
     time_to_caught_up_s: float | None
+    predicted_caught_up_s: float | None = Field(default=None, description="the drill's forecast, made before its fault")
     lost_windows: int | None
     duplicated_windows: int | None
     output_equals_reference: bool | None

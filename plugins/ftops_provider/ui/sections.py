@@ -101,14 +101,15 @@ def drills_section(job: str, drills: list[DrillOut]) -> str:
 
 def _drill_table(job: str, drills: list[DrillOut]) -> str:
     header = ("<tr><th>drill</th><th>started</th><th>finished</th><th>status</th><th>failure domain</th><th>predicted OF</th>"
-              "<th>predicted accuracy</th><th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up</th><th>lost windows</th>"
+              "<th>predicted accuracy</th><th>measured accuracy</th><th>windows</th><th>first tentative</th><th>caught up: forecast</th>"
+              "<th>caught up</th><th>lost windows</th>"
               "<th>duplicated windows</th><th>equals reference</th></tr>")
     rows = "".join(
         f"<tr class='drill {escape(d.status)}'><td>{_report_link(job, 'drills', d.drill_id, d.has_report)}</td><td>{_when(d.started_at)}</td><td>{_when(d.finished_at)}</td>"
         f"<td>{_status(d.status, d.error)}</td><td>{escape(str(d.params.get('failure_domain', '-')))}</td>"
         f"<td>{_num(d.predicted_output_fidelity)}</td><td>{_num(d.predicted_accuracy)}</td><td>{_num(d.tentative_accuracy)}</td>"
         f"<td>{len(d.windows)}</td>"
-        f"<td>{_secs(d.time_to_first_tentative_s)}</td><td>{_secs(d.time_to_caught_up_s)}</td>"
+        f"<td>{_secs(d.time_to_first_tentative_s)}</td><td>{_secs(d.predicted_caught_up_s)}</td><td>{_secs(d.time_to_caught_up_s)}</td>"
         f"<td>{_count(d.lost_windows)}</td><td>{_count(d.duplicated_windows)}</td><td>{_yes_no(d.output_equals_reference)}</td></tr>"
         for d in reversed(drills))
     return f"<table id='drill-rows'>{header}{rows}</table>"

@@ -1,0 +1,117 @@
+"""When a drilled job's primary is caught up: Chiron's recovery model in micro-batches (issue 38, item 2).
+
+Problem: a drill fails a failure domain of a running job and gives its capacity back ``replacement_delay_s``
+later; what an on-call person asks first is when the primary is back, i.e. when its output covers the input
+that had arrived by the time the capacity was back. Predict that, before the fault, from what the job
+recorded: its micro-batches (rows read, when each ended) and its earlier drills.
+
+Model (paper 004, Chiron, Sec. II-III: detection ``T`` and restore ``R``, then the backlog caught up at the
+utilisation ``U = I_avg / I_max``; times in seconds after the fault):
+
+- *stall*: the batch in flight when the domain goes stops until the job has executors again (measured on
+  Spark standalone: the batch's tasks on the lost host are not rerun elsewhere before the capacity is back and
+  an executor runs on it): the first batch after the fault ends at ``stall_s`` (Chiron's ``T + R``: the
+  capacity's return plus the executor's start, or the driver's restart from its checkpoint);
+- *catch-up*: a micro-batch of ``n`` rows takes ``max(trigger_s, a + b n)`` seconds (``a``: its fixed cost,
+  Chiron's warm-up ``W``; ``b``: seconds per row, ``1 / I_max``); the first batch after the stall reads every
+  row that arrived since the batch before the fault ended, ``input_rate * (stall_s + pending_s)``, the next
+  one what arrived during it, and so on (each batch shrinks by ``U = input_rate * b``: Chiron's geometric
+  series, its ``warmup_elapsed`` variant, :mod:`ft_core.checkpoint.recovery_time`);
+- *caught up*: at the end of the ``batches_after``-th batch after the stall (2 by default: the first reads
+  the input up to past the capacity's return, and a window's output follows its watermark one batch later:
+  Spark moves the watermark at the end of a batch). Measured on the demo's nine drills, the output caught up
+  at the end of the second batch after the stall eight times and of the third once.
+
+The rates come from the job's own batches (:func:`fit_batch_cost`: least squares of the time between two
+batch ends on the rows read, over batches with a backlog and steady ones); the stall from its earlier drills.
+
+Algorithm: ``batches_after`` steps of the recurrence. Complexity: O(batches_after) for the prediction, O(P) for
+the fit over P batches.
+
+Example: the stall ends 64.5 s after the fault, the batch before it ended 3.6 s before the fault, 100 rows/s
+arrive, a batch costs 3.3 s plus 2.1 ms a row: the first batch after the stall reads 6,810 rows and takes
+17.6 s, the second 1,760 rows and 7.0 s::
+
+    >>> cost = BatchCost(overhead_s=3.3, per_row_s=0.0021, trigger_s=1.0)
+    >>> predict_caught_up(CaughtUpInputs(stall_s=64.5, pending_s=3.6, input_rate=100, cost=cost)).caught_up_s
+    89.1
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ft_core.input.quantities import NonNegative, Positive, Seconds
+
+MIN_SPREAD = 3.0  # the largest batch must read this many times the rows of the smallest for a slope to be fitted
+
+
+class BatchCost(BaseModel):
+    """What a micro-batch of ``n`` rows takes: ``max(trigger_s, overhead_s + per_row_s * n)`` seconds."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    overhead_s: Seconds
+    per_row_s: NonNegative
+    trigger_s: Seconds = 0.0
+
+    def cycle_s(self, rows: float) -> float:
+        return max(self.trigger_s, self.overhead_s + self.per_row_s * rows)
+
+
+class CaughtUpInputs(BaseModel):
+    """The prediction's inputs (module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    stall_s: Positive
+    pending_s: Seconds = 0.0
+    input_rate: NonNegative
+    cost: BatchCost
+    batches_after: int = Field(default=2, ge=1, le=10)
+
+
+class CaughtUpPrediction(BaseModel):
+    """When the primary is caught up (seconds after the fault), and each batch after the stall: when it ends and
+    the rows it reads."""
+
+    caught_up_s: float
+    stall_s: float
+    batches: list[tuple[float, float]]
+
+
+def predict_caught_up(inputs: CaughtUpInputs) -> CaughtUpPrediction:
+    """The time the primary is caught up after the fault (module docstring)."""
+    t, rows = inputs.stall_s, inputs.input_rate * (inputs.stall_s + inputs.pending_s)
+    batches = []
+    for _ in range(inputs.batches_after):
+        took = inputs.cost.cycle_s(rows)
+        t += took
+        batches.append((round(t, 1), round(rows)))
+        rows = inputs.input_rate * took
+    return CaughtUpPrediction(caught_up_s=round(t, 1), stall_s=round(inputs.stall_s, 1), batches=batches)
+
+
+def fit_batch_cost(points: Sequence[tuple[float, float]], trigger_s: float = 0.0) -> BatchCost | None:
+    """``overhead_s`` and ``per_row_s`` by least squares of ``cycle = a + b rows`` over ``points`` (rows read, seconds
+    from the batch before to this one's end); None when the rows do not spread enough to tell the two apart
+    (largest under :data:`MIN_SPREAD` times the smallest) or the fit is not a cost (a slope or intercept below 0).
+
+    >>> fit_batch_cost([(400, 4.0), (500, 4.2), (6800, 17.6), (1500, 7.6)])
+    BatchCost(overhead_s=3.544, per_row_s=0.002089, trigger_s=0.0)
+    >>> fit_batch_cost([(400, 4.0), (500, 4.2)]) is None
+    True
+    """
+    if len(points) < 2:
+        return None
+    xs, ys = [float(r) for r, _ in points], [float(c) for _, c in points]
+    if max(xs) < MIN_SPREAD * max(min(xs), 1.0):
+        return None
+    mx, my = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    b = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    if b <= 0 or a < 0:
+        return None
+    return BatchCost(overhead_s=round(a, 3), per_row_s=round(b, 6), trigger_s=trigger_s)

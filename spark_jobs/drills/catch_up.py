@@ -1,0 +1,153 @@
+"""A drill's forecast of when the primary is caught up, made before its fault from what the history store holds
+(issue 38, item 2; the model: :mod:`ft_core.recovery.drill_catch_up`).
+
+Inputs, each with where it came from (the forecast says so; "assumed" where nothing measured it yet):
+
+- the input rate and the time between batches: the job's batches in the :data:`STEADY_S` before the forecast;
+- the stall (the first batch after the fault ends ``replacement_delay_s + add_worker_s + resume_s`` after it):
+  ``add_worker_s`` (capacity back after the drill's delay) and ``resume_s`` (the stalled batch's end after that)
+  are the medians over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
+- a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
+  (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
+  checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
+- the batches after the stall until caught up: their median over those drills (2 when none).
+
+    # forecast = forecast_caught_up(store, "alerts", replacement_delay_s=30, kill_driver=False, now=time.time())
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from pydantic import BaseModel
+
+from ft_core.recovery.drill_catch_up import BatchCost, CaughtUpInputs, fit_batch_cost, predict_caught_up
+
+STEADY_S = 300.0
+LEARN_FROM = 5
+ASSUMED_ADD_WORKER_S = 30.0
+ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver restarted from its checkpoint
+ASSUMED_HEADROOM = 4.0
+STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
+
+
+class CatchUpForecast(BaseModel):
+    """The forecast (seconds after the fault), its inputs and where each came from, the drills it learnt from."""
+
+    predicted_caught_up_s: float
+    stall_s: float
+    batches: list[tuple[float, float]]
+    inputs: dict[str, float]
+    sources: dict[str, str]
+    learned_from: list[int]
+
+
+def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driver: bool, now: float,
+                       trigger_s: float = 0.0) -> CatchUpForecast | None:
+    """The forecast for a drill of ``job`` starting at ``now`` (module docstring); None when the job recorded no
+    batch in the :data:`STEADY_S` before (nothing to forecast from)."""
+    stream, steady = _steady_batches(store, job, now)
+    span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
+    if len(steady) < 3 or span <= 0:
+        return None
+    rate = sum(b["input_rows"] for b in steady[1:]) / span
+    cycles = _points(steady)
+    sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
+    past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
+            if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
+    past = past[:LEARN_FROM]
+    learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
+    add_worker = _median(past, "add_worker_s", ASSUMED_ADD_WORKER_S, learned, sources)
+    resume = _median(past, "resume_s", ASSUMED_RESUME_S[kill_driver], learned, sources)
+    after = round(_median(past, "batches_after", 2, learned, sources))
+    cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
+    stall = max(replacement_delay_s + add_worker + resume, 1.0)
+    pending = statistics.fmean(c for _, c in cycles) / 2
+    prediction = predict_caught_up(CaughtUpInputs(stall_s=stall, pending_s=pending, input_rate=rate, cost=cost,
+                                                  batches_after=max(1, after)))
+    inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1), "resume_s": round(resume, 1),
+              "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
+              "per_row_s": cost.per_row_s, "batches_after": after}
+    sources["pending_s"] = "half the mean time between those batches"
+    return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
+                           batches=prediction.batches, inputs=inputs, sources=sources,
+                           learned_from=[m["drill_id"] for m in past])
+
+
+def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
+    """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
+    ``add_worker_s``, ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
+    caught up; None when its batches are not in the store (a job whose driver does not write there)."""
+    failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
+    stream, batches = _main_stream(store.job_batches(job, failed - STEADY_S, failed + caught + 60))
+    before = [b for b in batches if b["batch_end"] <= failed]
+    after = [b for b in batches if b["batch_end"] > failed]
+    if not before or not after or drill["capacity_alive_s"] is None:
+        return None
+    stall = after[0]["batch_end"] - failed
+    caught_at = failed + caught
+    catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
+    return {"drill_id": drill["drill_id"], "stall_s": stall, "add_worker_s": drill["capacity_alive_s"] -
+            float(drill["params"].get("replacement_delay_s", 0.0)), "resume_s": stall - drill["capacity_alive_s"],
+            "batches_after": len(catching), "points": _points(after)[:max(len(catching), 1)]}
+
+
+def first_batch_after(store, job: str, failed_at: float) -> float | None:
+    """Seconds from the fault to the end of the job's first batch after it (the stall), None when none is recorded
+    in the ten minutes after."""
+    _, batches = _main_stream(store.job_batches(job, failed_at, failed_at + 600))
+    return round(batches[0]["batch_end"] - failed_at, 1) if batches else None
+
+
+def _steady_batches(store, job: str, now: float) -> tuple[str | None, list[dict]]:
+    return _main_stream(store.job_batches(job, now - STEADY_S, now))
+
+
+def _main_stream(batches: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:
+    """The stream that read the most rows (the primary's; an attached job: its busiest query) and its batches."""
+    if not batches:
+        return None, []
+    stream = max(sorted(batches), key=lambda s: sum(b["input_rows"] for b in batches[s]))
+    return stream, batches[stream]
+
+
+def _points(batches: list[dict]) -> list[tuple[float, float]]:
+    """(rows read, seconds since the batch before ended) of each batch but the first."""
+    return [(b["input_rows"], b["batch_end"] - a["batch_end"]) for a, b in zip(batches, batches[1:])]
+
+
+def _median(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
+    if past:
+        sources[key] = learned
+        return statistics.median(m[key] for m in past)
+    sources[key] = f"assumed ({assumed:g}: no earlier drill of this kind measured it)"
+    return assumed
+
+
+def _cost(store, job: str, steady: list[tuple[float, float]], caught: list[tuple[float, float]], rate: float,
+          trigger_s: float, sources: dict[str, str]) -> BatchCost:
+    # the steady batches alone read about the same rows each: they pin a batch's fixed cost, not its cost per row
+    fitted = fit_batch_cost(steady[-STEADY_POINTS:] + caught, trigger_s) if len(caught) >= 2 else None
+    if fitted is not None:
+        sources["batch_cost"] = (f"fitted on {len(caught)} batches catching up after those drills and the "
+                                 f"{min(len(steady), STEADY_POINTS)} newest steady ones")
+        return fitted
+    rows = statistics.fmean(r for r, _ in steady)
+    cycle = statistics.fmean(c for _, c in steady)
+    i_max = _profiled_i_max(store, job)
+    if i_max:
+        sources["batch_cost"] = f"1 / I_max of the job's checkpoint profile ({i_max:.0f} rows/s)"
+        per_row = 1 / i_max
+    else:
+        sources["batch_cost"] = (f"assumed: processing {ASSUMED_HEADROOM:g} x the input rate (no drill or checkpoint "
+                                 "profile measured it)")
+        per_row = 1 / (ASSUMED_HEADROOM * max(rate, 1e-6))
+    return BatchCost(overhead_s=round(max(0.0, cycle - per_row * rows), 3), per_row_s=per_row, trigger_s=trigger_s)
+
+
+def _profiled_i_max(store, job: str) -> float | None:
+    profile = store.latest_profile(job, "checkpoint")
+    rates = [rep.get("max_ingress_rate") or 0.0 for p in (profile or {}).get("doc", {}).get("profiles", [])
+             for rep in p.get("repetitions", [])]
+    return max(rates, default=0.0) or None

@@ -1,0 +1,159 @@
+"""A drill's catch-up forecast (issue 38, item 2) on the real PostgreSQL history store: the job's batches are written
+as its driver writes them, by a generator that follows the model (a micro-batch of n rows takes a + b n seconds;
+after a fault nothing ends until the stall is over), with two earlier drills recorded as the engine records them.
+The forecast must learn from the store what those drills measured (capacity back, the stalled batch's end, the
+batches until caught up, a batch's cost) and predict the next drill from it; without earlier drills it says what it
+assumed, or uses the checkpoint profile's I_max."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ft_core.recovery.drill_catch_up import BatchCost, CaughtUpInputs, predict_caught_up
+from ft_core.store.history import HistoryStore, JobSpec
+from ft_core.store.migrations import upgrade
+from ft_core.store.stream_progress import BatchProgress
+from spark_jobs.drills.catch_up import first_batch_after, forecast_caught_up
+from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
+
+JOB = "alerts"
+STREAM = f"ftops-{JOB}-primary"
+RATE, A, B = 100.0, 3.0, 0.0025  # rows/s in, a batch's fixed cost (s), its cost per row (s)
+
+
+class Feed:
+    """The job's driver: batches back to back at RATE rows/s, each taking A + B rows seconds."""
+
+    def __init__(self, store: HistoryStore, start: float):
+        self.store, self.t, self.batch = store, start, 0
+        self._write(round(RATE * 4))
+
+    def _write(self, rows: int) -> float:
+        took = A + B * rows
+        self.t += took
+        self.store.record_batch(BatchProgress(stream=STREAM, app_id="app-1", batch_id=self.batch, role="primary",
+                                              batch_end=self.t, input_rows=rows))
+        self.batch += 1
+        return took
+
+    def steady_until(self, until: float) -> None:
+        took = 4.0
+        while self.t + A + B * RATE * took < until:
+            took = self._write(round(RATE * took))
+
+    def outage(self, failed_at: float, stall_s: float) -> float:
+        """The fault at ``failed_at``: the batch in flight ends ``stall_s`` after it; the two after it catch up.
+        Returns when the second ended (caught up), seconds after the fault."""
+        since = self.t
+        self.t = failed_at + stall_s - (A + B * RATE * 4)  # the stalled batch ends at failed_at + stall_s
+        self._write(round(RATE * 4))
+        took = self._write(round(RATE * (self.t - since)))
+        self._write(round(RATE * took))
+        return self.t - failed_at
+
+
+def _drill(store: HistoryStore, failed_at: float, capacity_alive_s: float, caught_s: float, *, delay_s: float = 20.0,
+           kill_driver: bool = False, in_timeline: bool = False) -> int:
+    drill_id = store.start_drill(JOB, None, {"replacement_delay_s": delay_s, "kill_driver": kill_driver})
+    report = {"time_to_caught_up_s": caught_s, "capacity_alive_s": capacity_alive_s}
+    if not in_timeline:
+        report["failed_at"] = failed_at
+    store.finish_drill(drill_id, report, "passed")
+    if in_timeline:  # a drill recorded before the report kept its fault's time: its experiment's timeline has it
+        with store.conn, store.conn.cursor() as cur:
+            cur.execute("UPDATE ftops_drill SET experiment = jsonb_build_object('timeline', jsonb_build_array("
+                        "jsonb_build_object('at', %s::float8, 'event', 'failure injected'))) WHERE drill_id = %s",
+                        (failed_at, drill_id))
+    return drill_id
+
+
+@pytest.fixture
+def store(pg_conn) -> HistoryStore:  # noqa: F811
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    store.register_job(JobSpec(name=JOB, workload="w"))
+    return store
+
+
+def test_the_forecast_learns_the_stall_and_the_batch_cost_from_earlier_drills(store):
+    now = time.time()
+    feed = Feed(store, now - 2000)
+    measured = {}
+    for failed_at, capacity_alive, stall in ((now - 1500, 50.0, 60.0), (now - 900, 56.0, 72.0)):
+        feed.steady_until(failed_at)
+        caught = feed.outage(failed_at, stall)
+        measured[_drill(store, failed_at, capacity_alive, caught, in_timeline=failed_at < now - 1000)] = stall
+    feed.steady_until(now)
+
+    forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    assert sorted(forecast.learned_from) == sorted(measured)
+    # capacity back 30 and 36 s after the delay; the stalled batch ended 10 and 16 s after that: their medians
+    assert forecast.inputs["add_worker_s"] == pytest.approx(33.0, abs=0.05)
+    assert forecast.inputs["resume_s"] == pytest.approx(13.0, abs=0.05)
+    assert forecast.inputs["batches_after"] == 2 and forecast.stall_s == pytest.approx(66.0, abs=0.1)
+    assert forecast.inputs["overhead_s"] == pytest.approx(A, rel=0.02) and forecast.inputs["per_row_s"] == pytest.approx(B, rel=0.02)
+    assert forecast.inputs["input_rate"] == pytest.approx(RATE, rel=0.05)
+    assert "median of drills" in forecast.sources["resume_s"] and "fitted on 4 batches" in forecast.sources["batch_cost"]
+    # what the generator does on a stall of 66 s, from the batch before the fault half a batch back
+    expected = predict_caught_up(CaughtUpInputs(stall_s=66.0, pending_s=(A + B * RATE * 4) / 2, input_rate=RATE,
+                                                cost=BatchCost(overhead_s=A, per_row_s=B)))
+    assert forecast.predicted_caught_up_s == pytest.approx(expected.caught_up_s, rel=0.03)
+    # the stall as the report measures it: the first batch after the fault
+    assert first_batch_after(store, JOB, now - 900) == pytest.approx(72.0, abs=0.1)
+
+
+def test_a_drill_that_kills_the_driver_learns_only_from_drills_that_did(store):
+    now = time.time()
+    feed = Feed(store, now - 1200)
+    feed.steady_until(now - 900)
+    feed.outage(now - 900, 60.0)
+    _drill(store, now - 900, 50.0, 80.0)
+    feed.steady_until(now)
+    killing = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=True, now=now)
+    assert killing.learned_from == [] and killing.sources["resume_s"].startswith("assumed (30")
+    assert killing.inputs["add_worker_s"] == 30.0 and killing.stall_s == pytest.approx(80.0)
+    assert forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now).learned_from != []
+    # a drill whose fault came after the forecast's time is not learnt from (the forecast is made before the fault)
+    assert forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now - 950).learned_from == []
+
+
+def test_without_earlier_drills_the_cost_comes_from_the_checkpoint_profile_or_is_assumed(store):
+    now = time.time()
+    feed = Feed(store, now - 400)
+    feed.steady_until(now)
+    assumed = forecast_caught_up(store, JOB, replacement_delay_s=30.0, kill_driver=False, now=now)
+    assert assumed.sources["batch_cost"].startswith("assumed: processing 4 x the input rate")
+    assert assumed.inputs["per_row_s"] == pytest.approx(1 / (4 * RATE), rel=0.05)
+    store.save_profile(JOB, "checkpoint", {"profiles": [{"checkpoint_interval_ms": 1000, "repetitions": [
+        {"max_ingress_rate": 250.0}, {"max_ingress_rate": 800.0}]}]})
+    profiled = forecast_caught_up(store, JOB, replacement_delay_s=30.0, kill_driver=False, now=now)
+    assert profiled.sources["batch_cost"] == "1 / I_max of the job's checkpoint profile (800 rows/s)"
+    assert profiled.inputs["per_row_s"] == pytest.approx(1 / 800)
+    assert profiled.predicted_caught_up_s < assumed.predicted_caught_up_s  # a faster job catches up sooner
+    # no batch in the five minutes before: nothing to forecast from
+    assert forecast_caught_up(store, JOB, replacement_delay_s=30.0, kill_driver=False, now=now + 3600) is None
+
+
+def test_the_forecast_bench_replays_each_drill_from_the_store_as_it_was_before_its_fault(store, pg_server, cli):  # noqa: F811
+    now = time.time()
+    feed = Feed(store, now - 2000)
+    ids = []
+    for failed_at, capacity_alive, stall in ((now - 1500, 50.0, 60.0), (now - 1000, 56.0, 72.0), (now - 500, 52.0, 64.0)):
+        feed.steady_until(failed_at)
+        ids.append(_drill(store, failed_at, capacity_alive, feed.outage(failed_at, stall)))
+    feed.steady_until(now)
+    res = cli("bench", "drill-forecast", "--job", JOB, env={"FTOPS_DATABASE_URL": pg_server.url()})
+    assert res.code == 0, res.err
+    rows = {int(line.split()[0]): line for line in res.out.splitlines() if line.split()[:1] in ([str(i)] for i in ids)}
+    assert list(rows) == ids
+    cells = {i: line.split("  ") for i, line in rows.items()}
+    learnt = {i: [c.strip() for c in cells[i] if c.strip()][3] for i in ids}
+    assert learnt == {ids[0]: "none (assumed)", ids[1]: f"#{ids[0]}", ids[2]: f"#{ids[1]}, #{ids[0]}"}
+    # stalls forecast: assumed 20 + 30 + 15; then the first drill's 60; then the median of 60 and 72; measured 60, 72, 64
+    stalls = {i: [c.strip() for c in cells[i] if c.strip()][4:6] for i in ids}
+    assert stalls == {ids[0]: ["65.0", "60.0"], ids[1]: ["60.0", "72.0"], ids[2]: ["66.0", "64.0"]}
+    assert "**3 of 3 forecasts within 25%**" in res.out and "of those learnt from earlier drills: 2 of 2" in res.out
+    missing = cli("bench", "drill-forecast", "--job", "nobody", env={"FTOPS_DATABASE_URL": pg_server.url()})
+    assert missing.code == 2 and "job 'nobody' is not registered" in missing.err
