@@ -80,7 +80,7 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     ``add_worker_s``, ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
     caught up; None when its batches are not in the store (a job whose driver does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
-    stream, batches = _main_stream(store.job_batches(job, failed - STEADY_S, failed + caught + 60))
+    _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
     after = [b for b in batches if b["batch_end"] > failed]
     if not before or not after or drill["capacity_alive_s"] is None:

@@ -2,7 +2,7 @@
 store, in an Airflow whose store holds only a user's jobs (no sample job): a run without ``job`` (as the scheduler
 starts it) operates the due jobs, each in its own mapped task group, and succeeds doing nothing when none is due;
 at most ``[core] max_map_length`` jobs per run, the rest in the next runs. The real work of a scheduled run is
-tested beside: the drills of two due jobs sharing a cluster in ``test_fleet_drills.py``, the tuning of a due job in
+tested beside: the drills of two due jobs sharing a cluster in ``test_fleet_on_spark.py``, the tuning of a due job in
 ``test_checkpoint_dag.py``."""
 
 from __future__ import annotations
