@@ -235,7 +235,8 @@ def _summary(stack) -> dict:
 
 
 DRILL_FIELDS = ("drill_id", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
-                "time_to_first_tentative_s", "time_to_caught_up_s", "lost_windows", "duplicated_windows")
+                "time_to_first_tentative_s", "time_to_caught_up_s", "predicted_caught_up_s", "lost_windows",
+                "duplicated_windows")
 
 
 def _fraction(value: float | None) -> str:
@@ -251,6 +252,8 @@ def _print_summary(summary: dict) -> None:
     if d:
         first = "-" if d["time_to_first_tentative_s"] is None else f"{d['time_to_first_tentative_s']:.1f} s"
         caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"
+        if d.get("predicted_caught_up_s") is not None:  # the drill's own forecast, made before its fault
+            caught += f" (forecast {d['predicted_caught_up_s']:.1f} s)"
         print(f"topk: drill #{d['drill_id']} {d['status']}: measured tentative accuracy {_fraction(d['tentative_accuracy'])} "
               f"(predicted {_fraction(d['predicted_accuracy'])}, output fidelity {_fraction(d['predicted_output_fidelity'])}), "
               f"first tentative output after {first}, primary caught up after {caught}, lost/duplicated windows "

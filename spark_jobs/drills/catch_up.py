@@ -27,8 +27,10 @@ from ft_core.recovery.drill_catch_up import BatchCost, CaughtUpInputs, fit_batch
 STEADY_S = 300.0
 LEARN_FROM = 5
 ASSUMED_ADD_WORKER_S = 30.0
+DEFAULT_REPLACEMENT_DELAY_S = 30.0  # a drill's (DrillSettings.replacement_delay_s), when its record lacks one
 ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver restarted from its checkpoint
 ASSUMED_HEADROOM = 4.0
+MAX_BATCHES_AFTER = 10
 STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
 
 
@@ -45,8 +47,9 @@ class CatchUpForecast(BaseModel):
 
 def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driver: bool, now: float,
                        trigger_s: float = 0.0) -> CatchUpForecast | None:
-    """The forecast for a drill of ``job`` starting at ``now`` (module docstring); None when the job recorded no
-    batch in the :data:`STEADY_S` before (nothing to forecast from)."""
+    """The forecast for a drill of ``job`` whose fault comes at ``now`` (module docstring); None when the job
+    recorded fewer than 3 batches in the :data:`STEADY_S` before (nothing to forecast from), or its batch cost says
+    it cannot keep up with its input (it would never catch up)."""
     stream, steady = _steady_batches(store, job, now)
     span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
     if len(steady) < 3 or span <= 0:
@@ -58,14 +61,16 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = past[:LEARN_FROM]
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
-    add_worker = _median(past, "add_worker_s", ASSUMED_ADD_WORKER_S, learned, sources)
-    resume = _median(past, "resume_s", ASSUMED_RESUME_S[kill_driver], learned, sources)
-    after = round(_median(past, "batches_after", 2, learned, sources))
+    add_worker = _learned_or_assumed(past, "add_worker_s", ASSUMED_ADD_WORKER_S, learned, sources)
+    resume = _learned_or_assumed(past, "resume_s", ASSUMED_RESUME_S[kill_driver], learned, sources)
+    after = min(max(1, round(_learned_or_assumed(past, "batches_after", 2, learned, sources))), MAX_BATCHES_AFTER)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
+    if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
+        return None
     stall = max(replacement_delay_s + add_worker + resume, 1.0)
     pending = statistics.fmean(c for _, c in cycles) / 2
     prediction = predict_caught_up(CaughtUpInputs(stall_s=stall, pending_s=pending, input_rate=rate, cost=cost,
-                                                  batches_after=max(1, after)))
+                                                  batches_after=after))
     inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1), "resume_s": round(resume, 1),
               "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
               "per_row_s": cost.per_row_s, "batches_after": after}
@@ -78,7 +83,8 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
     ``add_worker_s``, ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
-    caught up; None when its batches are not in the store (a job whose driver does not write there)."""
+    caught up; None when its batches are not in the store (a job whose driver does not write there) or the job did
+    not stall (a batch ended before the capacity was back: its executors elsewhere went on)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
@@ -86,10 +92,12 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     if not before or not after or drill["capacity_alive_s"] is None:
         return None
     stall = after[0]["batch_end"] - failed
+    if stall < drill["capacity_alive_s"]:  # it ran batches before its capacity was back: the stall model does not apply
+        return None
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
     return {"drill_id": drill["drill_id"], "stall_s": stall, "add_worker_s": drill["capacity_alive_s"] -
-            float(drill["params"].get("replacement_delay_s", 0.0)), "resume_s": stall - drill["capacity_alive_s"],
+            float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)), "resume_s": stall - drill["capacity_alive_s"],
             "batches_after": len(catching), "points": _points(after)[:max(len(catching), 1)]}
 
 
@@ -117,7 +125,8 @@ def _points(batches: list[dict]) -> list[tuple[float, float]]:
     return [(b["input_rows"], b["batch_end"] - a["batch_end"]) for a, b in zip(batches, batches[1:])]
 
 
-def _median(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
+def _learned_or_assumed(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
+    """The median of ``key`` over the drills learnt from, else ``assumed``; its source goes into ``sources``."""
     if past:
         sources[key] = learned
         return statistics.median(m[key] for m in past)

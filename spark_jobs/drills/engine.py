@@ -15,7 +15,8 @@ command, deferred to the triggerer by the DAG), which check the abort probes, th
 1. :func:`begin`: take the lease, undo what a dead drill left on the job (:mod:`spark_jobs.drills.reconcile`),
    check the job can be drilled (streams running, domain hosting the primary, blast radius), open the record;
 2. wait ``steady``: the steady-state hypothesis holds;
-3. :func:`inject`: journal each fault with its undo (:mod:`ft_core.store.faults`), then apply it through the
+3. :func:`inject`: forecast when the primary will be caught up (:mod:`spark_jobs.drills.catch_up`), journal each
+   fault with its undo (:mod:`ft_core.store.faults`), then apply it through the
    cluster seam (:mod:`spark_jobs.cluster.seam`): the domain lost, the primary driver killed if asked;
 4. waits ``tentative`` (the replica's output) and ``capacity_due``; :func:`add_capacity`: the domain's capacity
    given back in the same domain (its fault closed); :func:`ensure_primary`: the primary resubmitted from its
@@ -123,7 +124,7 @@ class DrillState(BaseModel):
     probes: Probes
     faults: dict[str, int] = {}  # "domain" / "driver" -> fault id in the journal
     capacity_due: float | None = None
-    caught_up_forecast: dict | None = None  # spark_jobs.drills.catch_up.CatchUpForecast, made before the fault
+    caught_up_forecast: dict | None = None  # spark_jobs.drills.catch_up.CatchUpForecast, made just before the fault
     resubmitted: bool = False
     report: dict | None = None
     problems: list[str] = []
@@ -151,7 +152,6 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
     """Take the lease, repair what a dead experiment left (drivers it starts get ``driver_env``), check the job can
     be drilled and open its record; BusyError/HaltedError when it cannot start now, InputError/ExternalError when
     the job is not drillable."""
-    from spark_jobs.drills.catch_up import forecast_caught_up
     from spark_jobs.drills.fleet_lock import hold_domains
     from spark_jobs.drills.reconcile import reconcile
 
@@ -169,9 +169,6 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
         hold_domains(store, settings.job, holder, dep, ctx, capacity)  # no two drills share a failure domain (issue 33)
         params = {"failure_domain": settings.domain, "domain": ctx.domain, "fault": settings.fault,
                   "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s}
-        forecast = forecast_caught_up(store, settings.job, replacement_delay_s=settings.replacement_delay_s,
-                                      kill_driver=settings.kill_driver, now=time.time(),
-                                      trigger_s=getattr(dep, "trigger_s", 0.0))
         drill_id = store.start_drill(settings.job, ctx.plan_id, params, dag_run_id)
     except BaseException:
         store.release_lease(settings.job, holder)
@@ -183,8 +180,7 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
                     params=[] if attached else dep.params, primary_stream=None if attached else primary_app_name(settings.job))
     return DrillState(settings=settings, holder=holder, dag_run_id=dag_run_id, drill_id=drill_id, deployment=dep, ctx=ctx,
                       needs_approval=job["apply_mode"] == "approve", max_recovery_s=job.get("max_recovery_s"),
-                      capacity_before=capacity, probes=probes,
-                      caught_up_forecast=forecast.model_dump() if forecast else None)
+                      capacity_before=capacity, probes=probes)
 
 
 def _wait_running(dep: JobDeployment, app: str, timeout_s: float) -> None:
@@ -267,6 +263,7 @@ def inject(store, state: DrillState, hypothesis: Hypothesis) -> DrillState:
         written = window_files(dep.primary_output)  # read once for both marks
         ctx.failure_end_ms = delivered_until(dep.primary_output, written)
         ctx.verify_from_ms = verification_start(written) if dep.workload().pipeline.output.window_local else None
+    forecast = _forecast(store, state)  # just before the fault, from what the store holds now
     faults, undo_within = dict(state.faults), s.max_duration_s + s.timeout_s
     kind = "partition" if s.fault == "partition" else "domain_down"
     faults["domain"] = store.open_fault(s.job, "drill", state.drill_id, state.holder, kind, ctx.domain,
@@ -283,7 +280,24 @@ def inject(store, state: DrillState, hypothesis: Hypothesis) -> DrillState:
         store.fault_applied(faults["driver"])
     probes = state.probes.model_copy(update={"t_fail": ctx.t_fail})
     return state.model_copy(update={"ctx": ctx, "faults": faults, "probes": probes, "hypothesis": hypothesis,
-                                    "capacity_due": ctx.t_fail + s.replacement_delay_s})
+                                    "capacity_due": ctx.t_fail + s.replacement_delay_s, "caught_up_forecast": forecast})
+
+
+def _forecast(store, state: DrillState) -> dict | None:
+    """The catch-up forecast (:mod:`spark_jobs.drills.catch_up`); one that cannot be made is logged and left out:
+    a forecast never stops a drill."""
+    import logging
+
+    from spark_jobs.drills.catch_up import forecast_caught_up
+
+    s = state.settings
+    try:
+        forecast = forecast_caught_up(store, s.job, replacement_delay_s=s.replacement_delay_s, kill_driver=s.kill_driver,
+                                      now=time.time(), trigger_s=getattr(state.deployment, "trigger_s", 0.0))
+    except (ValueError, ArithmeticError) as exc:  # a model refused its inputs (pydantic's errors are ValueErrors)
+        logging.getLogger(__name__).warning("drill #%s: no catch-up forecast: %s", state.drill_id, exc)
+        return None
+    return forecast.model_dump() if forecast else None
 
 
 def kill_primary_driver(dep: JobDeployment) -> bool:

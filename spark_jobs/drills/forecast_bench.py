@@ -17,10 +17,11 @@ import time
 from pydantic import BaseModel
 
 from ft_core.errors import InputError
-from spark_jobs.drills.catch_up import forecast_caught_up, measured_drill
+from ft_core.recovery.drill_catch_up import FORECAST_WITHIN
+from spark_jobs.drills.catch_up import DEFAULT_REPLACEMENT_DELAY_S, forecast_caught_up, measured_drill
 
+MIN_MEASURED_S = 0.05  # a time caught up measured at about 0 (two clocks) has no relative error
 BEFORE_FAULT_S = 0.5  # the forecast is made this long before the fault: nothing the fault caused is seen
-WITHIN = 0.25
 
 
 class ForecastRow(BaseModel):
@@ -42,15 +43,18 @@ class ForecastRow(BaseModel):
 
 def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
     """Every drill of ``job`` with a measured time caught up (the newest ``limit``), oldest first, forecast again."""
-    drills = list(reversed(store.drill_timings(job, time.time(), limit=limit)))
+    drills = [d for d in reversed(store.drill_timings(job, time.time(), limit=limit))
+              if d["time_to_caught_up_s"] > MIN_MEASURED_S]
     if not drills:
         raise InputError(f"job {job!r}: no drill with a measured time caught up is recorded", field="job")
     stored = {d["drill_id"]: d.get("predicted_caught_up_s") for d in store.drills(job, limit=limit)}
+    trigger_s = float((store.job(job).get("deployment") or {}).get("trigger_s") or 0.0)  # as the drill passes it
     rows = []
     for d in drills:
         kill = bool(d["params"].get("kill_driver"))
-        forecast = forecast_caught_up(store, job, replacement_delay_s=float(d["params"].get("replacement_delay_s", 30.0)),
-                                      kill_driver=kill, now=d["failed_at"] - BEFORE_FAULT_S)
+        forecast = forecast_caught_up(store, job, kill_driver=kill, now=d["failed_at"] - BEFORE_FAULT_S, trigger_s=trigger_s,
+                                      replacement_delay_s=float(d["params"].get("replacement_delay_s",
+                                                                                DEFAULT_REPLACEMENT_DELAY_S)))
         measured = measured_drill(store, job, d)
         rows.append(ForecastRow(drill_id=d["drill_id"], failed_at=d["failed_at"], kill_driver=kill,
                                 learned_from=forecast.learned_from if forecast else [],
@@ -77,7 +81,7 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
           num(r.forecast_s), num(r.measured_s), "-" if r.error is None else f"{r.error:+.0%}", num(r.stored_forecast_s)]
          for r in rows])
     errors = [r.error for r in rows if r.error is not None]
-    within = sum(abs(e) <= WITHIN for e in errors)
+    within = sum(abs(e) <= FORECAST_WITHIN for e in errors)
     learned = [r.error for r in rows if r.error is not None and r.learned_from]
     stall_misses = [abs(r.stall_forecast_s - r.stall_measured_s) / r.measured_s for r in rows
                     if r.stall_forecast_s is not None and r.stall_measured_s is not None]
@@ -88,9 +92,9 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
         "(spark_jobs/drills/catch_up.py, the code a drill runs); \"stored forecast\" is the one the drill made itself "
         "(drills since migration 016).", "",
         "```", table, "```", "",
-        f"**{within} of {len(errors)} forecasts within {WITHIN:.0%}** of the measured time caught up"
+        f"**{within} of {len(errors)} forecasts within {FORECAST_WITHIN:.0%}** of the measured time caught up"
         + (f" (median error {statistics.median(abs(e) for e in errors):.0%}" if errors else "")
-        + (f"; of those learnt from earlier drills: {sum(abs(e) <= WITHIN for e in learned)} of {len(learned)}" if learned else "")
+        + (f"; of those learnt from earlier drills: {sum(abs(e) <= FORECAST_WITHIN for e in learned)} of {len(learned)}" if learned else "")
         + (")" if errors else "") + ". Issue 38's target: at least 18 of 20 drills within 25 %."
         + ("" if not stall_misses else f" The stall's forecast (capacity back, then the stalled batch's end) alone "
            f"misses by {statistics.median(stall_misses):.0%} of the time caught up (median)."), ""])

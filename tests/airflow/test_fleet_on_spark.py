@@ -1,6 +1,7 @@
 """A user's two jobs (examples/sensor_alerts.py, no sample job in the store) on one local standalone cluster (rack-a,
 rack-b), operated as a fleet on real Spark, PostgreSQL and Airflow (``dag.test()``), one deployment for both tests
-(issue 37: a cluster and two jobs started once; each test leaves the failure domains and the jobs as it found them):
+(issue 37: a cluster and two jobs started once; the drills leave the failure domains as they found them and the
+jobs running, which the recovery checks first; the low-priority job stays the first submitted: no drill kills a driver):
 
 1. Two jobs due at once whose executors share failure domains are drilled one after the other, each under its own
    lease (issue 33, item 2): ``ftops_chaos_drill``'s scheduled path (no ``job`` in the conf) maps a drill over each;
@@ -110,6 +111,11 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
     from spark_jobs.fleet_recovery.inputs import lost_jobs, primary_executors
 
     store, deps = two_jobs
+    cluster = cluster_of(deps[LOW])
+    # what this test needs of the deployment it shares with the drills before it: both domains up, nothing held
+    assert cluster.capacity() == {"rack-a": 1, "rack-b": 1}
+    assert all(store.lease(job) is None and not [f for f in store.faults(job) if f["closed_at"] is None]
+               for job in (LOW, HIGH))
     store.set_policy(HIGH, {"priority": 3}, "test")
     started = time.time()
     for job in (LOW, HIGH):  # a steady state to read the rates from
@@ -119,7 +125,6 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
     with pytest.raises(InputError, match="is not lost"):  # naming a healthy job never stops it
         lost_jobs(store, [HIGH], time.time())
 
-    cluster = cluster_of(deps[LOW])
     failed_at = time.time()
     lost = [cluster.lose(domain, "host-down") for domain in ("rack-a", "rack-b")]  # the zone: every primary worker
     back_in = [(25.0, lost[0].undo), (55.0, lost[1].undo)]

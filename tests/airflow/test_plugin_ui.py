@@ -17,6 +17,7 @@ from ft_core.samples import load_sample
 from ft_core.store.experiments import Check, Event, ExperimentReport
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
+from ft_core.store.stream_progress import BatchProgress
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -146,7 +147,6 @@ def test_job_page_shows_history_topology_and_diff(ui):
 
 
 def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_jobs_queries(ui):
-    from ft_core.store.stream_progress import BatchProgress
 
     client, token, ids = ui
     client.cookies.set("_token", token)
@@ -581,13 +581,17 @@ def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflo
 
     store.register_job(JobSpec(name="Alerts_eu.v2", workload="topk",  # every character a name may have
                                deployment={"pipeline": "topk", "root": "/tmp/alerts-eu"}))
+    lost_at = round(time.time() - 900, 3)  # its last batch: a recovery plans from the rates before it stopped, not from now
+    store.record_batch(BatchProgress(stream="ftops-Alerts_eu.v2-primary", app_id="app-1", batch_id=0, role="primary",
+                                     batch_end=lost_at, input_rows=100))
 
     started, confs = {}, {}
     for job, action, dag_id, conf in (("alerts", "drill", "ftops_chaos_drill", {"job": "alerts"}),
                                       ("alerts", "tune", "ftops_checkpoint_tuning", {"job": "alerts"}),
                                       ("alerts", "replan", "ftops_profile_and_plan", {"job": "alerts"}),
                                       ("alerts", "recover", "ftops_fleet_recovery", {"jobs": "alerts"}),
-                                      ("Alerts_eu.v2", "recover", "ftops_fleet_recovery", {"jobs": "Alerts_eu.v2"})):
+                                      ("Alerts_eu.v2", "recover", "ftops_fleet_recovery",
+                                       {"jobs": "Alerts_eu.v2", "failed_at": f"{lost_at:.3f}"})):
         res = client.post(f"/api/jobs/{job}/actions/{action}", headers=admin)
         assert res.status_code == 201, res.text
         doc = res.json()

@@ -157,3 +157,14 @@ def test_the_forecast_bench_replays_each_drill_from_the_store_as_it_was_before_i
     assert "**3 of 3 forecasts within 25%**" in res.out and "of those learnt from earlier drills: 2 of 2" in res.out
     missing = cli("bench", "drill-forecast", "--job", "nobody", env={"FTOPS_DATABASE_URL": pg_server.url()})
     assert missing.code == 2 and "job 'nobody' is not registered" in missing.err
+
+
+def test_a_drill_in_which_the_job_went_on_with_batches_is_not_learnt_from(store):
+    """A job whose executors elsewhere kept running did not stall: the stall model does not describe it (its
+    batches ended before the capacity was back), and forecasts learn nothing from it, nor fail on it."""
+    now = time.time()
+    feed = Feed(store, now - 1200)
+    feed.steady_until(now)  # batches all along, through the "outage" at now - 600
+    _drill(store, now - 600, 50.0, 12.0)
+    forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    assert forecast.learned_from == [] and forecast.sources["resume_s"].startswith("assumed")

@@ -33,7 +33,8 @@ def test_the_summary_shows_predicted_accuracy_beside_of_and_the_measured_accurac
 
     store.record_predicted_accuracy(plan_id, _estimate(store, plan_id, [0.5, 0.7]))
     drill_id = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__1")
-    store.finish_drill(drill_id, _report([0.5, 0.75, 1.0]), "passed")
+    store.finish_drill(drill_id, {**_report([0.5, 0.75, 1.0]), "time_to_caught_up_s": 91.9, "predicted_caught_up_s": 100.8},
+                       "passed")
     summary = _summary(_Stack(store))
     assert summary["plan"]["predicted_accuracy"] == 0.6 and round(summary["plan"]["accuracy_estimate"]["stdev"], 6) == 0.1
     assert summary["drill"]["predicted_accuracy"] == 0.6 and summary["drill"]["tentative_accuracy"] == 0.75
@@ -43,3 +44,4 @@ def test_the_summary_shows_predicted_accuracy_beside_of_and_the_measured_accurac
     assert f"predicted output fidelity {of:.3f}, predicted tentative accuracy 0.600 ± 0.100" in out
     assert (f"drill #{drill_id} passed: measured tentative accuracy 0.750 (predicted 0.600, output fidelity "
             f"{summary['drill']['predicted_output_fidelity']:.3f})") in out
+    assert "primary caught up after 91.9 s (forecast 100.8 s)" in out  # the drill's forecast beside its measurement

@@ -10,7 +10,8 @@ without it is refused (403) and nothing is created. An action the job's kind can
 Airflow is asked (a plan-only job has no streams to drill or tune; an attached job's checkpoint is its own
 code's to set). Whether a job is lost is the master's to say, not the store's (a job whose executors are gone
 still shows its last batches for minutes): *Recover now* on a job that runs executors creates a run that refuses
-it at its first task, naming the executors it runs, and stops nothing.
+it at its first task, saying how many executors it runs, and stops nothing. Its failure is the job's last recorded
+batch, so a job lost minutes before the click is planned from its rates before it stopped.
 
     >>> ACTIONS["drill"].dag_id
     'ftops_chaos_drill'
@@ -34,9 +35,14 @@ class Action:
     what: str  # what the run does, for the button's caption
     param: str = "job"  # the DAG's Param that names the job
 
-    def conf(self, job: str) -> dict[str, str]:
-        """The run's conf: the job, every other Param at its default."""
-        return {self.param: job}
+    def conf(self, job: str, last_batch_at: float | None = None) -> dict[str, str]:
+        """The run's conf: the job, every other Param at its default; a recovery's failure at the job's last recorded
+        batch (``last_batch_at``, epoch s), so a job lost minutes before the click is planned from its rates before it
+        stopped, not from the silence since."""
+        conf = {self.param: job}
+        if self.dag_id == "ftops_fleet_recovery" and last_batch_at is not None:
+            conf["failed_at"] = f"{last_batch_at:.3f}"
+        return conf
 
 
 ACTIONS: dict[str, Action] = {
@@ -86,7 +92,7 @@ def require_may_trigger(request: Request, user, dag_id: str) -> None:
                                                     "Airflow role decides; ask an admin)")
 
 
-def trigger(action: Action, job: str, user) -> dict[str, Any]:
+def trigger(action: Action, job: str, user, last_batch_at: float | None = None) -> dict[str, Any]:
     """Create the DAG run (queued; the scheduler starts it) as Airflow's trigger endpoint does: refused (409) when
     its DAG is not in Airflow's database or no longer in a DAG file, or (400) has import errors or refuses the conf;
     recorded in Airflow's audit log. Its DAG, run id, whether the DAG is paused (a paused DAG's run waits until it is
@@ -111,7 +117,7 @@ def trigger(action: Action, job: str, user) -> dict[str, Any]:
         paused = bool(model.is_paused)
     try:
         run = trigger_dag(action.dag_id, triggered_by=DagRunTriggeredByType.UI,
-                          triggering_user_name=user.get_name(), conf=action.conf(job))
+                          triggering_user_name=user.get_name(), conf=action.conf(job, last_batch_at))
     except (ParamValidationError, ValueError) as exc:
         raise HTTPException(status_code=400, detail=f"{action.label}: {exc}") from None
     except DagRunAlreadyExists as exc:

@@ -346,7 +346,8 @@ def _start(request: Request, job: str, action: str, user, store: HistoryStore) -
     _known(store, job)
     chosen = check_action(action, JobKind.from_store(store, job).kind, job)
     require_may_trigger(request, user, chosen.dag_id)
-    started = trigger(chosen, job, user)
+    [row] = store.fleet_overview([job])
+    started = trigger(chosen, job, user, row["last_batch_at"].timestamp() if row["last_batch_at"] else None)
     return {**started, "url": _airflow_root(request) + started["url"]}
 
 
