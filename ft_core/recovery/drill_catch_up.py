@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ft_core.input.quantities import NonNegative, Positive, Seconds
 
 FORECAST_WITHIN = 0.25  # issue 38's bar: a forecast within 25 % of the measured time caught up
+MIN_MEASURED_S = 0.05  # a time caught up measured at about 0 (two clocks) has no relative error
 MIN_SPREAD = 3.0  # the largest batch must read this many times the rows of the smallest for a slope to be fitted
 
 
@@ -117,3 +118,15 @@ def fit_batch_cost(points: Sequence[tuple[float, float]], trigger_s: float = 0.0
     if b <= 0 or a < 0:
         return None
     return BatchCost(overhead_s=round(a, 3), per_row_s=round(b, 6), trigger_s=trigger_s)
+
+
+def forecast_error(predicted: float | None, measured: float | None) -> float | None:
+    """The forecast's error as a fraction of the measured time (None: either missing, or a measured time of about 0,
+    which two clocks can give and which has no relative error).
+
+    >>> round(forecast_error(100.8, 91.9), 3)
+    0.097
+    """
+    if predicted is None or measured is None or measured <= MIN_MEASURED_S:
+        return None
+    return (predicted - measured) / measured

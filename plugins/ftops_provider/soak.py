@@ -23,7 +23,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from ft_core.errors import ExternalError, InputError
-from ft_core.recovery.drill_catch_up import FORECAST_WITHIN
+from ft_core.recovery.drill_catch_up import FORECAST_WITHIN, forecast_error
 from spark_jobs.drills.probes import STEADY_LAG_S, wait_steady
 
 DrillCount = Annotated[int, Field(ge=1, le=1000)]
@@ -62,9 +62,7 @@ class SoakDrill(BaseModel):
     @property
     def forecast_error(self) -> float | None:
         """The forecast's error as a fraction of the measured time caught up (None: one of them missing)."""
-        if self.predicted_caught_up_s is None or not self.time_to_caught_up_s:
-            return None
-        return (self.predicted_caught_up_s - self.time_to_caught_up_s) / self.time_to_caught_up_s
+        return forecast_error(self.predicted_caught_up_s, self.time_to_caught_up_s)
 
     @property
     def passed(self) -> bool:

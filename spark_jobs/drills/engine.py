@@ -383,12 +383,13 @@ def caught_up_measures(store, state: DrillState, caught_s: float | None) -> dict
     """The report's catch-up forecast beside the measurement: the fault's time, the predicted time caught up, its
     error against the measured one (a fraction of it), the forecast's inputs, and the stall measured (the first
     batch after the fault)."""
+    from ft_core.recovery.drill_catch_up import forecast_error
     from spark_jobs.drills.catch_up import first_batch_after
 
     forecast, t_fail = state.caught_up_forecast, state.ctx.t_fail
     predicted = forecast["predicted_caught_up_s"] if forecast else None
     return {"failed_at": t_fail, "predicted_caught_up_s": predicted, "caught_up_forecast": forecast,
-            "caught_up_error": round((predicted - caught_s) / caught_s, 3) if predicted and caught_s else None,
+            "caught_up_error": None if (error := forecast_error(predicted, caught_s)) is None else round(error, 3),
             "stall_s": first_batch_after(store, state.job, t_fail) if t_fail else None}
 
 

@@ -17,10 +17,9 @@ import time
 from pydantic import BaseModel
 
 from ft_core.errors import InputError
-from ft_core.recovery.drill_catch_up import FORECAST_WITHIN
+from ft_core.recovery.drill_catch_up import FORECAST_WITHIN, MIN_MEASURED_S, forecast_error
 from spark_jobs.drills.catch_up import DEFAULT_REPLACEMENT_DELAY_S, forecast_caught_up, measured_drill
 
-MIN_MEASURED_S = 0.05  # a time caught up measured at about 0 (two clocks) has no relative error
 BEFORE_FAULT_S = 0.5  # the forecast is made this long before the fault: nothing the fault caused is seen
 
 
@@ -38,7 +37,7 @@ class ForecastRow(BaseModel):
 
     @property
     def error(self) -> float | None:
-        return None if self.forecast_s is None else (self.forecast_s - self.measured_s) / self.measured_s
+        return forecast_error(self.forecast_s, self.measured_s)
 
 
 def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:

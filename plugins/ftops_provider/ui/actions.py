@@ -34,14 +34,15 @@ class Action:
     kinds: frozenset[str]  # the job kinds (ui.models.JobKind.kind) that can take it
     what: str  # what the run does, for the button's caption
     param: str = "job"  # the DAG's Param that names the job
+    lost_at_param: str | None = None  # the DAG's Param that takes when the job was lost (its last recorded batch)
 
     def conf(self, job: str, last_batch_at: float | None = None) -> dict[str, str]:
         """The run's conf: the job, every other Param at its default; a recovery's failure at the job's last recorded
         batch (``last_batch_at``, epoch s), so a job lost minutes before the click is planned from its rates before it
         stopped, not from the silence since."""
         conf = {self.param: job}
-        if self.dag_id == "ftops_fleet_recovery" and last_batch_at is not None:
-            conf["failed_at"] = f"{last_batch_at:.3f}"
+        if self.lost_at_param and last_batch_at is not None:
+            conf[self.lost_at_param] = f"{last_batch_at:.3f}"
         return conf
 
 
@@ -55,7 +56,8 @@ ACTIONS: dict[str, Action] = {
                      "profiles the job, recomputes its plans and adapts its replica by its apply mode"),
     "recover": Action("ftops_fleet_recovery", "Recover now", frozenset({"runnable", "attached"}),
                       "restarts the job if its primary lost its executors, when capacity allows, and measures its time "
-                      "back (a job running executors is refused by the run, and left alone)", param="jobs"),
+                      "back (a job running executors is refused by the run, and left alone)", param="jobs",
+                      lost_at_param="failed_at"),
 }
 
 
