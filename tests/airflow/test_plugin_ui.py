@@ -7,106 +7,21 @@ from __future__ import annotations
 import re
 import time
 from datetime import timezone
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import pytest
-from fastapi.testclient import TestClient
 
-from ft_core.replication.planners import plan_replication
-from ft_core.samples import load_sample
-from ft_core.store.experiments import Check, Event, ExperimentReport
-from ft_core.store.history import HistoryStore, JobSpec
-from ft_core.store.migrations import upgrade
+from ft_core.store.experiments import ExperimentReport
+from ft_core.store.history import JobSpec
 from ft_core.store.stream_progress import BatchProgress
 from tests.conftest import ROOT
+from tests.console_fixtures import drill_windows, seed_history, ui  # noqa: F401 - a fixture
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
           "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries")
-
-
-def _windows(start_ms: int, accuracies: list[float]) -> dict:
-    return {"failure_window_starts_ms": [start_ms + 2000 * i for i in range(len(accuracies))],
-            "tentative_accuracy_per_window": accuracies,
-            "tentative_accuracy": sum(accuracies) / len(accuracies)}
-
-
-def record_drills(store: HistoryStore, plan_id: int) -> list[int]:
-    """Three drills as the chaos-drill DAG leaves them: passed, failed (lost output), still running."""
-    t0 = int(time.time() * 1000) - 600_000
-    passed = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__d1")
-    store.finish_drill(passed, {"predicted_output_fidelity": 0.5595, **_windows(t0, [0.5, 0.6, 0.7]),
-                                "time_to_first_tentative_s": 3.2, "time_to_caught_up_s": 35.0, "lost_windows": 0,
-                                "predicted_caught_up_s": 41.5, "duplicated_windows": 0, "output_equals_reference": True},
-                       "passed")
-    store.save_experiment(ExperimentReport(kind="drill", job="topk", experiment_id=passed, dag_run_id="manual__d1",
-                                           verdict="passed", timeline=[Event(at=t0 / 1000, event="failure injected")]))
-    failed = store.start_drill("topk", plan_id, {"failure_domain": "rack-b", "kill_driver": True}, "manual__d2")
-    store.finish_drill(failed, {"predicted_output_fidelity": 0.5595, **_windows(t0 + 60_000, [0.2, 0.3]),
-                                "time_to_first_tentative_s": 4.0, "time_to_caught_up_s": None, "lost_windows": 2,
-                                "duplicated_windows": 1, "output_equals_reference": False}, "failed")
-    running = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__d3")
-    return [passed, failed, running]
-
-
-def record_recovery_runs(store: HistoryStore) -> list[int]:
-    """Two recovery runs as the incremental-recovery DAG records them, stage by stage."""
-    t_fail = time.time() - 300
-    done = store.start_recovery_run("topk", None, {"domain": "rack-a", "time": t_fail, "units": ["u1", "u2", "u3"]},
-                                    "manual__r1")
-    for k in (1, 2, 3):
-        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "pending")
-    for k, (start, end) in enumerate([(6.0, 14.0), (20.0, 31.0), (33.0, 40.0)], start=1):
-        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "waiting", waiting_at=t_fail + start - 4)
-        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "started", started_at=t_fail + start)
-        store.record_stage(done, k, float(k), [f"u{k}"], {f"u{k}": "worker-c"}, "done", finished_at=t_fail + end)
-    for q, s in (("Q1", 16.0), ("Q2", 33.5), ("Q3", 42.0)):
-        store.record_query_recovery(done, q, 1.0, s)
-    store.finish_recovery_run(done, "succeeded")
-    store.save_experiment(ExperimentReport(
-        kind="recovery", job="topk", experiment_id=done, dag_run_id="manual__r1", verdict="passed",
-        hypothesis_after=[Check(name="Q2 available again", expected="recovered", observed="after 33.5 s", held=True)],
-        timeline=[Event(at=t_fail + 6.0, event="stage 1 started")],
-        measurements={"query_recovered_s": {"Q1": 16.0, "Q2": 33.5, "Q3": 42.0}, "predicted_back_s": {"Q2": 30.0}}))
-    running = store.start_recovery_run("topk", None, {"domain": "rack-b", "time": time.time() - 60}, "manual__r2")
-    store.record_stage(running, 1, 1.0, ["u4"], {}, "done", finished_at=time.time() - 30)  # done without a start time
-    store.record_stage(running, 2, 2.0, ["u5"], {}, "waiting")
-    store.record_stage(running, 3, 3.0, ["u6"], {}, "pending")
-    store.record_query_recovery(running, "Q4", 2.0, None)
-    return [done, running]
-
-
-def seed_history(conn) -> dict:
-    """Job ``topk`` with its topology, two replication plans (budgets 4 and 8), drills and recovery runs."""
-    upgrade(conn)
-    store = HistoryStore(conn)
-    store.register_job(JobSpec(name="topk", workload="topk", replication_budget=8))
-    graph = load_sample("q1-topk")
-    topology_id = store.save_topology("topk", graph.topology.to_document())
-    plan_ids = []
-    for budget in (4, 8):
-        plan = plan_replication(graph, budget, "exact")
-        plan_ids.append(store.save_plan("topk", "replication", algorithm=plan.algorithm, objective=plan.output_fidelity,
-                                        optimal=plan.optimal, payload=plan.model_dump(mode="json"), input_hash=plan.input_hash,
-                                        parameters={"budget": budget}, topology_id=topology_id).plan_id)
-    drills = record_drills(store, plan_ids[-1])
-    runs = record_recovery_runs(store)
-    return {"plans": plan_ids, "drills": drills, "runs": runs, "store": store}
-
-
-@pytest.fixture
-def ui(pg_server, pg_conn, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
-    from airflow.api_fastapi.app import init_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-
-    from ftops_provider.ui.app import app
-
-    manager = init_auth_manager()
-    token = manager.generate_jwt(SimpleAuthManagerUser(username="admin", role="ADMIN"))
-    return TestClient(app), token, seed_history(pg_conn)
 
 
 def test_unauthenticated_requests_are_refused(ui):
@@ -470,7 +385,7 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
     assert topk[6] == f"running, {when:%Y-%m-%d %H:%M} UTC" and newest["status"] == "running"
     assert topk[7:] == ["by hand only", "1", "-"]
     # its newest drill measured against its prediction, and a plan's predicted accuracy once estimated
-    store.finish_drill(newest["drill_id"], {"predicted_output_fidelity": 0.5595, **_windows(int(now * 1000), [0.8, 0.9]),
+    store.finish_drill(newest["drill_id"], {"predicted_output_fidelity": 0.5595, **drill_windows(int(now * 1000), [0.8, 0.9]),
                                             "lost_windows": 0, "duplicated_windows": 0}, "passed")
     store.record_predicted_accuracy(plan["plan_id"], {"tasks": plan["payload"]["tasks"], "mean": 0.8123, "stdev": 0.01,
                                                       "min": 0.8, "max": 0.82, "windows": 2, "sample": "test"})
@@ -524,137 +439,6 @@ def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):
     assert by_state[:3] == ["experiment", "no progress", "no progress"]
     refused = client.get("/", params={"state": "sleeping"})
     assert refused.status_code == 422 and "state" in refused.text
-
-
-@pytest.fixture
-def airflow_dags():
-    """ftops's DAGs in Airflow's metadata database, as its DAG processor leaves them (an action triggers those);
-    the runs the test creates are deleted afterwards."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-
-    DagBundlesManager().sync_bundles_to_db()
-    bag = DagBag(dag_folder=str(ROOT / "dags"))
-    assert not bag.import_errors, bag.import_errors
-    sync_bag_to_db(bag, "dags-folder", None)
-    before = {r.id for r in _ftops_runs()}
-    yield
-    with create_session() as session:
-        session.query(DagRun).filter(DagRun.id.in_({r.id for r in _ftops_runs()} - before)).delete(
-            synchronize_session=False)
-
-
-def _ftops_runs():
-    from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        runs = session.query(DagRun).filter(DagRun.dag_id.like("ftops_%")).all()
-        session.expunge_all()
-        return runs
-
-
-def _set_paused(dag_id: str, paused: bool) -> None:
-    from airflow.models.dag import DagModel
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        session.query(DagModel).filter(DagModel.dag_id == dag_id).update({DagModel.is_paused: paused})
-
-
-def test_a_jobs_actions_start_its_dag_runs_under_the_users_permission(ui, airflow_dags):
-    """Drill now, Tune checkpoint, Re-plan and Recover now each create a queued run of their DAG with the job in its
-    conf (any name the rules allow), recorded as triggered from the UI by the user; a viewer is refused and nothing
-    is created; an action the job's kind cannot take and an unknown action are refused naming why; the form goes on
-    to the run's page."""
-    from airflow.api_fastapi.app import get_auth_manager
-    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
-
-    client, token, ids = ui
-    store = ids["store"]
-    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
-    admin = {"Authorization": f"Bearer {token}"}
-    viewer = {"Authorization": "Bearer " + get_auth_manager().generate_jwt(
-        SimpleAuthManagerUser(username="viewer", role="VIEWER"))}
-
-    store.register_job(JobSpec(name="Alerts_eu.v2", workload="topk",  # every character a name may have
-                               deployment={"pipeline": "topk", "root": "/tmp/alerts-eu"}))
-    lost_at = round(time.time() - 900, 3)  # its last batch: a recovery plans from the rates before it stopped, not from now
-    store.record_batch(BatchProgress(stream="ftops-Alerts_eu.v2-primary", app_id="app-1", batch_id=0, role="primary",
-                                     batch_end=lost_at, input_rows=100))
-
-    started, confs = {}, {}
-    for job, action, dag_id, conf in (("alerts", "drill", "ftops_chaos_drill", {"job": "alerts"}),
-                                      ("alerts", "tune", "ftops_checkpoint_tuning", {"job": "alerts"}),
-                                      ("alerts", "replan", "ftops_profile_and_plan", {"job": "alerts"}),
-                                      ("alerts", "recover", "ftops_fleet_recovery", {"jobs": "alerts"}),
-                                      ("Alerts_eu.v2", "recover", "ftops_fleet_recovery",
-                                       {"jobs": "Alerts_eu.v2", "failed_at": f"{lost_at:.3f}"})):
-        res = client.post(f"/api/jobs/{job}/actions/{action}", headers=admin)
-        assert res.status_code == 201, res.text
-        doc = res.json()
-        assert doc["dag_id"] == dag_id and doc["url"] == f"/dags/{dag_id}/runs/{quote(doc['run_id'], safe='')}"
-        started[doc["run_id"]], confs[doc["run_id"]] = dag_id, conf
-    runs = {r.run_id: r for r in _ftops_runs() if r.run_id in started}
-    assert {r.run_id: r.dag_id for r in runs.values()} == started
-    for run in runs.values():
-        assert run.conf == confs[run.run_id] and run.state == "queued" and run.run_type == "manual"
-        assert run.triggered_by.value == "ui" and run.triggering_user_name == "admin"
-
-    count = len(_ftops_runs())
-    refused = client.post("/api/jobs/alerts/actions/drill", headers=viewer)
-    assert refused.status_code == 403 and len(_ftops_runs()) == count
-    assert refused.json()["detail"].startswith("viewer may not trigger runs of ftops_chaos_drill")
-    page = client.post("/jobs/alerts/actions/drill", headers={**viewer, "Origin": "http://testserver",
-                                                              "Accept": "text/html"})
-    assert page.status_code == 403 and "id='not-permitted'" in page.text and "id='login'" not in page.text
-    seen = client.get("/jobs/alerts", headers=viewer).text  # the viewer's buttons say so before anyone clicks
-    for action, dag_id in (("drill", "ftops_chaos_drill"), ("tune", "ftops_checkpoint_tuning")):
-        button = re.search(rf"<button id='action-{action}'[^>]*>", seen).group(0)
-        assert " disabled " in button and f"may not trigger runs of {dag_id}" in button, button
-    assert "id='actions-barred'" in seen
-    plan_only = client.post("/api/jobs/topk/actions/drill", headers=admin)
-    assert plan_only.status_code == 409 and "plan-only" in plan_only.json()["detail"]
-    assert client.post("/api/jobs/topk/actions/replan", headers=admin).status_code == 201  # any job can be planned
-    unknown = client.post("/api/jobs/alerts/actions/explode", headers=admin)
-    assert unknown.status_code == 404 and "drill, tune, replan, recover" in unknown.json()["detail"]
-    assert client.post("/api/jobs/nobody/actions/drill", headers=admin).status_code == 404
-    assert len(_ftops_runs()) == count + 1
-
-    client.cookies.set("_token", token)
-    cross_site = client.post("/api/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"})
-    assert cross_site.status_code == 403 and len(_ftops_runs()) == count + 1  # signed in by cookie: same origin only
-    page = client.get("/jobs/alerts").text
-    assert all(f"id='action-{a}'" in page for a in ("drill", "tune", "replan", "recover")) and " disabled " not in page
-    assert "id='actions-barred'" not in page
-    topk = client.get("/jobs/topk").text
-    assert "id='action-replan'" in topk and "id='action-drill'" not in topk and "id='action-recover'" not in topk
-    own = {"Origin": "http://testserver"}
-    assert client.post("/jobs/alerts/actions/drill", headers={"Origin": "https://evil.example"}).status_code == 403
-    _set_paused("ftops_chaos_drill", False)
-    gone = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False)
-    assert gone.status_code == 303 and gone.headers["location"].startswith("/jobs/alerts?started_dag=ftops_chaos_drill&")
-    back = client.get(gone.headers["location"]).text  # a reload of it starts nothing
-    link = re.search(r"id='run-link' href='(/dags/ftops_chaos_drill/runs/[^']+)'", back).group(1)
-    assert unquote(link.rsplit("/", 1)[1]) in {r.run_id for r in _ftops_runs()} and "Its DAG is paused" not in back
-    _set_paused("ftops_chaos_drill", True)
-    shown = client.get(client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False).headers["location"])
-    assert shown.status_code == 200 and "Its DAG is paused" in shown.text
-    assert "id='started'" not in client.get("/jobs/alerts", params={"started_dag": "etl", "started_run": "x"}).text
-    logged = {(r.dag_id, r.run_id, r.owner) for r in _audit_log()}  # in Airflow's audit log, as its trigger button's
-    assert {(d, r, "admin") for r, d in started.items()} <= logged
-
-
-def _audit_log():
-    from airflow.models.log import Log
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        logs = session.query(Log).filter(Log.event == "trigger_dag_run").all()
-        session.expunge_all()
-        return logs
 
 
 def test_the_dag_run_tab_shows_what_a_run_of_an_ftops_dag_recorded(ui):

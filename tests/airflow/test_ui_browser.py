@@ -37,7 +37,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.ui.svg import BLUE, GREEN
 from spark_jobs.runtime.waiting import wait_for
-from tests.airflow.test_plugin_ui import _set_paused, airflow_dags, seed_history  # noqa: F401 - a fixture
+from tests.console_fixtures import airflow_dags, seed_history, set_paused  # noqa: F401 - a fixture
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 VIEWPORT = (1280, 1000)  # the window; the page's viewport is its width and what the window's frame leaves
@@ -177,9 +177,9 @@ def _non_white(image: np.ndarray, box: dict[str, float]) -> int:
 @pytest.fixture
 def unpaused_drills(airflow_dags):
     """ftops's DAGs in the metadata database the api-server copies, the drill DAG unpaused (as `ftops stack` leaves it)."""
-    _set_paused("ftops_chaos_drill", False)
+    set_paused("ftops_chaos_drill", False)
     yield
-    _set_paused("ftops_chaos_drill", True)
+    set_paused("ftops_chaos_drill", True)
 
 
 def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api_server, browser, tmp_path, pg_conn):
