@@ -310,7 +310,8 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     # mapped per job: profile (job; a plan-only job's latest profile: rediscovery), plan_replication (jobs, topology,
     # current plan), replica_changes (the running replica: applied_plans)
     ("dag", "ftops_profile_and_plan"): [_c("jobs", why=" (registered_jobs)"),
-                                        _c("orphaned_faults", why=" (undo_orphaned_faults)")],
+                                        _c("orphaned_faults", why=" (undo_orphaned_faults)"),
+                                        _c("running_fleet_recoveries", why=" (reconcile: dead fleet recoveries)")],
     ("dag", "ftops_profile_and_plan, per job"): [
         _c("job", job=True), ("latest_profile(plan-only job, 'rates')",
                               lambda st, s: [st.latest_profile(n, "rates") for n in s.plan_only[:1]]),

@@ -93,6 +93,18 @@ class FleetRecoveryRecords(StoreBase):
             cur.execute(f"{_JOBS} WHERE r.run_id = %s ORDER BY r.stage NULLS LAST, r.planned_start_s, j.name", (run_id,))
             return {**found[0], "jobs": rows(cur, JOB_KEYS)}
 
+    def running_fleet_recoveries(self, job: str | None = None) -> list[dict[str, Any]]:
+        """The fleet recoveries still ``running`` (in which ``job`` takes part, when given): ``run_id``,
+        ``dag_run_id`` and ``jobs`` (names), oldest first."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("""SELECT f.run_id, f.dag_run_id, array_agg(j.name ORDER BY j.name)
+                           FROM ftops_fleet_recovery f JOIN ftops_fleet_recovery_job r USING (run_id)
+                                JOIN ftops_job j USING (job_id)
+                           WHERE f.status = 'running'
+                           GROUP BY f.run_id HAVING %s::text IS NULL OR %s = ANY(array_agg(j.name))
+                           ORDER BY f.run_id""", (job, job))
+            return [{"run_id": r[0], "dag_run_id": r[1], "jobs": list(r[2])} for r in cur.fetchall()]
+
     def job_fleet_recoveries(self, job: str, limit: int = 20) -> list[dict[str, Any]]:
         """The job's rows in its newest ``limit`` fleet recoveries, newest first, each with its run's policy,
         failure time and status (index-backed: ``ftops_fleet_recovery_job_of``)."""

@@ -13,7 +13,8 @@ else of the experiment that wrote them:
 
 :func:`reconcile` undoes the *orphaned* faults (their holder no longer holds the job's lease: it died), or every
 open fault (``force``, the halt), then makes each job it touched whole: its open drills closed as aborted when
-nobody holds the job, its primary running from its checkpoint and the replica of its applied plan running.
+nobody holds the job, its primary running from its checkpoint and the replica of its applied plan running; a fleet
+recovery whose holder died is recorded as failed (:mod:`spark_jobs.fleet_recovery.runs`).
 Every undo is idempotent and serialized per cluster and per stream (file locks), so the drill's own restore and
 a reconciler racing it add capacity once.
 
@@ -251,7 +252,16 @@ def reconcile(store, job: str | None = None, by: str = "reconciler", driver_env:
     repairs = [undo_fault(store, f, by, env) for f in faults]
     for name in sorted({r.job for r in repairs}):
         repairs += make_whole(store, name, by, env)
-    return repairs
+    return repairs + _dead_fleet_recoveries(store, job)
+
+
+def _dead_fleet_recoveries(store, job: str | None) -> list[Repair]:
+    """The fleet recoveries whose holder died, recorded as failed (after their faults were undone above)."""
+    from spark_jobs.fleet_recovery.runs import STALE_RUN, abandon_dead_runs, holder_of
+
+    return [Repair(job=", ".join(run["jobs"]), fault_id=0, kind="fleet_recovery", target=f"#{run['run_id']}",
+                   holder=holder_of(run["dag_run_id"]), ok=True, outcome=f"recorded as failed: {STALE_RUN}")
+            for run in abandon_dead_runs(store, job)]
 
 
 def make_whole(store, job: str, by: str, driver_env: dict[str, str]) -> list[Repair]:

@@ -247,7 +247,8 @@ def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: in
     """The DAG's steps in-process: plan and hold down, per stage wait for its cores and restart, wait back, finish;
     the waits keep the run's leases as the DAG's triggers do."""
     from spark_jobs.fleet_recovery.back import back_times
-    from spark_jobs.fleet_recovery.steps import finish, holder_of, open_run, renew_leases, restart_stage
+    from spark_jobs.fleet_recovery.runs import holder_of
+    from spark_jobs.fleet_recovery.steps import finish, open_run, renew_leases, restart_stage
     from spark_jobs.runtime.waiting import wait_for
 
     run_id_text = f"bench-{policy}-{run}-{int(failed_at)}"

@@ -12,8 +12,9 @@
    stage that never came, a failed task) resubmitted now; the leases released; the run closed.
 
 Every step renews every lease of the run (:func:`renew_leases`; the DAG's waits do too, from the triggerer). If the
-run dies, its leases lapse within :data:`LEASE_TTL_S`, its faults are orphaned, and the safety net
-(``ftops_safety_net``) resubmits the jobs it held down: no job stays down because its recovery died. A DAG run opens
+run dies, its leases lapse within :data:`~spark_jobs.fleet_recovery.runs.LEASE_TTL_S`, its faults are orphaned, and
+the safety net (``ftops_safety_net``) resubmits the jobs it held down and records the run as failed
+(:mod:`spark_jobs.fleet_recovery.runs`): no job stays down because its recovery died. A DAG run opens
 one fleet recovery: a retried planning task gets the recorded one back, as recorded.
 """
 
@@ -24,20 +25,17 @@ import time
 from typing import Any
 
 from ft_core.errors import InputError
+from spark_jobs.fleet_recovery.runs import LEASE_TTL_S, holder_of
 
 log = logging.getLogger(__name__)
 
-LEASE_TTL_S = 300.0  # a dead run's jobs are resubmitted by the safety net this long after its last renewal
-
-
-def holder_of(dag_run_id: str) -> str:
-    return f"dag run ftops_fleet_recovery/{dag_run_id}"
-
 
 def open_run(store, *, named: list[str], failed_at: float, arrivals: list[dict[str, float]], replacement_s: float,
-             policy: str, restart_s: float, headroom: float, dag_run_id: str) -> dict[str, Any] | None:
+             policy: str, restart_s: float, headroom: float, dag_run_id: str,
+             lease_ttl_s: float = LEASE_TTL_S) -> dict[str, Any] | None:
     """Plan and open the run; None when no job is lost. Returns the run's summary (:func:`summary`). A DAG run's
-    retried task gets its recorded run back (refused once that run has finished: start a new DAG run)."""
+    retried task gets its recorded run back (refused once that run has finished: start a new DAG run). The jobs'
+    leases last ``lease_ttl_s`` from each renewal: a dead run's jobs are given back that long after it stopped."""
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.fleet_recovery.inputs import lost_jobs, primary_master_ui
 
@@ -56,21 +54,21 @@ def open_run(store, *, named: list[str], failed_at: float, arrivals: list[dict[s
     taken = []
     try:
         for job in jobs:
-            store.acquire_lease(job, "recovery", holder, ttl_s=LEASE_TTL_S)
+            store.acquire_lease(job, "recovery", holder, ttl_s=lease_ttl_s)
             taken.append(job)
         run_id, held = _plan_and_record(store, jobs, deps, next(iter(uis.values())), failed_at, arrivals,
-                                        replacement_s, policy, restart_s, headroom, dag_run_id)
+                                        replacement_s, policy, restart_s, headroom, dag_run_id, lease_ttl_s)
     except Exception:  # nothing was held down yet: give the jobs back to everyone else
         for job in taken:
             store.release_lease(job, holder)
         raise
     for job in held:
-        hold_down(store, job, deps[job], holder, run_id)
+        hold_down(store, job, deps[job], holder, run_id, lease_ttl_s)
     return summary(store, run_id)
 
 
 def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, policy, restart_s, headroom,
-                     dag_run_id) -> tuple[int, list[str]]:
+                     dag_run_id, lease_ttl_s) -> tuple[int, list[str]]:
     from ft_core.fleet.recovery_order import FleetCapacity
     from spark_jobs.fleet_recovery.holding import choose_plan
     from spark_jobs.fleet_recovery.inputs import capacity, fleet_job, submitted_at
@@ -82,13 +80,14 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     rows = [{"job": r.job, "priority": r.priority, "stage": r.stage, "planned_start_s": r.start_s,
              "planned_back_s": r.predicted_back_s, "inputs": by_job[r.job]} for r in plan.jobs]
     run_id = store.open_fleet_recovery(dag_run_id, policy, failed_at, {**plan.model_dump(), "capacity": cap.model_dump(),
-                                                                       "master_ui": ui, "held": held}, rows)
+                                                                       "master_ui": ui, "held": held,
+                                                                       "lease_ttl_s": lease_ttl_s}, rows)
     return run_id, held
 
 
 def summary(store, run_id: int) -> dict[str, Any]:
     """What the DAG's tasks need of a run, from the store: ``run_id``, ``master_ui``, ``failed_at``, ``held``,
-    ``order_rule``, ``predicted_weighted_mean_s`` and each stage's needs
+    ``order_rule``, ``predicted_weighted_mean_s``, ``lease_ttl_s`` and each stage's needs
     (:func:`spark_jobs.fleet_recovery.holding.stage_needs`)."""
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.fleet_recovery.holding import stage_needs
@@ -101,7 +100,7 @@ def summary(store, run_id: int) -> dict[str, Any]:
                         {r["job"]: r["inputs"]["cores"] for r in rows}, apps)
     return {"run_id": run_id, "master_ui": plan["master_ui"], "failed_at": run["failed_at"].timestamp(),
             "held": plan["held"], "order_rule": plan["order_rule"],
-            "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], **needs}
+            "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], "lease_ttl_s": lease_ttl(plan), **needs}
 
 
 def _resumed(store, run_id: int, dag_run_id: str) -> dict[str, Any]:
@@ -114,13 +113,19 @@ def _resumed(store, run_id: int, dag_run_id: str) -> dict[str, Any]:
     return summary(store, run_id)
 
 
-def renew_leases(store, run_id: int, holder: str, ttl_s: float = LEASE_TTL_S) -> None:
-    """Keep the lease of every job of the run (taken again if it lapsed and nobody took it)."""
-    for row in store.fleet_recovery(run_id)["jobs"]:
-        store.acquire_lease(row["job"], "recovery", holder, ttl_s=ttl_s)
+def lease_ttl(plan: dict[str, Any]) -> float:
+    """The run's lease TTL, as recorded when it opened (runs recorded before it was a choice: the default)."""
+    return float(plan.get("lease_ttl_s", LEASE_TTL_S))
 
 
-def hold_down(store, job: str, dep, holder: str, run_id: int) -> None:
+def renew_leases(store, run_id: int, holder: str) -> None:
+    """Keep the lease of every job of the run for its TTL (taken again if it lapsed and nobody took it)."""
+    run = store.fleet_recovery(run_id)
+    for row in run["jobs"]:
+        store.acquire_lease(row["job"], "recovery", holder, ttl_s=lease_ttl(run["plan"]))
+
+
+def hold_down(store, job: str, dep, holder: str, run_id: int, lease_ttl_s: float) -> None:
     """Journal, then stop, the job's driver. A retried task finds its fault: applied, nothing to do; journaled but
     not applied (the task died between the two), the driver is stopped now."""
     from spark_jobs.drills.engine import kill_primary_driver
@@ -131,7 +136,7 @@ def hold_down(store, job: str, dep, holder: str, run_id: int) -> None:
         return
     fault_id = fault["fault_id"] if fault is not None else store.open_fault(
         job, "fleet_recovery", run_id, holder, "driver_killed", primary_app_name(job),
-        {"seam": "streams", "role": "primary"}, undo_within_s=LEASE_TTL_S)
+        {"seam": "streams", "role": "primary"}, undo_within_s=lease_ttl_s)
     stopped = kill_primary_driver(dep)
     store.fault_applied(fault_id)
     log.info("%s: held down (%s) until its stage", job, "driver stopped" if stopped else "its driver was not running")

@@ -138,3 +138,159 @@ def test_the_chaos_drill_dag_drills_the_attached_job(attached):
     assert drill["dag_run_id"] == run.run_id and drill["status"] == "passed"
     assert store.drill_report(drill["drill_id"])["exactly_once_held"]
     assert cluster_of(dep).capacity() == before
+
+
+def test_the_fleet_recovery_restarts_the_lost_attached_job_from_its_checkpoint_in_its_stage(attached):
+    """Issue 34, item 4: the attached job loses every worker and its driver at once (a zone whose outage took the
+    driver's host too); ``ftops_fleet_recovery`` finds it lost, holds it (its driver is gone: it must be resubmitted,
+    journaled as such), resubmits it with its stored submit line once the workers are back, in the domains they left,
+    and records its planned, predicted and measured time back; its checkpoint shows every micro-batch committed once
+    and in order across the restart."""
+    import threading
+    import time
+
+    from spark_jobs.attach.checkpoint_audit import audit_checkpoint
+    from spark_jobs.attach.drill_support import committed_before
+    from spark_jobs.cluster.seam import give_back
+    from spark_jobs.drills.engine import kill_primary_driver
+    from tests.live_jobs import repository_dag
+
+    dep, store, _ = attached
+    cluster = cluster_of(dep)
+    before = cluster.capacity()
+    assert sum(before.values()) == 2 and store.lease(JOB) is None and store.open_faults(JOB) == []
+    first_app = json.loads((dep.control / "_run.json").read_text())["app_id"]
+    since = time.time()  # its rates before the failure: a few micro-batches of its own, after the drills before
+    wait_for(lambda: len(store.job_batches(JOB, since).get(f"ftops-{JOB}-clicks", [])) >= 3 or None, timeout_s=300,
+             interval_s=2, what="three micro-batches before the failure")
+    [query] = committed_before(dep).values()
+
+    failed_at = time.time()
+    lost = [cluster.lose(domain, "host-down") for domain in sorted(before)]
+    assert kill_primary_driver(dep)
+
+    def capacity_returns() -> None:  # both workers back 20 s after the failure, in the domains they left
+        time.sleep(max(0.0, failed_at + 20 - time.time()))
+        for domain in lost:
+            give_back(domain.undo)
+
+    returning = threading.Thread(target=capacity_returns, daemon=True)
+    returning.start()
+    try:
+        run = repository_dag("ftops_fleet_recovery").test(
+            run_conf={"jobs": JOB, "failed_at": str(failed_at), "arrivals": "2@20", "timeout_s": 600})
+    finally:
+        returning.join(timeout=120)
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == "success", states
+
+    [row] = [r for r in store.job_fleet_recoveries(JOB) if r["failed_at"].timestamp() == pytest.approx(failed_at, abs=1)]
+    recovery = store.fleet_recovery(row["run_id"])
+    assert recovery["status"] == "done" and recovery["dag_run_id"] == run.run_id, recovery["outcome"]
+    assert recovery["plan"]["held"] == [JOB]  # its driver died: it is resubmitted in its stage, not left waiting
+    assert row["stage"] == 1 and row["restarted_at"].timestamp() - failed_at >= 20 - 1  # not before the workers
+    assert row["planned_back_s"] is not None and row["predicted_back_s"] is not None and row["measured_back_s"] > 20
+    assert row["inputs"]["cores"] == 1 and row["inputs"]["input_rate"] > 0  # spark.cores.max; its own micro-batches
+    assert row["inputs"]["sources"]["streams"] == [f"ftops-{JOB}-clicks"]
+    [fault] = [f for f in store.faults(JOB) if f["holder"].endswith(run.run_id)]
+    assert fault["kind"] == "driver_killed" and fault["closed_at"] is not None and "resubmitted" in fault["outcome"]
+    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # its stored submit line, again
+    assert store.lease(JOB) is None and cluster.capacity() == before
+    audit = audit_checkpoint(query["checkpoint"], since_batch=query["last_committed"])
+    assert audit.held and audit.committed_batches >= 2, [c.observed for c in audit.failed()]
+
+
+def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
+    """Issue 35, item 4 (the staged recovery's worker killed between stages) and issue 33: a fleet recovery of the
+    attached job (every worker and its driver lost) is SIGKILLed with its whole process while it waits, deferred, for
+    its stage's capacity, with the job held down. Nobody acts: its leases lapse (``lease_ttl_s`` 30 s), the safety net
+    resubmits the job from its checkpoint with its stored submit line and records the dead run as failed; the job runs
+    again in the failure domains it had, every micro-batch committed once and in order."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from spark_jobs.attach.checkpoint_audit import audit_checkpoint
+    from spark_jobs.attach.drill_support import committed_before
+    from spark_jobs.cluster.seam import give_back
+    from spark_jobs.drills.engine import kill_primary_driver
+    from spark_jobs.fleet_recovery.inputs import primary_executors
+    from spark_jobs.fleet_recovery.runs import STALE_RUN
+    from tests.live_jobs import repository_dag
+
+    dep, store, root = attached
+    cluster = cluster_of(dep)
+    before = cluster.capacity()
+    assert sum(before.values()) == 2 and store.lease(JOB) is None and store.open_faults(JOB) == []
+    since = time.time()
+    wait_for(lambda: len(store.job_batches(JOB, since).get(f"ftops-{JOB}-clicks", [])) >= 3 or None, timeout_s=300,
+             interval_s=2, what="three micro-batches before the failure")
+    [query] = committed_before(dep).values()
+    first_app = json.loads((dep.control / "_run.json").read_text())["app_id"]
+
+    failed_at = time.time()
+    lost = [cluster.lose(domain, "host-down") for domain in sorted(before)]
+    assert kill_primary_driver(dep)
+    conf = {"jobs": JOB, "failed_at": str(failed_at), "arrivals": "2@90", "timeout_s": 600, "lease_ttl_s": 30}
+    script = ("import json, sys; from tests.live_jobs import repository_dag; "
+              "repository_dag('ftops_fleet_recovery').test(run_conf=json.loads(sys.argv[1]))")
+    log = (root / "fleet-recovery-killed.log").open("w")
+    run = subprocess.Popen([sys.executable, "-c", script, json.dumps(conf)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    returning = None
+    try:
+        held = wait_for(lambda: next((f for f in store.faults(JOB) if f["experiment_kind"] == "fleet_recovery"
+                                      and f["applied_at"] is not None and f["closed_at"] is None), None),
+                        timeout_s=300, interval_s=1, what="the fleet recovery to hold the job down")
+        assert run.poll() is None  # its first stage's capacity is 90 s away: the run waits, deferred
+        os.killpg(run.pid, signal.SIGKILL)
+        killed_at = time.time()
+        run.wait(timeout=30)
+        [recovery] = [store.fleet_recovery(r["run_id"]) for r in store.job_fleet_recoveries(JOB, limit=1)]
+        assert recovery["status"] == "running" and recovery["plan"]["lease_ttl_s"] == 30
+
+        def capacity_returns() -> None:  # the workers come back in the domains they left, as the run expected
+            time.sleep(max(0.0, failed_at + 90 - time.time()))
+            for domain in lost:
+                give_back(domain.undo)
+
+        returning = threading.Thread(target=capacity_returns, daemon=True)
+        returning.start()
+        net = repository_dag("ftops_safety_net").test()  # its wait sees the orphaned fault once the leases lapse
+        assert net.state == "success"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        log.close()
+        if returning is not None:
+            returning.join(timeout=150)
+        _forget_dead_runs("ftops_fleet_recovery")
+    closed = next(f for f in store.faults(JOB) if f["fault_id"] == held["fault_id"])
+    assert closed["closed_by"].startswith("safety net ftops_safety_net/") and "resubmitted" in closed["outcome"]
+    assert closed["closed_at"].timestamp() - killed_at <= 30 + 120  # the lease TTL and the safety net's poll
+    recovery = store.fleet_recovery(recovery["run_id"])
+    assert recovery["status"] == "failed" and recovery["outcome"] == STALE_RUN
+    assert store.lease(JOB) is None and store.open_faults(JOB) == []
+    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # its stored submit line, again
+    wait_for(lambda: (primary_executors(dep, JOB) or 0) > 0 or None, timeout_s=180, interval_s=2,
+             what="the resubmitted job to hold an executor")
+    assert cluster.capacity() == before
+    again = time.time()
+    wait_for(lambda: len(store.job_batches(JOB, again).get(f"ftops-{JOB}-clicks", [])) >= 2 or None, timeout_s=300,
+             interval_s=2, what="micro-batches after the safety net's restart")
+    audit = audit_checkpoint(query["checkpoint"], since_batch=query["last_committed"])
+    assert audit.held, [c.observed for c in audit.failed()]
+
+
+def _forget_dead_runs(dag_id: str) -> None:
+    """Airflow's record of a DAG run whose process was killed stays running: marked failed, as a person would."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from airflow.utils.state import DagRunState
+
+    with create_session() as session:
+        session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.state == DagRunState.RUNNING).update(
+            {DagRun.state: DagRunState.FAILED}, synchronize_session=False)

@@ -66,6 +66,32 @@ def test_a_run_is_opened_once_per_dag_run_and_restarts_and_times_back_are_record
         store.open_fleet_recovery("manual__2", "staged", failed, {}, [])
 
 
+def test_a_run_whose_holder_holds_none_of_its_jobs_is_recorded_as_failed_and_a_live_one_is_left(store):
+    """A fleet recovery whose DAG run died (no lease of its jobs held by it any more) is closed by the reconciler;
+    one that holds any of its jobs' leases goes on; so does one whose leases another holder took (not its own)."""
+    from spark_jobs.fleet_recovery.runs import STALE_RUN, abandon_dead_runs, holder_of
+    from spark_jobs.drills.reconcile import reconcile
+
+    failed = time.time() - 60
+    dead = store.open_fleet_recovery("manual__dead", "staged", failed, {}, [_row("billing", 1), _row("clicks", 2)])
+    live = store.open_fleet_recovery("manual__live", "staged", failed, {}, [_row("clicks", 1)])
+    store.acquire_lease("clicks", "recovery", holder_of("manual__live"), ttl_s=60)
+    store.acquire_lease("billing", "recovery", holder_of("manual__dead"), ttl_s=0.2)  # lapses: the run died
+    assert [r["run_id"] for r in store.running_fleet_recoveries("billing")] == [dead]
+    assert [r["run_id"] for r in store.running_fleet_recoveries()] == [dead, live]
+    assert store.running_fleet_recoveries("clicks")[0]["jobs"] == ["billing", "clicks"]
+    assert abandon_dead_runs(store) == []  # billing's lease is still live
+    time.sleep(0.3)
+    assert [r["run_id"] for r in abandon_dead_runs(store, "clicks")] == [dead]
+    assert store.fleet_recovery(dead)["status"] == "failed" and store.fleet_recovery(dead)["outcome"] == STALE_RUN
+    assert store.fleet_recovery(live)["status"] == "running" and store.running_fleet_recoveries("billing") == []
+    store.release_lease("clicks", holder_of("manual__live"))
+    store.acquire_lease("clicks", "drill", "command ftops drill job (pid 1 on vm)", ttl_s=60)  # someone else's now
+    [repair] = reconcile(store, by="safety net")  # no fault open: the dead run is all there is to record
+    assert (repair.kind, repair.target, repair.job, repair.ok) == ("fleet_recovery", f"#{live}", "clicks", True)
+    assert repair.holder == holder_of("manual__live") and store.running_fleet_recoveries() == []
+
+
 def test_the_steady_state_before_the_failure_gives_input_rate_lag_and_last_batch(store):
     failed = time.time() - 30
     _batches(store, "billing", "app-1", [failed - 60 + 2 * i for i in range(30)], rows=100, lag_s=3.0)

@@ -17,8 +17,9 @@ the master has the stage's free cores and its kept jobs' executors) and ``restar
 resubmitted from their checkpoints; each restart recorded with its predicted time back). ``wait_back`` waits
 (deferred) until every job is caught up with its input, recording each one's measured time back; ``finish``
 (always) resubmits any job still held down, releases the leases and closes the run; ``watcher`` keeps a run with a
-failed task failed. Every step and wait renews the jobs' leases; a run that dies leaves no job down: 5 minutes
-later its leases lapse and the safety net resubmits what it held down. Planned, predicted and
+failed task failed. Every step and wait renews the jobs' leases; a run that dies leaves no job down: ``lease_ttl_s``
+(5 minutes by default) later its leases lapse, and the safety net resubmits what it held down and records the run as
+failed. Planned, predicted and
 measured times are in ``ftops_fleet_recovery_job`` and on each job's console page.
 """
 
@@ -35,6 +36,7 @@ from ftops_provider.operators.fleet_recovery import (PLAN_TASK, FinishFleetRecov
                                                      RestartFleetStageOperator)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
 from spark_jobs.fleet_recovery.inputs import MAX_ARRIVALS
+from spark_jobs.fleet_recovery.runs import LEASE_TTL_S, MIN_LEASE_TTL_S
 
 MAX_STAGES = MAX_ARRIVALS + 1  # stage 0 (the survivors' free cores) and a stage per returning worker
 _ARRIVAL = r"[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?"
@@ -65,13 +67,16 @@ with DAG(
         "headroom": Param(2.0, type="number", exclusiveMinimum=1, maximum=1000,
                           description="a job's processing rate over its input rate when no catch-up was measured"),
         "timeout_s": bounded_param(900, PositiveSeconds, "deadline of each wait", minimum=60),
+        "lease_ttl_s": bounded_param(LEASE_TTL_S, PositiveSeconds, "the jobs' leases last this long from each renewal: "
+                                     "a run that dies gives its jobs back this long after it stopped",
+                                     minimum=MIN_LEASE_TTL_S),
     },
 ) as dag:
     timeout = "{{ params.timeout_s }}"
     previous = PlanFleetRecoveryOperator(
         task_id=PLAN_TASK, jobs="{{ params.jobs }}", failed_at="{{ params.failed_at }}", arrivals="{{ params.arrivals }}",
         replacement_s="{{ params.replacement_s }}", policy="{{ params.policy }}", restart_s="{{ params.restart_s }}",
-        headroom="{{ params.headroom }}")
+        headroom="{{ params.headroom }}", lease_ttl_s="{{ params.lease_ttl_s }}")
     for k in range(MAX_STAGES):
         wait = FleetStageCapacitySensor(task_id=f"wait_capacity_{k}", stage=k, timeout_s=timeout,
                                         trigger_rule="none_failed")

@@ -17,6 +17,7 @@ from ft_core.input.quantities import PositiveSeconds, Seconds
 from ftops_provider.arguments import bad_input_fails_the_task, checked, checked_name
 from ftops_provider.hooks.history import HistoryStoreHook
 from ftops_provider.sensors.waits import _DeferredWait
+from spark_jobs.fleet_recovery.runs import LEASE_TTL_S, LeaseSeconds
 
 PLAN_TASK = "plan_fleet"
 LATE_CLOCK_S = 60.0  # a failure time this far ahead of now is refused (a clock or unit mistake)
@@ -69,15 +70,15 @@ def _stage_jobs(context: Any, stage: int) -> tuple[dict[str, Any], list[str]]:
 class PlanFleetRecoveryOperator(BaseOperator):
     """Find the lost jobs, take their leases, plan their restart order, record the run and hold the jobs down."""
 
-    template_fields = ("jobs", "failed_at", "arrivals", "replacement_s", "policy", "restart_s", "headroom")
+    template_fields = ("jobs", "failed_at", "arrivals", "replacement_s", "policy", "restart_s", "headroom", "lease_ttl_s")
     ui_color = "#fdecea"
 
     def __init__(self, *, jobs: str = "", failed_at: str = "", arrivals: str = "", replacement_s: Any = 60,
-                 policy: str = "staged", restart_s: Any = 20, headroom: Any = 2.0, ftops_db_conn_id: str = "ftops_db",
-                 **kwargs: Any):
+                 policy: str = "staged", restart_s: Any = 20, headroom: Any = 2.0, lease_ttl_s: Any = LEASE_TTL_S,
+                 ftops_db_conn_id: str = "ftops_db", **kwargs: Any):
         super().__init__(**kwargs)
         self.jobs, self.failed_at, self.arrivals, self.replacement_s = jobs, failed_at, arrivals, replacement_s
-        self.policy, self.restart_s, self.headroom = policy, restart_s, headroom
+        self.policy, self.restart_s, self.headroom, self.lease_ttl_s = policy, restart_s, headroom, lease_ttl_s
         self.ftops_db_conn_id = ftops_db_conn_id
 
     def execute(self, context: Any) -> dict[str, Any] | None:
@@ -100,7 +101,7 @@ class PlanFleetRecoveryOperator(BaseOperator):
             arguments = dict(named=named, failed_at=failure_time(self.failed_at), arrivals=parse_arrivals(self.arrivals),
                              replacement_s=checked(PositiveSeconds, self.replacement_s, "replacement_s"),
                              policy=self.policy, restart_s=checked(Seconds, self.restart_s, "restart_s"),
-                             headroom=headroom)
+                             headroom=headroom, lease_ttl_s=checked(LeaseSeconds, self.lease_ttl_s, "lease_ttl_s"))
         store = HistoryStoreHook(self.ftops_db_conn_id).store()
         try:
             with bad_input_fails_the_task():
@@ -125,7 +126,7 @@ class FleetStageCapacitySensor(_DeferredWait):
 
     def make_trigger(self, context: Any):
         from ftops_provider.triggers.fleet_stage import FleetStageTrigger
-        from spark_jobs.fleet_recovery.steps import holder_of
+        from spark_jobs.fleet_recovery.runs import holder_of
 
         planned, jobs = _stage_jobs(context, self.stage)
         cores = int(round(planned["cores"].get(str(self.stage), 0)))
@@ -133,7 +134,7 @@ class FleetStageCapacitySensor(_DeferredWait):
         self.log.info("stage %d (%s) needs %d free cores on %s%s", self.stage, ", ".join(jobs), cores,
                       planned["master_ui"], f" and executors of {', '.join(waiting)}" if waiting else "")
         return FleetStageTrigger(planned["master_ui"], run_id=planned["run_id"], holder=holder_of(context["run_id"]),
-                                 ftops_db_conn_id=self.ftops_db_conn_id, min_free_cores=cores, running_apps=waiting,
+                                 lease_ttl_s=planned["lease_ttl_s"], ftops_db_conn_id=self.ftops_db_conn_id, min_free_cores=cores, running_apps=waiting,
                                  timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
 
 
@@ -171,7 +172,7 @@ class FleetBackSensor(_DeferredWait):
 
     def make_trigger(self, context: Any):
         from ftops_provider.triggers.fleet_back import FleetBackTrigger
-        from spark_jobs.fleet_recovery.steps import holder_of
+        from spark_jobs.fleet_recovery.runs import holder_of
 
         planned = _planned(context)
         return FleetBackTrigger(planned["run_id"], holder=holder_of(context["run_id"]), timeout_s=self.timeout_s,

@@ -1,6 +1,6 @@
 """FleetStageTrigger: a fleet recovery's wait for a stage's capacity (:class:`SparkCapacityTrigger`'s conditions:
 free cores for the stage's held jobs, an executor for each application it kept waiting) that keeps the run's leases
-while it waits (every third of their TTL, from the triggerer), so a slow returning worker never lets a held job's
+while it waits (every third of the run's lease TTL, from the triggerer), so a slow returning worker never lets a held job's
 lease lapse and the safety net resubmit it out of the plan's order. The store is held as the drills' waits hold it
 (:class:`spark_jobs.drills.waits.StoreView`): one that does not answer costs a renewal, not the wait.
 """
@@ -21,22 +21,23 @@ from spark_jobs.drills.waits import StoreView
 
 
 class FleetStageTrigger(SparkCapacityTrigger):
-    def __init__(self, master_ui_url: str, *, run_id: int, holder: str, ftops_db_conn_id: str = "ftops_db",
-                 **conditions: Any):
+    def __init__(self, master_ui_url: str, *, run_id: int, holder: str, lease_ttl_s: float,
+                 ftops_db_conn_id: str = "ftops_db", **conditions: Any):
         super().__init__(master_ui_url, **conditions)
-        self.run_id, self.holder, self.ftops_db_conn_id = run_id, holder, ftops_db_conn_id
+        self.run_id, self.holder, self.lease_ttl_s, self.ftops_db_conn_id = run_id, holder, lease_ttl_s, ftops_db_conn_id
         self._renewed = 0.0
         self._view = StoreView(lambda: HistoryStoreHook(ftops_db_conn_id).store())  # connects at its first renewal
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         _, kwargs = super().serialize()
         return ("ftops_provider.triggers.fleet_stage.FleetStageTrigger",
-                {**kwargs, "run_id": self.run_id, "holder": self.holder, "ftops_db_conn_id": self.ftops_db_conn_id})
+                {**kwargs, "run_id": self.run_id, "holder": self.holder, "lease_ttl_s": self.lease_ttl_s,
+                 "ftops_db_conn_id": self.ftops_db_conn_id})
 
     async def _missing(self, client: httpx.AsyncClient, state: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        from spark_jobs.fleet_recovery.steps import LEASE_TTL_S, renew_leases
+        from spark_jobs.fleet_recovery.steps import renew_leases
 
-        if time.time() - self._renewed >= LEASE_TTL_S / 3:
+        if time.time() - self._renewed >= self.lease_ttl_s / 3:
             renewed = await asyncio.to_thread(self._view.call, lambda st: renew_leases(st, self.run_id, self.holder) or 1)
             if renewed:
                 self._renewed = time.time()
