@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Debian packages the tests use (the compose parser, ...): scripts/system-packages.txt
 ./scripts/system-packages.sh
+# JavaScript the browser test injects (axe-core): tests/browser/package-lock.json
+./scripts/browser-packages.sh
 # Airflow writes ~/airflow when AIRFLOW_HOME is unset; keep everything under the project.
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
 # Two workers (pytest-xdist), each taking whole modules (module-scoped Spark jobs stay on one worker),

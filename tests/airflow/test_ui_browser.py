@@ -37,6 +37,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from ftops_provider.local_airflow import LocalAirflow
 from ftops_provider.ui.svg import BLUE, GREEN
 from spark_jobs.runtime.waiting import wait_for
+from tests.conftest import ROOT
 from tests.console_fixtures import airflow_dags, seed_history, set_paused  # noqa: F401 - a fixture
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -137,6 +138,7 @@ def browser(tmp_path):
     for flag in CHROMIUM_FLAGS + [f"--user-data-dir={tmp_path / 'chromium-profile'}",
                                   f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}"]:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the page's console, read by the tests
     service = ChromeService(executable_path=driver_bin, log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(service=service, options=options)
     try:
@@ -151,6 +153,14 @@ def _wait_css(driver, css: str, timeout_s: float = 30):
     except TimeoutException:
         raise AssertionError(f"no {css!r} on {driver.current_url} after {timeout_s:.0f} s: "
                              f"{driver.page_source[:1000]}") from None
+
+
+def _sign_in(driver, api_server) -> None:
+    """From a refused page: follow its link to Airflow's login form, fill it in, submit (it brings the browser back)."""
+    _wait_css(driver, "#login").click()
+    _wait_css(driver, "input[name=username]").send_keys("admin")
+    _wait_css(driver, "input[name=password]").send_keys(api_server.admin_password())
+    _wait_css(driver, "button[type=submit]").click()
 
 
 def _screenshot(driver) -> np.ndarray:
@@ -195,10 +205,7 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api
     assert _colour_pixels(_screenshot(browser), chart_box, BLUE, tolerance=8) == 0
 
     # Signing in as a user does: follow the link to Airflow's login form, fill it, submit; it brings us back.
-    _wait_css(browser, "#login").click()
-    _wait_css(browser, "input[name=username]").send_keys("admin")
-    _wait_css(browser, "input[name=password]").send_keys(api_server.admin_password())
-    _wait_css(browser, "button[type=submit]").click()
+    _sign_in(browser, api_server)
     chart = _wait_css(browser, "#history svg")
     assert browser.current_url == page
     width, height, scale = browser.execute_script("return [window.innerWidth, window.innerHeight, window.devicePixelRatio]")
@@ -269,3 +276,101 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api
     browser.switch_to.frame(frame)
     assert run_id in _wait_css(browser, "#nothing-yet").text
     browser.switch_to.default_content()
+
+
+# -- looks and behaves like Airflow 3 (issue 36, item 5) ----------------------------------------------------
+
+AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"  # scripts/browser-packages.sh
+NARROW = 1024  # the console must be usable this wide
+
+
+def _axe_violations(driver) -> list[dict]:
+    """axe-core's violations on the page now (every rule of WCAG 2.x A and AA and best practice)."""
+    assert AXE.exists(), f"{AXE} is missing: run scripts/browser-packages.sh (make test does)"
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE.read_text())
+    done = driver.execute_async_script(
+        "const finish = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21aa', 'best-practice']}})"
+        ".then(r => finish({violations: r.violations})).catch(e => finish({error: String(e)}));")
+    assert "error" not in done, done
+    return done["violations"]
+
+
+def _luminance(driver, what: str) -> float:
+    """Relative luminance (0 black to 1 white) of the body's computed ``what`` (``color``, ``backgroundColor``), as
+    the browser paints it (drawn on a canvas: computed colours may be oklch)."""
+    r, g, b = driver.execute_script(
+        "const c = document.createElement('canvas').getContext('2d');"
+        "c.fillStyle = getComputedStyle(document.body)[arguments[0]]; c.fillRect(0, 0, 1, 1);"
+        "return Array.from(c.getImageData(0, 0, 1, 1).data.slice(0, 3));", what)
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r / 255, g / 255, b / 255)]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _save_whole_page(driver, path: Path) -> None:
+    """A PNG of the whole page, below the fold too (Chrome DevTools' captureBeyondViewport)."""
+    import base64
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": {
+        "x": 0, "y": 0, "width": NARROW, "height": height, "scale": 1}})
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+def test_the_console_follows_airflows_theme_fits_1024_px_and_has_no_serious_accessibility_violation(api_server,
+                                                                                                    browser, pg_conn):
+    """Every kind of console page (the jobs overview, a job, a drill report, a recovery run, a plan diff), light and
+    dark as Airflow's theme says (its ``theme`` key in the origin's localStorage, changed live from another tab as
+    Airflow's toggle does), 1024 px wide: nothing wider than the window (tables scroll inside themselves), axe-core
+    finds no serious or critical violation, and the browser's console shows no error. ``FTOPS_SCREENSHOTS=DIR``
+    keeps a screenshot of each (docs/images/ holds the committed ones)."""
+    from ft_core.store.history import HistoryStore
+
+    store = HistoryStore(pg_conn)
+    drill = next(d["drill_id"] for d in store.drills("topk") if d["status"] == "passed")
+    run = next(r["run_id"] for r in store.recovery_runs("topk") if r["status"] == "succeeded")
+    pages = {"overview": "/ftops/", "job": "/ftops/jobs/topk", "drill": f"/ftops/jobs/topk/drills/{drill}",
+             "recovery": f"/ftops/jobs/topk/recovery-runs/{run}", "diff": "/ftops/jobs/topk/diff?a=1&b=2"}
+    keep = os.environ.get("FTOPS_SCREENSHOTS")
+    browser.get(f"{api_server.url}/ftops/")
+    _sign_in(browser, api_server)
+    _wait_css(browser, "#fleet-counts")
+    browser.set_window_size(NARROW, VIEWPORT[1])
+    assert browser.execute_script("return window.innerWidth") == NARROW
+    browser.get_log("browser")  # what the login pages logged is Airflow's, not the console's
+    for theme in ("light", "dark"):
+        browser.execute_script("localStorage.setItem('theme', arguments[0])", theme)
+        for name, path in pages.items():
+            browser.get(f"{api_server.url}{path}")
+            _wait_css(browser, "main h1")
+            assert browser.execute_script("return document.documentElement.classList.contains('dark')") == (theme == "dark")
+            background, text = _luminance(browser, "backgroundColor"), _luminance(browser, "color")
+            assert (background > 0.9 and text < 0.05) if theme == "light" else (background < 0.02 and text > 0.8), \
+                (name, theme, background, text)
+            clipped = browser.execute_script(  # a chart's text beyond its own box is cut off by it
+                "return [...document.querySelectorAll('svg')].flatMap(svg => { const box = svg.getBoundingClientRect();"
+                "  return [...svg.querySelectorAll('text')].filter(t => { const r = t.getBoundingClientRect();"
+                "    return r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5"
+                "      || r.bottom > box.bottom + 0.5; }).map(t => t.textContent); })")
+            assert not clipped, f"{name} ({theme}): chart text cut off: {clipped}"
+            wide = browser.execute_script("return document.documentElement.scrollWidth")
+            assert wide <= NARROW, f"{name} ({theme}) is {wide} px wide at {NARROW} px: cut off or scrolling sideways"
+            serious = [f"{v['id']} ({v['impact']}): {v['help']}: {[n['target'] for n in v['nodes'][:3]]}"
+                       for v in _axe_violations(browser) if v["impact"] in ("serious", "critical")]
+            assert not serious, f"{name} ({theme}): {serious}"
+            errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+            assert not errors, f"{name} ({theme}): {errors}"
+            if keep:
+                _save_whole_page(browser, Path(keep) / f"console-{name}-{theme}.png")
+
+    # Airflow's toggle in another tab of the same origin: the open page follows it at once, without a reload.
+    console = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    browser.get(f"{api_server.url}/ftops/")
+    browser.execute_script("localStorage.setItem('theme', 'light')")
+    browser.switch_to.window(console)
+    WebDriverWait(browser, 10).until(
+        lambda b: not b.execute_script("return document.documentElement.classList.contains('dark')"))
+    assert _luminance(browser, "backgroundColor") > 0.9

@@ -47,10 +47,6 @@ from ftops_provider.ui.sections import (diff_section, drills_section, fleet_reco
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
 
-_STYLE = ("body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}table{border-collapse:collapse;margin:8px 0}"
-          "table{font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;text-align:left}td{white-space:nowrap}.added{color:#2da44e}.removed{color:#cf222e}"
-          ".ok{color:#2da44e}.bad{color:#cf222e}nav a{margin-right:12px}.caption{color:#555;font-size:13px}"
-          "section.run{margin-bottom:16px}form.action{display:inline-block;margin:0 4px}.bar{display:flex;gap:24px;align-items:center;flex-wrap:wrap}")
 _KIND = Query("replication", pattern="^(replication|recovery|checkpoint)$")
 
 
@@ -82,9 +78,10 @@ async def refused(request: Request, exc: StarletteHTTPException) -> Response:
 
 
 def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
-    return HTMLResponse(f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-                        f"<style>{_STYLE}</style></head><body><h1>{escape(title)}</h1>{body}</body></html>",
-                        status_code=status_code)
+    """A page in the console's frame (``ui/templates/page.html``); ``body`` is markup its sections escaped."""
+    from ftops_provider.ui.templates import render_page
+
+    return HTMLResponse(render_page(title, body), status_code=status_code)
 
 
 def job_in_path(job: str) -> str:

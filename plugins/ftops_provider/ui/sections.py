@@ -77,7 +77,7 @@ def diff_section(diff: PlanDiff) -> str:
     other = (f"<p>Other payload fields that differ: {escape(', '.join(diff.payload_keys_changed))}</p>"
              if diff.payload_keys_changed else "")
     return (f"<h2>Changes from plan #{diff.a} to #{diff.b} ({escape(diff.kind)})</h2>"
-            f"<table id='diff-summary'><tr><th></th><th>#{diff.a}</th><th>#{diff.b}</th></tr>{table}</table>"
+            f"<table id='diff-summary'><tr><th>plan</th><th>#{diff.a}</th><th>#{diff.b}</th></tr>{table}</table>"
             f"<p>{len(diff.added_tasks)} replicated tasks added, {len(diff.removed_tasks)} removed, {diff.kept_tasks} kept</p>"
             f"<ul id='diff'>{added}{removed}</ul>{other}")
 
@@ -95,7 +95,7 @@ def drills_section(job: str, drills: list[DrillOut]) -> str:
         Series("predicted output fidelity", "predicted", BLUE, [d.predicted_output_fidelity for d in drills], dashed=True),
         Series("predicted accuracy", "predicted-accuracy", PURPLE, [d.predicted_accuracy for d in drills], dashed=True),
         Series("measured tentative accuracy", "measured", ORANGE, [d.tentative_accuracy for d in drills]),
-    ], title="Drills: predicted output fidelity and predicted accuracy vs measured tentative accuracy", y_label="fraction")
+    ], title="Drills: predicted vs measured accuracy", y_label="fraction")
     return head + f"<section id='drill-chart'>{chart}</section>" + _drill_table(job, drills)
 
 

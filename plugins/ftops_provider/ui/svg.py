@@ -111,7 +111,7 @@ def topology_graph(operators: list[tuple[str, list[str]]], edges: list[tuple[str
         top = 34 + (tallest - len(tasks)) * row_h / 2
         for r, task in enumerate(tasks):
             pos[task] = (col_w * c + col_w / 2, top + r * row_h + row_h / 2)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="topology">']
+    parts = [_open(width, height, "topology")]
     for c, (name, _) in enumerate(operators):
         parts.append(f'<text x="{col_w * c + col_w / 2:.1f}" y="18" font-size="12" font-weight="bold" text-anchor="middle">{escape(name)}</text>')
     for a, b in edges:
