@@ -46,7 +46,7 @@ def register(sub, groups) -> None:
     run.add_argument("--subnet", type=flag(Subnet), help="with --network namespaces: use 198.18.<subnet>.0/24 "
                      "(default: the first free one)")
     run.add_argument("--new-capacity-after", type=flag(Seconds), default=30.0, metavar="S",
-                     help="replacement worker after S seconds (default 30); S x --speedup event seconds must hold whole "
+                     help="the failed domain given back after S seconds (default 30); S x --speedup event seconds must hold whole "
                           "windows of the pipeline, or the drill is refused before it starts")
     run.add_argument("--primary-workers", type=flag(PositiveNodeCount), default=2, help="one-core workers in the failure domain (default 2)")
     run.add_argument("--trigger-s", type=flag(PositiveSeconds), default=1.0, help="micro-batch and checkpoint interval (default 1)")

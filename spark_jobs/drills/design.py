@@ -2,7 +2,7 @@
 
 Problem: a drill measures tentative accuracy over its *failure windows* (:mod:`spark_jobs.drills.local`): the
 reference windows that end after the primary's last output before the failure and no later than the input's
-watermark when the replacement worker joins, ``new_capacity_after_s`` wall seconds after the fault. With
+watermark when the capacity is given back, ``new_capacity_after_s`` wall seconds after the fault. With
 1-minute windows and the default 30-s outage none may end in it: the drill runs for minutes, measures nothing
 (tentative accuracy null) and its verdict fails ("no failure window measured").
 

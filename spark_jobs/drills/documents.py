@@ -36,7 +36,6 @@ class DrillConfig(BaseModel):
     subnet: int | None = Field(default=None, ge=1, le=250, description="namespaces: 198.18.<subnet>.0/24 (default: free one)")
     primary_workers: int = Field(default=2, ge=1, description="workers (one core each) in the failure domain")
     standby_workers: int = Field(default=1, ge=1)
-    replacement_domain: str = "rack-c"
     kill_driver: bool = False
     new_capacity_after_s: float = Field(default=30.0, ge=0)
     trigger_s: float = Field(default=1.0, gt=0)
@@ -63,16 +62,14 @@ class DrillPorts(BaseModel):
     standby_ui: int
     worker_port_base: int
     worker_ui_base: int
-    replacement_port_base: int
-    replacement_ui_base: int
     primary_driver_ui: int
     replica_driver_ui: int
 
     @classmethod
     def from_base(cls, base: int) -> DrillPorts:
         return cls(primary_port=base + 77, standby_port=base + 78, primary_ui=base + 90, standby_ui=base + 91,
-                   worker_port_base=base + 100, worker_ui_base=base + 200, replacement_port_base=base + 150,
-                   replacement_ui_base=base + 250, primary_driver_ui=base + 40, replica_driver_ui=base + 41)
+                   worker_port_base=base + 100, worker_ui_base=base + 200, primary_driver_ui=base + 40,
+                   replica_driver_ui=base + 41)
 
     @staticmethod
     def role(offset: int) -> str:
@@ -83,7 +80,7 @@ class DrillPorts(BaseModel):
         """
         named = {77: "the primary master", 78: "the standby master", 90: "the primary master's UI",
                  91: "the standby master's UI", 40: "the primary driver's UI", 41: "the replica driver's UI"}
-        ranges = {100: "a worker", 150: "the replacement worker", 200: "a worker's UI", 250: "the replacement worker's UI"}
+        ranges = {100: "a worker", 150: "a worker", 200: "a worker's UI", 250: "a worker's UI"}  # given back too
         low = offset - offset % 50
         return named.get(offset) or ranges.get(low, "none of the drill's ports")
 

@@ -21,16 +21,17 @@ One drill (:func:`run_drill`), every step polling real state with generous deadl
    within ``steady_lag_s`` plus three of its recent micro-batch durations of the input's (a job's
    watermark trails the input by up to three batches: the one that read the data, the one that
    reports it, and the wait for the next; on a loaded machine a batch takes seconds);
-5. **the failure** (``fault``): ``host-down`` SIGKILLs every worker of ``fail_domain`` with its executors
-   (``kill-domain``; on a namespace network its hosts go down whole), ``partition`` cuts the domain's hosts
-   off the network while they keep running (``network="namespaces"`` only: a host per daemon, this
-   machine the drivers' host, :mod:`spark_jobs.cluster.netns`); with ``kill_driver`` the primary driver
-   dies too. Because the primary's whole executor pool is in that domain, the primary is *down*, not
+5. **the failure** (``fault``), through the cluster seam as every drill's (:mod:`spark_jobs.cluster.seam`):
+   ``host-down`` SIGKILLs every worker of ``fail_domain`` with its executors (on a namespace network its hosts go
+   down whole), ``partition`` cuts the domain's hosts off the network while they keep running
+   (``network="namespaces"`` only: a host per daemon, this machine the drivers' host,
+   :mod:`spark_jobs.cluster.netns`); with ``kill_driver`` the primary driver dies too. Because the primary's whole executor pool is in that domain, the primary is *down*, not
    silently rescheduled onto survivors: the PPA scenario. The driver runs outside the rack (client mode)
    and survives unless ``kill_driver``;
-6. **recovery**: after ``new_capacity_after_s`` a replacement worker (``replacement_domain``) joins the
-   primary pool; Spark reschedules the surviving driver's work onto it, restoring state from the
-   checkpoint; a killed (or crashed) driver is restarted from its checkpoint instead;
+6. **recovery**: after ``new_capacity_after_s`` the domain's capacity is given back in that domain, as the drill
+   engine gives it back (the seam's ``give_back``: the workers it lost, started again, or its links healed); Spark
+   reschedules the surviving driver's work onto it, restoring state from the checkpoint; a killed (or crashed)
+   driver is restarted from its checkpoint instead;
 7. the primary has *caught up* once it has completed a micro-batch whose watermark passes the input's
    watermark at the moment capacity returned (every window the outage held back is out, the backlog
    is drained);
@@ -69,6 +70,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ft_core.errors import ExternalError, FtopsError, InputError
 from ft_core.replication.predicted_accuracy import AccuracyEstimate
+from spark_jobs.cluster.seam import LostDomain
 from spark_jobs.drills.documents import DrillConfig, DrillPorts, DrillReport
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
 from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
@@ -124,8 +126,6 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
     work = config.work_dir.resolve()
     if work.exists() and (not work.is_dir() or any(work.iterdir())):
         raise InputError(f"--work-dir: {work} is not an empty folder; a drill needs a fresh one")
-    if config.fail_domain == config.replacement_domain:
-        raise InputError(f"--replacement-domain: must differ from the failed domain {config.fail_domain!r}")
     if config.fault == "partition" and config.network != "namespaces":
         raise InputError("--fault partition: a network partition needs --network namespaces (on loopback nothing "
                          "can be cut)")
@@ -254,12 +254,13 @@ class _Drill:
         self.failure_end_ms: int | None = None
         self.killed: list[str] = []
         self.killed_ports: set[tuple[str, int]] = set()
+        self.lost: LostDomain | None = None  # what the fault took, with the document that gives it back
         self.detection_s: float | None = None
         self.t_capacity: float | None = None
         self.backlog_ms: int | None = None
         self.t_caught_up: float | None = None
         self.driver_restarts = 0
-        self.recovery = "rescheduled onto the replacement worker"
+        self.recovery = "rescheduled onto the capacity given back"
         self.final_ms: int | None = None
         self.reference_rows: list[dict] = []
         self.serving: subprocess.Popen | None = None  # the serving view (opt-in), not one of the jobs
@@ -357,14 +358,13 @@ class _Drill:
         self.say(f"steady: primary watermark {watermark_of(self.dirs['primary'])}")
 
     def _inject(self) -> None:
-        from spark_jobs.cluster.standalone import kill_domain, partition_domain
+        from spark_jobs.cluster.local_standalone import local_cluster
 
         end_ms = max((int(r["window_end"]) for _, rows in window_files(self.dirs["primary"]) for r in rows), default=0)
+        self.killed_ports = {(w.host, w.port) for w in self.state.workers(domain=self.config.fail_domain)}
         self.t_fail = time.time()
-        fault = partition_domain if self.config.fault == "partition" else kill_domain
-        victims = fault(self.dirs["spark"], self.config.fail_domain)
-        self.killed = [v.name for v in victims]
-        self.killed_ports = {(v.host, v.port) for v in victims}
+        self.lost = local_cluster(self.dirs["spark"]).lose(self.config.fail_domain, self.config.fault)
+        self.killed = list(self.lost.hit)
         if self.config.kill_driver:
             self._kill_primary_driver()
             self.killed.append("primary driver")
@@ -396,13 +396,13 @@ class _Drill:
         self.say(f"primary caught up {self.t_caught_up - self.t_fail:.1f} s after the failure")
 
     def _detect(self) -> None:
-        from spark_jobs.cluster.standalone import ClusterError, master_json
+        from spark_jobs.cluster.web_ui import master_state
 
         if self.detection_s is not None:
             return
         try:
-            workers = master_json(self.state.master_ui("primary"))["workers"]
-        except ClusterError:
+            workers = master_state(self.state.master_ui("primary"), timeout_s=5.0)["workers"]
+        except ExternalError:  # not answering now: the next poll asks again
             return
         dead = {(w["host"], w["port"]) for w in workers if w["state"] == "DEAD"}
         if self.killed_ports <= dead:
@@ -410,12 +410,10 @@ class _Drill:
             self.say(f"the master declared {self.config.fail_domain} dead after {self.detection_s:.1f} s")
 
     def _add_capacity(self) -> None:
-        from spark_jobs.cluster.standalone import add_worker
+        from spark_jobs.cluster.seam import give_back
 
-        p = self.setup.ports
-        self.say(f"replacement capacity: a worker in {self.config.replacement_domain}")
-        add_worker(self.dirs["spark"], self.config.replacement_domain, "primary", 1, "1g", timeout_s=self.config.timeout_s,
-                   port_base=p.replacement_port_base, ui_base=p.replacement_ui_base)
+        done = give_back(self.lost.undo, timeout_s=self.config.timeout_s)
+        self.say(f"capacity given back to {self.config.fail_domain}: {'; '.join(done) or 'it was back already'}")
         self.t_capacity = time.time()
         self.backlog_ms = self.feed.watermark_at(self.t_capacity)
         if self.procs["primary"].poll() is not None:

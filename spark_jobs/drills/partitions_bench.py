@@ -132,8 +132,9 @@ def render(result: PartitionsResult, out: Path | None = None) -> str:
         "measurements run on this machine, another host on the bridge. The primary's workers are all in the failing "
         f"rack; the replica (the structure-aware plan for {c.ratio:.0%} of the tasks) runs on the standby host. "
         "*host-down*: every process on the rack's hosts is killed and their links cut (they answer nothing); "
-        "*partition*: their links are cut while the worker and its executors keep running. A replacement worker "
-        f"joins on a new `rack-c` host {c.new_capacity_after_s:.0f} s after the fault. Detection: seconds until the "
+        "*partition*: their links are cut while the worker and its executors keep running. The rack is given back "
+        f"{c.new_capacity_after_s:.0f} s after the fault (host-down: its workers on new hosts of the rack; partition: "
+        "its links healed). Detection: seconds until the "
         "master lists the rack's workers dead. Times are seconds from the fault.", "",
         "| drill | rack | fault | detection (s) | tentative accuracy | first tentative (s) | caught up (s) | lost | "
         "dup | output = reference | took (s) | pass |",

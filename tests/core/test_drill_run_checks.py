@@ -185,7 +185,7 @@ def _report(**changes) -> DrillReport:
                   time_to_caught_up_s=71.5, lost_windows=0, duplicated_windows=0, output_equals_reference=True,
                   predicted_internal_completeness=0.34, failure_window_starts_ms=[0, 2000], lost_window_starts_ms=[],
                   duplicated_window_starts_ms=[], windows_expected=40, fail_domain="rack-a", killed=["worker 1"],
-                  kill_driver=False, recovery="rescheduled onto the replacement worker", primary_driver_restarts=0,
+                  kill_driver=False, recovery="rescheduled onto the capacity given back", primary_driver_restarts=0,
                   detection_s=1.0, new_capacity_after_s=30.0, capacity_alive_s=35.0, params={}, budget=2,
                   algorithm="structure-aware", work_dir="/tmp/drill", elapsed_s=180.0)
     return DrillReport(**{**values, **changes})

@@ -58,9 +58,9 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
     assert report.tentative_accuracy_per_window == [1.0] * len(report.tentative_accuracy_per_window)
     assert report.tentative_accuracy == 1.0
     assert report.time_to_first_tentative_s is not None and report.time_to_first_tentative_s >= 0
-    # Caught up only after the replacement worker joined (the primary was really down).
+    # Caught up only after the domain's capacity was given back (the primary was really down).
     assert report.time_to_caught_up_s > report.capacity_alive_s >= 5
-    assert report.recovery == "rescheduled onto the replacement worker" and report.primary_driver_restarts == 0
+    assert report.recovery == "rescheduled onto the capacity given back" and report.primary_driver_restarts == 0
     assert (report.fault, report.network) == (fault, network) and report.detection_s is not None  # declared DEAD
     [victim] = report.killed
     assert victim.startswith("worker-primary-rack-a-") and victim.endswith(f"-{BASE_FULL + 100}")
