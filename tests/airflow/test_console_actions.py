@@ -106,3 +106,52 @@ def _audit_log():
         logs = session.query(Log).filter(Log.event == "trigger_dag_run").all()
         session.expunge_all()
         return logs
+
+
+def test_an_action_with_options_starts_its_run_with_them_within_the_dags_bounds(ui, airflow_dags):
+    """Each action's options are a form with its DAG's own bounds (read from the DAG Airflow has); posted, the run's
+    conf has the job and the options, typed; out of the Param's bounds, a value its type refuses, an option the
+    action does not offer are refused (400) naming it, and nothing is created. The API takes the same as JSON."""
+    client, token, ids = ui
+    store = ids["store"]
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+    admin = {"Authorization": f"Bearer {token}"}
+    page = client.get("/jobs/alerts", headers=admin).text
+    options = re.search(r"<details id='action-options'>.*?</details>", page, re.S).group(0)
+    drill = re.search(r"<form class='options' id='options-drill'.*?</form>", options, re.S).group(0)
+    assert re.search(r"<select id='opt-drill-fault' name='fault'[^>]*><option value='host-down' selected>host-down"
+                     r"</option><option value='partition'>partition</option></select>", drill)
+    assert "<input id='opt-drill-timeout_s' name='timeout_s' type='number' step='any' min='30' max='2592000' " \
+           "value='600'" in drill  # the DAG's bounded Param: at least 30
+    assert re.search(r"<select id='opt-drill-kill_driver' name='kill_driver'[^>]*><option value='true'>", drill)
+    assert "<label for='opt-drill-failure_domain'>failure_domain</label>" in drill
+    assert "id='options-recover'" in options and "name='lease_ttl_s'" in options and "name='failed_at'" not in options
+    assert "id='options-tune'" in options and "id='options-replan'" in options
+
+    own = {"Origin": "http://testserver"}
+    client.cookies.set("_token", token)
+    count = len(ftops_runs())
+    sent = client.post("/jobs/alerts/actions/drill", headers=own, follow_redirects=False,
+                       data={"failure_domain": "rack-b", "fault": "host-down", "kill_driver": "true",
+                             "replacement_delay_s": "5", "timeout_s": "400"})
+    assert sent.status_code == 303, sent.text
+    assert len(ftops_runs()) == count + 1
+    created = max(ftops_runs(), key=lambda r: r.id)
+    assert created.dag_id == "ftops_chaos_drill" and created.conf == {
+        "job": "alerts", "failure_domain": "rack-b", "fault": "host-down", "kill_driver": True,
+        "replacement_delay_s": 5.0, "timeout_s": 400.0}
+    count = len(ftops_runs())
+    for data, needle in (({"timeout_s": "5"}, "timeout_s"), ({"timeout_s": "soon"}, "timeout_s: 'soon' is not a number"),
+                         ({"kill_driver": "yes"}, "kill_driver: expected true or false"),
+                         ({"job": "other"}, "option 'job': this action takes failure_domain, fault"),
+                         ({"fault": "meteor"}, "fault")):
+        refused = client.post("/jobs/alerts/actions/drill", headers=own, data=data, follow_redirects=False)
+        assert refused.status_code == 400 and needle in refused.text, (data, refused.status_code, refused.text[:300])
+    assert len(ftops_runs()) == count
+
+    res = client.post("/api/jobs/alerts/actions/recover", headers=admin, json={"arrivals": "1@30", "lease_ttl_s": 60})
+    assert res.status_code == 201, res.text
+    recover = next(r for r in ftops_runs() if r.run_id == res.json()["run_id"])
+    assert recover.conf == {"jobs": "alerts", "arrivals": "1@30", "lease_ttl_s": 60}
+    bad = client.post("/api/jobs/alerts/actions/recover", headers=admin, json={"lease_ttl_s": 10})
+    assert bad.status_code == 400 and "lease_ttl_s" in bad.text and len(ftops_runs()) == count + 1

@@ -70,7 +70,8 @@ def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_
     # alerts' primary: a batch of 500 rows every 5 s for 20 minutes, 8 s behind, then 40 s behind; nothing for the
     # 3 minutes before the last two batches (it was down); and an older batch, two hours ago, not drawn
     store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
-    ends = [now - 1500 + 5 * i for i in range(240)] + [now - 90, now - 30]
+    # its first batch alone in its minute, whatever the seconds between this `now` and the page's (a loaded machine)
+    ends = [now - 1500] + [now - 1430 + 5 * i for i in range(239)] + [now - 90, now - 30]
     for i, end in enumerate([now - 7200, *ends]):
         lag_s = 40 if end > now - 600 else 8
         mark = 0 if i == 1 else 1_000_000  # before its first window closed, Spark reports the epoch: no lag yet

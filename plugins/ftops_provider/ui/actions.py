@@ -94,8 +94,10 @@ def require_may_trigger(request: Request, user, dag_id: str) -> None:
                                                     "Airflow role decides; ask an admin)")
 
 
-def trigger(action: Action, job: str, user, last_batch_at: float | None = None) -> dict[str, Any]:
-    """Create the DAG run (queued; the scheduler starts it) as Airflow's trigger endpoint does: refused (409) when
+def trigger(action: Action, job: str, user, last_batch_at: float | None = None,
+            options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Create the DAG run (queued; the scheduler starts it) as Airflow's trigger endpoint does, its conf the job's
+    and ``options`` (:mod:`ftops_provider.ui.action_options`): refused (409) when
     its DAG is not in Airflow's database or no longer in a DAG file, or (400) has import errors or refuses the conf;
     recorded in Airflow's audit log. Its DAG, run id, whether the DAG is paused (a paused DAG's run waits until it is
     unpaused), and its page in Airflow's UI."""
@@ -119,14 +121,15 @@ def trigger(action: Action, job: str, user, last_batch_at: float | None = None) 
         paused = bool(model.is_paused)
     try:
         run = trigger_dag(action.dag_id, triggered_by=DagRunTriggeredByType.UI,
-                          triggering_user_name=user.get_name(), conf=action.conf(job, last_batch_at))
+                          triggering_user_name=user.get_name(), conf={**action.conf(job, last_batch_at), **(options or {})})
     except (ParamValidationError, ValueError) as exc:
         raise HTTPException(status_code=400, detail=f"{action.label}: {exc}") from None
     except DagRunAlreadyExists as exc:
         raise HTTPException(status_code=409, detail=f"{action.label}: {exc}") from None
     with create_session() as session:  # as Airflow's own trigger endpoint logs it
         session.add(Log(event="trigger_dag_run", owner=user.get_name(), dag_id=action.dag_id, run_id=run.run_id,
-                        extra=json.dumps({"source": "ftops console", "action": action.label, "job": job})))
+                        extra=json.dumps({"source": "ftops console", "action": action.label, "job": job,
+                                          "options": options or {}})))
     return {"action": action.label, "dag_id": action.dag_id, "run_id": run.run_id, "paused": paused,
             "url": f"/dags/{quote(action.dag_id)}/runs/{quote(run.run_id, safe='')}"}
 
@@ -149,7 +152,18 @@ def actions_form(job: str, kind: str, allowed: set[str]) -> str:
     barred = "" if all(ACTIONS[n].dag_id in allowed for n in ACTIONS if kind in ACTIONS[n].kinds) else (
         "<span id='actions-barred' class='caption'>greyed: your Airflow role may not trigger their DAGs</span>")
     return (f"<section id='actions' title=\"each starts one of ftops's DAGs for this job, under your Airflow "
-            f"permissions\"><b>Actions</b> {''.join(forms)}{barred}</section>")
+            f"permissions\"><b>Actions</b> {''.join(forms)}{barred}{_with_options(job, kind, allowed)}</section>")
+
+
+def _with_options(job: str, kind: str, allowed: set[str]) -> str:
+    """The actions the user may start, each as a form of its options with the DAG's bounds, folded away."""
+    from ftops_provider.ui.action_options import dag_params, options_form
+
+    forms = [options_form(escape(quote(job, safe="")), name, a.label, dag_params(a.dag_id))
+             for name, a in ACTIONS.items() if kind in a.kinds and a.dag_id in allowed]
+    forms = [f for f in forms if f]
+    return (f"<details id='action-options'><summary>Start one with options</summary>{''.join(forms)}</details>"
+            if forms else "")
 
 
 def dag_paused(dag_id: str) -> bool:

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlencode
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
-from fastapi import Depends, FastAPI, Form, HTTPException, Query, Request
+from fastapi import Body, Depends, FastAPI, Form, HTTPException, Query, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
@@ -339,29 +339,39 @@ def resume_form_post(user: GetUserDep, store: HistoryStore = Depends(get_store))
 
 # -- acting: a job's actions (ftops_provider.ui.actions) ---------------------------------------------------------
 
-def _start(request: Request, job: str, action: str, user, store: HistoryStore) -> dict:
+def _start(request: Request, job: str, action: str, user, store: HistoryStore, given: dict[str, Any] | None = None,
+           from_form: bool = False) -> dict:
+    from ftops_provider.ui.action_options import dag_params, options_conf
+
     _known(store, job)
     chosen = check_action(action, JobKind.from_store(store, job).kind, job)
     require_may_trigger(request, user, chosen.dag_id)
+    options = options_conf(action, given, dag_params(chosen.dag_id), from_form) if given else None
     [row] = store.fleet_overview([job])
-    started = trigger(chosen, job, user, row["last_batch_at"].timestamp() if row["last_batch_at"] else None)
+    started = trigger(chosen, job, user, row["last_batch_at"].timestamp() if row["last_batch_at"] else None, options)
     return {**started, "url": _airflow_root(request) + started["url"]}
 
 
 @app.post("/api/jobs/{job}/actions/{action}", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
 def action_api(job: JobName, action: str, request: Request, user: GetUserDep,
-               store: HistoryStore = Depends(get_store)) -> dict:
+               store: HistoryStore = Depends(get_store),
+               options: Annotated[dict[str, Any] | None, Body(description="the action's options (its DAG's Params)")] = None
+               ) -> dict:
     """Start the action's DAG run for the job (``drill``, ``tune``, ``replan``, ``recover``) under the caller's permission to
-    trigger that DAG: its DAG, run id, whether the DAG is paused and the run's page in Airflow."""
-    return _start(request, job, action, user, store)
+    trigger that DAG, with ``options`` (a JSON object of the Params the action offers) if given: its DAG, run id,
+    whether the DAG is paused and the run's page in Airflow."""
+    return _start(request, job, action, user, store, options)
 
 
 @app.post("/jobs/{job}/actions/{action}", dependencies=[Depends(_same_origin)])
-def action_form_post(job: JobName, action: str, request: Request, user: GetUserDep,
-                     store: HistoryStore = Depends(get_store)) -> Response:
-    """A job page's action button: back to the job page (a reload does not start a second run), which links the new
-    run's page in Airflow."""
-    started = _start(request, job, action, user, store)
+async def action_form_post(job: JobName, action: str, request: Request, user: GetUserDep,
+                           store: HistoryStore = Depends(get_store)) -> Response:
+    """A job page's action button, or its form with options: back to the job page (a reload does not start a second
+    run), which links the new run's page in Airflow."""
+    from starlette.concurrency import run_in_threadpool
+
+    given = {k: str(v) for k, v in (await request.form()).items()}
+    started = await run_in_threadpool(_start, request, job, action, user, store, given, True)
     back = urlencode({"started_dag": started["dag_id"], "started_run": started["run_id"]})
     return RedirectResponse(f"{_ftops_root(request)}/jobs/{quote(job, safe='')}?{back}", status_code=303)
 

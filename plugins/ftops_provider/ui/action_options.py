@@ -1,0 +1,122 @@
+"""An action's options: the DAG Params a person may set from a job's console page, as a form with the DAG's own
+bounds (issue 36, item 3: "forms take the same bounded Params as the DAGs").
+
+Problem: *Drill now* and the other actions start their DAG with every Param at its default; an operator who wants to
+fail a particular domain, kill the driver or recover with known arrivals had to leave for Airflow's trigger form and
+type the job's name again. Each action lists the Params it offers (:data:`OPTIONS`); the form reads their JSON
+schemas from the DAG Airflow has (its serialized DAG: the schema Airflow's own trigger form and ``trigger_dag`` use)
+and renders each as the input its type asks for (a choice for an ``enum`` or a boolean, a number field with the
+schema's minimum and maximum, a text field with its length). A posted value is typed by the same schema and the run is
+created by ``trigger_dag``, which validates it against the Param (out of bounds: refused, 400, naming the Param and
+nothing created). The job's own Param is the page's and cannot be set here.
+
+    >>> input_for("drill", "timeout_s", {"type": "number", "minimum": 30, "maximum": 2592000}, 600, "deadline")
+    "<label for='opt-drill-timeout_s'>timeout_s</label> <input id='opt-drill-timeout_s' name='timeout_s' type='number' step='any' min='30' max='2592000' value='600' title='deadline'>"
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from fastapi import HTTPException
+
+OPTIONS: dict[str, tuple[str, ...]] = {  # per action (ui.actions.ACTIONS): the Params offered, in the form's order
+    "drill": ("failure_domain", "fault", "kill_driver", "replacement_delay_s", "timeout_s"),
+    "tune": ("intervals_s", "failures", "duration_s", "resubmit"),
+    "replan": ("of_threshold",),
+    "recover": ("arrivals", "policy", "replacement_s", "timeout_s", "lease_ttl_s"),
+}
+
+
+def dag_params(dag_id: str) -> dict[str, tuple[dict[str, Any], Any, str]]:
+    """Param name -> (JSON schema, default, description) of the DAG as Airflow has it serialized; empty when Airflow
+    does not have it (the page then offers the plain button only)."""
+    from airflow.models.serialized_dag import SerializedDagModel
+
+    dag = SerializedDagModel.get_dag(dag_id)
+    if dag is None:
+        return {}
+    out = {}
+    for name in dag.params:
+        param = dag.params.get_param(name)
+        out[name] = (dict(param.schema), param.value, param.description or "")
+    return out
+
+
+def input_for(action: str, name: str, schema: dict[str, Any], default: Any, description: str) -> str:
+    """The labelled input of one Param, bounded as its schema is."""
+    ident = f"opt-{action}-{name}"
+    label = f"<label for='{escape(ident, quote=True)}'>{escape(name)}</label> "
+    tip = f" title='{escape(description, quote=True)}'" if description else ""
+    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "enum" in schema or "boolean" in kinds:
+        choices = schema.get("enum") or [True, False]
+        options = "".join(f"<option value='{escape(_text(c), quote=True)}'{' selected' if c == default else ''}>"
+                          f"{escape(_text(c))}</option>" for c in choices)
+        return f"{label}<select id='{ident}' name='{escape(name, quote=True)}'{tip}>{options}</select>"
+    if "number" in kinds or "integer" in kinds:
+        bounds = "".join(f" {attr}='{schema[key]}'" for attr, key in (("min", "minimum"), ("max", "maximum"))
+                         if key in schema)
+        step = "1" if "integer" in kinds else "any"
+        value = "" if default is None else _text(default)
+        return (f"{label}<input id='{ident}' name='{escape(name, quote=True)}' type='number' step='{step}'{bounds} "
+                f"value='{escape(value, quote=True)}'{tip}>")
+    size = f" maxlength='{int(schema['maxLength'])}'" if "maxLength" in schema else ""
+    return (f"{label}<input id='{ident}' name='{escape(name, quote=True)}'{size} "
+            f"value='{escape(_text(default or ''), quote=True)}'{tip}>")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def options_form(job_path: str, action: str, label: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> str:
+    """The action's form with its options (empty when the DAG offers none of them)."""
+    from ftops_provider.ui.actions import ACTIONS
+
+    fields = [input_for(action, n, *params[n]) for n in OPTIONS.get(action, ()) if n in params]
+    if not fields:
+        return ""
+    job_param = ACTIONS[action].param
+    return (f"<form class='options' id='options-{action}' method='post' action='{job_path}/actions/{action}'>"
+            f"<b>{escape(label)}</b> (its {escape(job_param)} is this job) "
+            + " ".join(f"<span class='field'>{f}</span>" for f in fields)
+            + f" <button id='action-{action}-options' type='submit'>{escape(label)} with these</button></form>")
+
+
+def options_conf(action: str, given: dict[str, Any], params: dict[str, tuple[dict[str, Any], Any, str]],
+                 from_form: bool) -> dict[str, Any]:
+    """The conf values of ``given`` (a form's text, or a JSON body's values), typed by each Param's schema; 400
+    naming an option the action does not offer or a form value its type refuses. Bounds are Airflow's to check
+    (``trigger_dag`` validates the conf against the Params)."""
+    offered = OPTIONS.get(action, ())
+    conf = {}
+    for name, value in given.items():
+        if name not in offered or name not in params:
+            raise HTTPException(status_code=400, detail=f"option {name!r}: this action takes "
+                                                        f"{', '.join(offered) or 'no option'}")
+        conf[name] = _typed(name, value, params[name][0]) if from_form else value
+    return conf
+
+
+def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
+    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "enum" in schema:
+        match = [c for c in schema["enum"] if _text(c) == text]
+        return match[0] if match else text  # not one of them: Airflow's validation names the choices
+    if "boolean" in kinds:
+        if text not in ("true", "false"):
+            raise HTTPException(status_code=400, detail=f"{name}: expected true or false, got {text!r}")
+        return text == "true"
+    if "number" in kinds or "integer" in kinds:
+        if text.strip() == "" and "null" in kinds:
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            raise HTTPException(status_code=400, detail=f"{name}: {text!r} is not a number") from None
+        return int(number) if "integer" in kinds and number.is_integer() else number
+    return text
