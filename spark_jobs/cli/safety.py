@@ -150,6 +150,11 @@ def diagnose(store) -> list[dict]:
         out.append({"what": "halted", "job": None, "detail": f"since {halt['halted_at']:%Y-%m-%d %H:%M:%S %Z} by "
                     f"{halt['halted_by']}: {halt['reason']} (`ftops resume` ends it)"})
     from spark_jobs.drills.reconcile import orphaned_primaries
+    from spark_jobs.fleet_recovery.runs import dead_runs
+
+    out += [{"what": "dead fleet recovery", "job": ", ".join(r["jobs"]), "detail": f"#{r['run_id']} (DAG run "
+             f"{r['dag_run_id']}) is recorded running but holds none of its jobs: its run died (`ftops doctor --repair` "
+             "records it failed, after undoing what it held down)"} for r in dead_runs(store)]
 
     out += [{"what": "orphaned primary", "job": job, "detail": "its driver runs but its master no longer lists it (a "
              "master restarted without recovery): `ftops doctor --repair` submits it again from its checkpoint"}

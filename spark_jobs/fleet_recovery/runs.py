@@ -32,13 +32,19 @@ def holder_of(dag_run_id: str) -> str:
     return f"dag run ftops_fleet_recovery/{dag_run_id}"
 
 
-def abandon_dead_runs(store, job: str | None = None) -> list[dict]:
-    """Record as failed every running fleet recovery (of ``job``, or of any job) whose holder holds none of its jobs'
-    leases; the runs closed (``run_id``, ``dag_run_id``, ``jobs``)."""
-    closed = []
-    for run in store.running_fleet_recoveries(job):
+def dead_runs(store, job: str | None = None) -> list[dict]:
+    """The running fleet recoveries (of ``job``, or of any job) whose holder holds none of their jobs' leases
+    (``run_id``, ``dag_run_id``, ``jobs``); read only."""
+    def dead(run: dict) -> bool:
         holder = holder_of(run["dag_run_id"])
-        if not any((lease := store.lease(name)) is not None and lease["holder"] == holder for name in run["jobs"]):
-            store.finish_fleet_recovery(run["run_id"], "failed", STALE_RUN)
-            closed.append(run)
+        return not any((lease := store.lease(name)) is not None and lease["holder"] == holder for name in run["jobs"])
+
+    return [run for run in store.running_fleet_recoveries(job) if dead(run)]
+
+
+def abandon_dead_runs(store, job: str | None = None) -> list[dict]:
+    """Record every one of :func:`dead_runs` as failed; the runs closed."""
+    closed = dead_runs(store, job)
+    for run in closed:
+        store.finish_fleet_recovery(run["run_id"], "failed", STALE_RUN)
     return closed

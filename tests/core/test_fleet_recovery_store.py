@@ -87,9 +87,14 @@ def test_a_run_whose_holder_holds_none_of_its_jobs_is_recorded_as_failed_and_a_l
     assert store.fleet_recovery(live)["status"] == "running" and store.running_fleet_recoveries("billing") == []
     store.release_lease("clicks", holder_of("manual__live"))
     store.acquire_lease("clicks", "drill", "command ftops drill job (pid 1 on vm)", ttl_s=60)  # someone else's now
+    from spark_jobs.cli.safety import diagnose
+
+    [finding] = [f for f in diagnose(store) if f["what"] == "dead fleet recovery"]  # `ftops doctor` names it
+    assert finding["job"] == "clicks" and finding["detail"].startswith(f"#{live} (DAG run manual__live)")
     [repair] = reconcile(store, by="safety net")  # no fault open: the dead run is all there is to record
     assert (repair.kind, repair.target, repair.job, repair.ok) == ("fleet_recovery", f"#{live}", "clicks", True)
     assert repair.holder == holder_of("manual__live") and store.running_fleet_recoveries() == []
+    assert not [f for f in diagnose(store) if f["what"] == "dead fleet recovery"]
 
 
 def test_the_steady_state_before_the_failure_gives_input_rate_lag_and_last_batch(store):
