@@ -155,3 +155,35 @@ def test_an_action_with_options_starts_its_run_with_them_within_the_dags_bounds(
     assert recover.conf == {"jobs": "alerts", "arrivals": "1@30", "lease_ttl_s": 60}
     bad = client.post("/api/jobs/alerts/actions/recover", headers=admin, json={"lease_ttl_s": 10})
     assert bad.status_code == 400 and "lease_ttl_s" in bad.text and len(ftops_runs()) == count + 1
+
+
+def test_recover_lost_jobs_starts_a_fleet_recovery_of_every_lost_job_with_its_options(ui, airflow_dags):
+    """The jobs page's *Recover lost jobs* (issue 33: a domain lost under several jobs, no job named): a run of
+    ftops_fleet_recovery whose ``jobs`` is empty (its first task asks the master which jobs lost their executors), with
+    the options of the form, under the user's permission; the page then links the run."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    client, token, _ = ui
+    admin = {"Authorization": f"Bearer {token}"}
+    viewer = {"Authorization": "Bearer " + get_auth_manager().generate_jwt(
+        SimpleAuthManagerUser(username="viewer", role="VIEWER"))}
+    page = client.get("/", headers=admin).text
+    form = re.search(r"<section id='fleet-recovery'>.*?</section>", page, re.S).group(0)
+    assert "<select id='opt-fleet-recover-policy' name='policy'" in form and "name='arrivals'" in form
+    assert "<button id='fleet-recover' type='submit'>" in form and "name='jobs'" not in form
+    assert re.search(r"<button id='fleet-recover' type='submit' disabled", client.get("/", headers=viewer).text)
+
+    count = len(ftops_runs())
+    assert client.post("/api/actions/recover", headers=viewer).status_code == 403 and len(ftops_runs()) == count
+    client.cookies.set("_token", token)
+    sent = client.post("/actions/recover", headers={"Origin": "http://testserver"}, follow_redirects=False,
+                       data={"arrivals": "2@30", "policy": "fifo", "lease_ttl_s": "60"})
+    assert sent.status_code == 303 and sent.headers["location"].startswith("/?started_run=")
+    created = max(ftops_runs(), key=lambda r: r.id)
+    assert created.dag_id == "ftops_fleet_recovery" and created.triggering_user_name == "admin"
+    assert created.conf == {"jobs": "", "arrivals": "2@30", "policy": "fifo", "lease_ttl_s": 60.0}
+    shown = client.get(sent.headers["location"]).text
+    assert re.search(r"id='run-link' href='/dags/ftops_fleet_recovery/runs/[^']+'", shown)
+    refused = client.post("/api/actions/recover", headers=admin, json={"arrivals": "soon"})
+    assert refused.status_code == 400 and "arrivals" in refused.text and len(ftops_runs()) == count + 1

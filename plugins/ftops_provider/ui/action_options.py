@@ -120,3 +120,16 @@ def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
             raise HTTPException(status_code=400, detail=f"{name}: {text!r} is not a number") from None
         return int(number) if "integer" in kinds and number.is_integer() else number
     return text
+
+
+def fleet_recovery_form(params: dict[str, tuple[dict[str, Any], Any, str]], allowed: bool) -> str:
+    """The jobs page's *Recover lost jobs*: ``ftops_fleet_recovery`` for every registered job whose primary has lost
+    its executors (the run's ``jobs`` empty: its first task asks the master), with the recovery's options."""
+    fields = [input_for("fleet-recover", n, *params[n]) for n in OPTIONS["recover"] if n in params]
+    state = "" if allowed else " disabled title='your Airflow role may not trigger runs of ftops_fleet_recovery'"
+    return ("<section id='fleet-recovery'><h2>Recover lost jobs</h2><p class='caption'>After a rack, a zone or a bad "
+            "deploy: every registered job whose primary has lost its executors (the master says which) is restarted "
+            "in priority order as capacity returns, each one's time back measured (ftops_fleet_recovery; a job that "
+            "runs executors is left alone).</p><form id='fleet-recover-form' method='post' action='actions/recover'>"
+            + " ".join(f"<span class='field'>{f}</span>" for f in fields)
+            + f" <button id='fleet-recover' type='submit'{state}>Recover lost jobs</button></form></section>")

@@ -106,10 +106,20 @@ def _known(store: HistoryStore, job: str) -> None:
 @app.get("/", response_class=HTMLResponse)
 def jobs_page(query: Annotated[FleetQuery, Query()], request: Request, user: GetUserDep,
               store: HistoryStore = Depends(get_store)) -> HTMLResponse:
-    """The fleet at a glance, what waits for a person, and the halt."""
+    """The fleet at a glance, what waits for a person, recovering the lost jobs, and the halt (``started_run``: the
+    fleet recovery *Recover lost jobs* just started, linked; read beside the filter's model, which FastAPI takes whole)."""
+    from ftops_provider.ui.action_options import dag_params, fleet_recovery_form
+
+    started_run = request.query_params.get("started_run")
+    if started_run is not None and not 0 < len(started_run) <= 250:
+        raise HTTPException(status_code=422, detail="started_run: a DAG run id of 1 to 250 characters")
     halt = store.halted()
     waiting = approvals_section(pending_approvals(user), _airflow_root(request))
-    return _page("Fault tolerance: jobs", halt_banner(halt) + waiting + fleet_html(store, query) + halt_form(halt))
+    recover = ACTIONS["recover"].dag_id
+    started = "" if not started_run else started_banner(recover, started_run, dag_paused(recover), _airflow_root(request))
+    recovery = fleet_recovery_form(dag_params(recover), may_trigger(request, user, recover))
+    return _page("Fault tolerance: jobs", started + halt_banner(halt) + waiting + fleet_html(store, query) + recovery
+                 + halt_form(halt))
 
 
 def fleet_html(store: HistoryStore, query: FleetQuery) -> str:
@@ -374,6 +384,34 @@ async def action_form_post(job: JobName, action: str, request: Request, user: Ge
     started = await run_in_threadpool(_start, request, job, action, user, store, given, True)
     back = urlencode({"started_dag": started["dag_id"], "started_run": started["run_id"]})
     return RedirectResponse(f"{_ftops_root(request)}/jobs/{quote(job, safe='')}?{back}", status_code=303)
+
+
+def _recover_fleet(request: Request, user, given: dict[str, Any] | None, from_form: bool) -> dict:
+    from ftops_provider.ui.action_options import dag_params, options_conf
+
+    chosen = ACTIONS["recover"]
+    require_may_trigger(request, user, chosen.dag_id)
+    options = options_conf("recover", given, dag_params(chosen.dag_id), from_form) if given else None
+    started = trigger(chosen, "", user, None, options)  # no job named: every job whose primary lost its executors
+    return {**started, "url": _airflow_root(request) + started["url"]}
+
+
+@app.post("/api/actions/recover", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
+def recover_fleet_api(request: Request, user: GetUserDep,
+                      options: Annotated[dict[str, Any] | None, Body(description="the recovery's options")] = None
+                      ) -> dict:
+    """Start ``ftops_fleet_recovery`` for every lost job (its ``jobs`` empty), with ``options`` if given."""
+    return _recover_fleet(request, user, options, False)
+
+
+@app.post("/actions/recover", dependencies=[Depends(_same_origin)])
+async def recover_fleet_form_post(request: Request, user: GetUserDep) -> Response:
+    """The jobs page's *Recover lost jobs*: back to the jobs page, which links the new run."""
+    from starlette.concurrency import run_in_threadpool
+
+    given = {k: str(v) for k, v in (await request.form()).items()}
+    started = await run_in_threadpool(_recover_fleet, request, user, given, True)
+    return RedirectResponse(f"{_ftops_root(request)}/?{urlencode({'started_run': started['run_id']})}", status_code=303)
 
 
 @app.get("/api/jobs/{job}/drills/{drill_id}/experiment")
