@@ -374,3 +374,34 @@ def test_the_console_follows_airflows_theme_fits_1024_px_and_has_no_serious_acce
     WebDriverWait(browser, 10).until(
         lambda b: not b.execute_script("return document.documentElement.classList.contains('dark')"))
     assert _luminance(browser, "backgroundColor") > 0.9
+
+
+def test_an_open_job_page_redraws_its_last_hour_without_a_reload(api_server, browser, pg_conn):
+    """Issue 36, item 2 ("live lag"): a job page left open shows the micro-batches recorded after it was loaded, within
+    a refresh period (ui/live.py REFRESH_S), without reloading the page (a mark set on the window survives)."""
+    import time
+
+    from ft_core.store.history import HistoryStore, JobSpec
+    from ft_core.store.stream_progress import BatchProgress
+    from ftops_provider.ui.live import REFRESH_S
+
+    store = HistoryStore(pg_conn)
+    store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
+
+    def batch(i: int, end: float, lag_s: int) -> None:
+        store.record_batch(BatchProgress(stream="ftops-alerts-primary", app_id="a", batch_id=i, batch_end=end,
+                                         input_rows=500, watermark_ms=1_000_000, input_watermark_ms=1_000_000 + lag_s * 1000))
+
+    now = time.time()
+    for i in range(12):
+        batch(i, now - 120 + 5 * i, 8)
+    browser.get(f"{api_server.url}/ftops/jobs/alerts")
+    _sign_in(browser, api_server)
+    assert "primary: 8 s behind" in _wait_css(browser, "#live-now").text
+    browser.execute_script("window.ftopsMark = 'loaded once'")
+    browser.get_log("browser")  # the refusal before signing in is Airflow's 401, not the page's
+    batch(12, time.time(), 47)  # the job falls behind after the page was drawn
+    WebDriverWait(browser, 3 * REFRESH_S).until(  # read by script: the redraw replaces the element
+        lambda b: "primary: 47 s behind" in b.execute_script("return document.getElementById('live-now').textContent"))
+    assert browser.execute_script("return window.ftopsMark") == "loaded once"  # redrawn in place, not reloaded
+    assert not [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/ftops/" in e["message"]]

@@ -54,9 +54,20 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
     return out
 
 
+REFRESH_S = 20  # the open page redraws its last hour this often (while the tab is shown)
+# The page fetches itself again and swaps in the new last hour: the charts stay server-drawn, nothing else moves (a
+# form being filled in keeps its values), and a failed fetch (signed out, server restarting) leaves the old one.
+_REFRESH = ("<script>(function(){var every=%d*1000;function redraw(){if(document.hidden)return;"
+            "fetch(location.href,{credentials:'same-origin',headers:{Accept:'text/html'}}).then(function(r){"
+            "return r.ok?r.text():null}).then(function(t){if(!t)return;var fresh=new DOMParser().parseFromString(t,"
+            "'text/html').getElementById('last-hour'),old=document.getElementById('last-hour');if(fresh&&old)"
+            "old.innerHTML=fresh.innerHTML}).catch(function(){})}setInterval(redraw,every)})();</script>") % REFRESH_S
+
+
 def live_section(batches: dict[str, list[dict]], now: float) -> str:
-    """The section: two charts (lag, rows read per second) and a line saying where the job stands now."""
-    head = "<h2 id='live'>Last hour</h2><section id='last-hour'>"
+    """The section: two charts (lag, rows read per second) and a line saying where the job stands now, redrawn every
+    :data:`REFRESH_S` seconds while the page is open."""
+    head = f"<h2 id='live'>Last hour</h2>{_REFRESH}<section id='last-hour'>"
     if not batches:
         return head + ("<p>No micro-batch of this job in the last week: it was never started (<code>ftops job start</code>)"
                        " or has been stopped since.</p></section>")
