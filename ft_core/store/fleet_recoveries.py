@@ -83,6 +83,14 @@ class FleetRecoveryRecords(StoreBase):
             if cur.fetchone() is None:
                 raise InputError(f"fleet recovery {run_id} does not exist")
 
+    def abandon_fleet_recovery(self, run_id: int, outcome: str) -> bool:
+        """Record a run whose holder died as failed, only while it is still ``running`` (a run that recorded its own
+        end keeps it); whether it was."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute("UPDATE ftops_fleet_recovery SET status = 'failed', outcome = %s, finished_at = now() "
+                        "WHERE run_id = %s AND status = 'running' RETURNING run_id", (outcome, run_id))
+            return cur.fetchone() is not None
+
     def fleet_recovery(self, run_id: int) -> dict[str, Any]:
         """The run and its jobs (in stage order)."""
         with self.conn, self.conn.cursor() as cur:

@@ -361,10 +361,11 @@ class _Drill:
         from spark_jobs.cluster.local_standalone import local_cluster
 
         end_ms = max((int(r["window_end"]) for _, rows in window_files(self.dirs["primary"]) for r in rows), default=0)
-        self.killed_ports = {(w.host, w.port) for w in self.state.workers(domain=self.config.fail_domain)}
         self.t_fail = time.time()
         self.lost = local_cluster(self.dirs["spark"]).lose(self.config.fail_domain, self.config.fault)
         self.killed = list(self.lost.hit)
+        self.killed_ports = {(w.host, w.port) for w in self.state.workers(domain=self.config.fail_domain)
+                             if w.name in self.killed}  # what the master must list dead: the workers it hit
         if self.config.kill_driver:
             self._kill_primary_driver()
             self.killed.append("primary driver")

@@ -176,20 +176,29 @@ def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, driver_e
                  "resubmitted from its checkpoint" if done[-1]["resubmitted"] else "its waiting application",
                  "never" if predicted is None else f"{predicted:.1f}")
     for job in jobs:
-        _await_executors(job, registered_deployment(store, job))
+        _await_executors(job, registered_deployment(store, job), lambda: renew_leases(store, run_id, holder),
+                         lease_ttl(run["plan"]) / 3)
     return done
 
 
-def _await_executors(job: str, dep, timeout_s: float = 120.0) -> None:
+def _await_executors(job: str, dep, renew, renew_every_s: float, timeout_s: float = 120.0) -> None:
     """Until the job's primary holds executors (its cores taken), so the next stage's wait counts only the cores
-    left; a primary still without one after ``timeout_s`` is logged, not fatal (the wait for it to be back says)."""
+    left, renewing the run's leases (``renew``) every ``renew_every_s`` meanwhile; a primary still without one after
+    ``timeout_s`` is logged, not fatal (the wait for it to be back says)."""
     from ft_core.errors import ExternalError
     from spark_jobs.fleet_recovery.inputs import primary_executors
     from spark_jobs.runtime.waiting import wait_for
 
+    renewed = [time.time()]
+
+    def holds() -> bool | None:
+        if time.time() - renewed[0] >= renew_every_s:
+            renew()
+            renewed[0] = time.time()
+        return (primary_executors(dep, job) or 0) > 0 or None
+
     try:
-        wait_for(lambda: (primary_executors(dep, job) or 0) > 0 or None, timeout_s=timeout_s, interval_s=1.0,
-                 what=f"{job}'s primary to hold executors")
+        wait_for(holds, timeout_s=timeout_s, interval_s=1.0, what=f"{job}'s primary to hold executors")
     except ExternalError as exc:
         log.warning("%s", exc)
 
@@ -204,7 +213,8 @@ def finish(store, run_id: int, dag_run_id: str, driver_env: dict[str, str]) -> d
     for job, b in back.items():
         store.fleet_back(run_id, job, b["back_at"], b["restart_delay_s"])
     problems, undone = [], set()
-    for row in store.fleet_recovery(run_id)["jobs"]:
+    jobs = store.fleet_recovery(run_id)["jobs"]
+    for row in jobs:
         fault = open_fault(store, row["job"], holder)
         if fault is not None:  # its stage never came: it is not left down
             repair = undo_fault(store, fault, holder, driver_env)
@@ -212,11 +222,12 @@ def finish(store, run_id: int, dag_run_id: str, driver_env: dict[str, str]) -> d
             undone.add(row["job"])
         elif row["stage"] is None:
             problems.append(f"{row['job']} had no stage (no returning capacity fits it): it kept its driver, waiting")
-        store.release_lease(row["job"], holder)
     problems += [m for m in missing if m.split(":", 1)[0] not in undone]
     status = "failed" if problems else "done"
     outcome = "; ".join(problems) or "every job back"
-    store.finish_fleet_recovery(run_id, status, outcome)
+    store.finish_fleet_recovery(run_id, status, outcome)  # closed while still held: no reconciler takes it for dead
+    for row in jobs:
+        store.release_lease(row["job"], holder)
     return {"run_id": run_id, "status": status, "outcome": outcome,
             "jobs": [{k: r[k] for k in ("job", "priority", "stage", "planned_back_s", "predicted_back_s",
                                          "measured_back_s")} for r in store.fleet_recovery(run_id)["jobs"]]}

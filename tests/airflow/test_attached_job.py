@@ -203,7 +203,7 @@ def test_the_fleet_recovery_restarts_the_lost_attached_job_from_its_checkpoint_i
 def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
     """Issue 35, item 4 (the staged recovery's worker killed between stages) and issue 33: a fleet recovery of the
     attached job (every worker and its driver lost) is SIGKILLed with its whole process while it waits, deferred, for
-    its stage's capacity, with the job held down. Nobody acts: its leases lapse (``lease_ttl_s`` 30 s), the safety net
+    its stage's capacity, with the job held down. Nobody acts: its leases lapse (``lease_ttl_s`` 60 s), the safety net
     resubmits the job from its checkpoint with its stored submit line and records the dead run as failed; the job runs
     again in the failure domains it had, every micro-batch committed once and in order."""
     import os
@@ -234,7 +234,7 @@ def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
     failed_at = time.time()
     lost = [cluster.lose(domain, "host-down") for domain in sorted(before)]
     assert kill_primary_driver(dep)
-    conf = {"jobs": JOB, "failed_at": str(failed_at), "arrivals": "2@90", "timeout_s": 600, "lease_ttl_s": 30}
+    conf = {"jobs": JOB, "failed_at": str(failed_at), "arrivals": "2@90", "timeout_s": 600, "lease_ttl_s": 60}
     script = ("import json, sys; from tests.live_jobs import repository_dag; "
               "repository_dag('ftops_fleet_recovery').test(run_conf=json.loads(sys.argv[1]))")
     log = (root / "fleet-recovery-killed.log").open("w")
@@ -250,7 +250,7 @@ def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
         killed_at = time.time()
         run.wait(timeout=30)
         [recovery] = [store.fleet_recovery(r["run_id"]) for r in store.job_fleet_recoveries(JOB, limit=1)]
-        assert recovery["status"] == "running" and recovery["plan"]["lease_ttl_s"] == 30
+        assert recovery["status"] == "running" and recovery["plan"]["lease_ttl_s"] == 60
 
         def capacity_returns() -> None:  # the workers come back in the domains they left, as the run expected
             time.sleep(max(0.0, failed_at + 90 - time.time()))
@@ -270,7 +270,7 @@ def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
         _forget_dead_runs("ftops_fleet_recovery")
     closed = next(f for f in store.faults(JOB) if f["fault_id"] == held["fault_id"])
     assert closed["closed_by"].startswith("safety net ftops_safety_net/") and "resubmitted" in closed["outcome"]
-    assert closed["closed_at"].timestamp() - killed_at <= 30 + 120  # the lease TTL and the safety net's poll
+    assert closed["closed_at"].timestamp() - killed_at <= 60 + 120  # the lease TTL and the safety net's poll
     recovery = store.fleet_recovery(recovery["run_id"])
     assert recovery["status"] == "failed" and recovery["outcome"] == STALE_RUN
     assert store.lease(JOB) is None and store.open_faults(JOB) == []

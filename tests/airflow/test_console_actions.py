@@ -143,6 +143,7 @@ def test_an_action_with_options_starts_its_run_with_them_within_the_dags_bounds(
     count = len(ftops_runs())
     for data, needle in (({"timeout_s": "5"}, "timeout_s"), ({"timeout_s": "soon"}, "timeout_s: 'soon' is not a number"),
                          ({"kill_driver": "yes"}, "kill_driver: expected true or false"),
+                         ({"timeout_s": "nan"}, "timeout_s: nan is not a finite number"),
                          ({"job": "other"}, "option 'job': this action takes failure_domain, fault"),
                          ({"fault": "meteor"}, "fault")):
         refused = client.post("/jobs/alerts/actions/drill", headers=own, data=data, follow_redirects=False)

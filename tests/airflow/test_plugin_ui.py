@@ -21,7 +21,8 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
-          "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries")
+          "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries",
+          "/jobs/topk/last-hour")
 
 
 def test_unauthenticated_requests_are_refused(ui):

@@ -67,8 +67,9 @@ def test_a_run_is_opened_once_per_dag_run_and_restarts_and_times_back_are_record
 
 
 def test_a_run_whose_holder_holds_none_of_its_jobs_is_recorded_as_failed_and_a_live_one_is_left(store):
-    """A fleet recovery whose DAG run died (no lease of its jobs held by it any more) is closed by the reconciler;
-    one that holds any of its jobs' leases goes on; so does one whose leases another holder took (not its own)."""
+    """A fleet recovery whose DAG run died (no lease of its jobs held by it any more, lapsed or taken by another
+    holder) is closed by the reconciler once none of its faults is open; one that holds any of its jobs' leases goes
+    on; a run that recorded its own end keeps it."""
     from spark_jobs.fleet_recovery.runs import STALE_RUN, abandon_dead_runs, holder_of
     from spark_jobs.drills.reconcile import reconcile
 
@@ -76,12 +77,16 @@ def test_a_run_whose_holder_holds_none_of_its_jobs_is_recorded_as_failed_and_a_l
     dead = store.open_fleet_recovery("manual__dead", "staged", failed, {}, [_row("billing", 1), _row("clicks", 2)])
     live = store.open_fleet_recovery("manual__live", "staged", failed, {}, [_row("clicks", 1)])
     store.acquire_lease("clicks", "recovery", holder_of("manual__live"), ttl_s=60)
-    store.acquire_lease("billing", "recovery", holder_of("manual__dead"), ttl_s=0.2)  # lapses: the run died
+    store.acquire_lease("billing", "recovery", holder_of("manual__dead"), ttl_s=2)  # lapses: the run died
+    held = store.open_fault("billing", "fleet_recovery", dead, holder_of("manual__dead"), "driver_killed",
+                            "ftops-billing-primary", {"seam": "streams", "role": "primary"}, 600)
     assert [r["run_id"] for r in store.running_fleet_recoveries("billing")] == [dead]
     assert [r["run_id"] for r in store.running_fleet_recoveries()] == [dead, live]
     assert store.running_fleet_recoveries("clicks")[0]["jobs"] == ["billing", "clicks"]
     assert abandon_dead_runs(store) == []  # billing's lease is still live
-    time.sleep(0.3)
+    time.sleep(2.2)
+    assert abandon_dead_runs(store) == []  # dead, but what it held down is not given back yet
+    store.close_fault(held, "safety net", "primary resubmitted from its checkpoint")
     assert [r["run_id"] for r in abandon_dead_runs(store, "clicks")] == [dead]
     assert store.fleet_recovery(dead)["status"] == "failed" and store.fleet_recovery(dead)["outcome"] == STALE_RUN
     assert store.fleet_recovery(live)["status"] == "running" and store.running_fleet_recoveries("billing") == []
@@ -95,6 +100,8 @@ def test_a_run_whose_holder_holds_none_of_its_jobs_is_recorded_as_failed_and_a_l
     assert (repair.kind, repair.target, repair.job, repair.ok) == ("fleet_recovery", f"#{live}", "clicks", True)
     assert repair.holder == holder_of("manual__live") and store.running_fleet_recoveries() == []
     assert not [f for f in diagnose(store) if f["what"] == "dead fleet recovery"]
+    store.finish_fleet_recovery(live, "done", "every job back")  # a run's own end stands: never taken back
+    assert store.abandon_fleet_recovery(live, STALE_RUN) is False and store.fleet_recovery(live)["status"] == "done"
 
 
 def test_the_steady_state_before_the_failure_gives_input_rate_lag_and_last_batch(store):

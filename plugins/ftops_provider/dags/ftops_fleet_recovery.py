@@ -36,7 +36,7 @@ from ftops_provider.operators.fleet_recovery import (PLAN_TASK, FinishFleetRecov
                                                      RestartFleetStageOperator)
 from ftops_provider.operators.run_watcher import RunFailureWatcher
 from spark_jobs.fleet_recovery.inputs import MAX_ARRIVALS
-from spark_jobs.fleet_recovery.runs import LEASE_TTL_S, MIN_LEASE_TTL_S
+from spark_jobs.fleet_recovery.runs import LEASE_TTL_S, MAX_LEASE_TTL_S, MIN_LEASE_TTL_S
 
 MAX_STAGES = MAX_ARRIVALS + 1  # stage 0 (the survivors' free cores) and a stage per returning worker
 _ARRIVAL = r"[0-9]+(\.[0-9]+)?@[0-9]+(\.[0-9]+)?"
@@ -69,7 +69,7 @@ with DAG(
         "timeout_s": bounded_param(900, PositiveSeconds, "deadline of each wait", minimum=60),
         "lease_ttl_s": bounded_param(LEASE_TTL_S, PositiveSeconds, "the jobs' leases last this long from each renewal: "
                                      "a run that dies gives its jobs back this long after it stopped",
-                                     minimum=MIN_LEASE_TTL_S),
+                                     minimum=MIN_LEASE_TTL_S, maximum=MAX_LEASE_TTL_S),
     },
 ) as dag:
     timeout = "{{ params.timeout_s }}"

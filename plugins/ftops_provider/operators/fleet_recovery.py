@@ -134,7 +134,8 @@ class FleetStageCapacitySensor(_DeferredWait):
         self.log.info("stage %d (%s) needs %d free cores on %s%s", self.stage, ", ".join(jobs), cores,
                       planned["master_ui"], f" and executors of {', '.join(waiting)}" if waiting else "")
         return FleetStageTrigger(planned["master_ui"], run_id=planned["run_id"], holder=holder_of(context["run_id"]),
-                                 lease_ttl_s=planned["lease_ttl_s"], ftops_db_conn_id=self.ftops_db_conn_id, min_free_cores=cores, running_apps=waiting,
+                                 lease_ttl_s=planned.get("lease_ttl_s", LEASE_TTL_S),
+                                 ftops_db_conn_id=self.ftops_db_conn_id, min_free_cores=cores, running_apps=waiting,
                                  timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
 
 

@@ -21,8 +21,8 @@ from spark_jobs.drills.waits import StoreView
 
 
 class FleetStageTrigger(SparkCapacityTrigger):
-    def __init__(self, master_ui_url: str, *, run_id: int, holder: str, lease_ttl_s: float,
-                 ftops_db_conn_id: str = "ftops_db", **conditions: Any):
+    def __init__(self, master_ui_url: str, *, run_id: int, holder: str, lease_ttl_s: float = 300.0,
+                 ftops_db_conn_id: str = "ftops_db", **conditions: Any):  # 300: runs deferred before it was a Param
         super().__init__(master_ui_url, **conditions)
         self.run_id, self.holder, self.lease_ttl_s, self.ftops_db_conn_id = run_id, holder, lease_ttl_s, ftops_db_conn_id
         self._renewed = 0.0

@@ -46,8 +46,8 @@ def dag_params(dag_id: str) -> dict[str, tuple[dict[str, Any], Any, str]]:
 
 def input_for(action: str, name: str, schema: dict[str, Any], default: Any, description: str) -> str:
     """The labelled input of one Param, bounded as its schema is."""
-    ident = f"opt-{action}-{name}"
-    label = f"<label for='{escape(ident, quote=True)}'>{escape(name)}</label> "
+    ident = escape(f"opt-{action}-{name}", quote=True)
+    label = f"<label for='{ident}'>{escape(name)}</label> "
     tip = f" title='{escape(description, quote=True)}'" if description else ""
     kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
     if "enum" in schema or "boolean" in kinds:
@@ -56,8 +56,8 @@ def input_for(action: str, name: str, schema: dict[str, Any], default: Any, desc
                           f"{escape(_text(c))}</option>" for c in choices)
         return f"{label}<select id='{ident}' name='{escape(name, quote=True)}'{tip}>{options}</select>"
     if "number" in kinds or "integer" in kinds:
-        bounds = "".join(f" {attr}='{schema[key]}'" for attr, key in (("min", "minimum"), ("max", "maximum"))
-                         if key in schema)
+        bounds = "".join(f" {attr}='{escape(_text(schema[key]), quote=True)}'"
+                         for attr, key in (("min", "minimum"), ("max", "maximum")) if key in schema)
         step = "1" if "integer" in kinds else "any"
         value = "" if default is None else _text(default)
         return (f"{label}<input id='{ident}' name='{escape(name, quote=True)}' type='number' step='{step}'{bounds} "
@@ -68,9 +68,16 @@ def input_for(action: str, name: str, schema: dict[str, Any], default: Any, desc
 
 
 def _text(value: Any) -> str:
+    """A value as the form shows and sends it back: whole floats without ".0", others exactly (``repr``).
+
+    >>> _text(600.0), _text(1234567.0), _text(0.02), _text(True)
+    ('600', '1234567', '0.02', 'true')
+    """
     if isinstance(value, bool):
         return "true" if value else "false"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
 
 
 def options_form(job_path: str, action: str, label: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> str:
@@ -98,8 +105,18 @@ def options_conf(action: str, given: dict[str, Any], params: dict[str, tuple[dic
         if name not in offered or name not in params:
             raise HTTPException(status_code=400, detail=f"option {name!r}: this action takes "
                                                         f"{', '.join(offered) or 'no option'}")
-        conf[name] = _typed(name, value, params[name][0]) if from_form else value
+        conf[name] = _typed(name, value, params[name][0]) if from_form else _finite(name, value)
     return conf
+
+
+def _finite(name: str, value: Any) -> Any:
+    """A JSON value as given, but no NaN or infinity (JSON Schema's bounds let NaN through, and the run's conf
+    could not be stored)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise HTTPException(status_code=400, detail=f"{name}: {value!r} is not a finite number")
+    return value
 
 
 def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
@@ -118,6 +135,7 @@ def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
             number = float(text)
         except ValueError:
             raise HTTPException(status_code=400, detail=f"{name}: {text!r} is not a number") from None
+        number = _finite(name, number)
         return int(number) if "integer" in kinds and number.is_integer() else number
     return text
 

@@ -172,6 +172,14 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
     return _page(f"Fault tolerance: {job}", "".join(body))
 
 
+@app.get("/jobs/{job}/last-hour", response_class=HTMLResponse)
+def last_hour_fragment(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The job page's last hour alone (the open page redraws it from here, ``ui/live.py``)."""
+    _known(store, job)
+    now = time.time()
+    return HTMLResponse(live_section(store.job_batches(job, now - SPAN_S), now))
+
+
 @app.get("/runs/{dag_id}/{run_id:path}", response_class=HTMLResponse)
 def dag_run_view(dag_id: str, run_id: str, request: Request, store: HistoryStore = Depends(get_store)) -> Response:
     """The "Fault tolerance" tab of a DAG run in Airflow's UI: the run's drill or recovery report, or what it

@@ -55,10 +55,12 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
 
 
 REFRESH_S = 20  # the open page redraws its last hour this often (while the tab is shown)
-# The page fetches itself again and swaps in the new last hour: the charts stay server-drawn, nothing else moves (a
-# form being filled in keeps its values), and a failed fetch (signed out, server restarting) leaves the old one.
+# The page fetches its last hour alone (``/jobs/<job>/last-hour``, beside the page's own path) and swaps it in: the
+# charts stay server-drawn, nothing else moves (a form being filled in keeps its values), and a failed fetch (signed
+# out, server restarting) leaves the old one.
 _REFRESH = ("<script>(function(){var every=%d*1000;function redraw(){if(document.hidden)return;"
-            "fetch(location.href,{credentials:'same-origin',headers:{Accept:'text/html'}}).then(function(r){"
+            "fetch(location.pathname.replace(/\\/+$/,'')+'/last-hour',{credentials:'same-origin',"
+            "headers:{Accept:'text/html'}}).then(function(r){"
             "return r.ok?r.text():null}).then(function(t){if(!t)return;var fresh=new DOMParser().parseFromString(t,"
             "'text/html').getElementById('last-hour'),old=document.getElementById('last-hour');if(fresh&&old)"
             "old.innerHTML=fresh.innerHTML}).catch(function(){})}setInterval(redraw,every)})();</script>") % REFRESH_S
