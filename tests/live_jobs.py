@@ -85,7 +85,16 @@ def two_running_jobs(first: str, second: str, root: Path, base: int, db_url: str
 
 
 def repository_dag(dag_id: str):
-    """The DAG ``dag_id`` as Airflow finds it in the repository's dags folder."""
+    """The DAG ``dag_id`` as Airflow finds it in the repository's dags folder, built afresh. The thin DAG files import
+    the DAG object from ``ftops_provider.dags`` (a module Python keeps), and ``dag.test(run_conf=...)`` leaves that
+    conf in the object's Params: an earlier test's ``max_duration_s`` of 30 aborted a later module's drill in the same
+    worker (CI, 2026-11-29). The provider's module is reloaded, so every test starts from the DAG's own defaults."""
+    import importlib
+    import sys
+
     from airflow.dag_processing.dagbag import DagBag
 
+    module = sys.modules.get(f"ftops_provider.dags.{dag_id}")
+    if module is not None:
+        importlib.reload(module)
     return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)

@@ -127,11 +127,11 @@ def test_a_drill_that_kills_the_driver_restarts_the_job_from_its_checkpoint(atta
 
 
 def test_the_chaos_drill_dag_drills_the_attached_job(attached):
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.live_jobs import repository_dag
 
     dep, store, _ = attached
     before = cluster_of(dep).capacity()
-    run = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_chaos_drill").test(
+    run = repository_dag("ftops_chaos_drill").test(
         run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
     assert run.state == "success"
     drill = store.drills(JOB)[-1]
@@ -152,7 +152,9 @@ def test_the_fleet_recovery_restarts_the_lost_attached_job_from_its_checkpoint_i
     from spark_jobs.attach.checkpoint_audit import audit_checkpoint
     from spark_jobs.attach.drill_support import committed_before
     from spark_jobs.cluster.seam import give_back
+    from spark_jobs.cluster.web_ui import master_state
     from spark_jobs.drills.engine import kill_primary_driver
+    from spark_jobs.fleet_recovery.inputs import primary_master_ui
     from tests.live_jobs import repository_dag
 
     dep, store, _ = attached
@@ -168,6 +170,10 @@ def test_the_fleet_recovery_restarts_the_lost_attached_job_from_its_checkpoint_i
     failed_at = time.time()
     lost = [cluster.lose(domain, "host-down") for domain in sorted(before)]
     assert kill_primary_driver(dep)
+    # recovery starts once the master has seen the zone go (a person or a sensor reacting): before that, it still
+    # counts the killed workers' free cores, and the plan would restart the job at once (stage 0)
+    wait_for(lambda: not [w for w in master_state(primary_master_ui(dep, JOB))["workers"] if w["state"] == "ALIVE"]
+             or None, timeout_s=120, interval_s=1, what="the master to list every worker dead")
 
     def capacity_returns() -> None:  # both workers back 20 s after the failure, in the domains they left
         time.sleep(max(0.0, failed_at + 20 - time.time()))
@@ -274,9 +280,9 @@ def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
     recovery = store.fleet_recovery(recovery["run_id"])
     assert recovery["status"] == "failed" and recovery["outcome"] == STALE_RUN
     assert store.lease(JOB) is None and store.open_faults(JOB) == []
-    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # its stored submit line, again
     wait_for(lambda: (primary_executors(dep, JOB) or 0) > 0 or None, timeout_s=180, interval_s=2,
-             what="the resubmitted job to hold an executor")
+             what="the resubmitted job to hold an executor")  # its driver registers in its own time after the submit
+    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # its stored submit line, again
     assert cluster.capacity() == before
     again = time.time()
     wait_for(lambda: len(store.job_batches(JOB, again).get(f"ftops-{JOB}-clicks", [])) >= 2 or None, timeout_s=300,

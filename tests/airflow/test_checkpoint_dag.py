@@ -17,6 +17,7 @@ from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from spark_jobs.runtime.job_streams import JobDeployment
 from tests.conftest import ROOT
+from tests.live_jobs import repository_dag
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
@@ -27,8 +28,6 @@ OTHER = "gauges"  # a second job of the user's, its tuning not due
 
 def test_a_scheduled_tuning_profiles_three_intervals_of_the_due_job_and_stores_the_recommendation(tmp_path, pg_server,
                                                                                                  pg_conn, monkeypatch):
-    from airflow.dag_processing.dagbag import DagBag
-
     from spark_jobs.cluster.standalone import local_masters
 
     monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
@@ -44,7 +43,7 @@ def test_a_scheduled_tuning_profiles_three_intervals_of_the_due_job_and_stores_t
     with pg_conn, pg_conn.cursor() as cur:  # alerts' set 26 hours ago: its daily schedule fired since; gauges' just now
         cur.execute("UPDATE ftops_job SET tuning_schedule_at = now() - interval '26 hours' WHERE name = %s", (JOB,))
 
-    dag = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_checkpoint_tuning")
+    dag = repository_dag("ftops_checkpoint_tuning")
     # no job: the due ones (said explicitly: dag.test() keeps the last run's conf in the DAG object's Params)
     before = pendulum.now("UTC")
     run = dag.test(run_conf={"job": "", "intervals_s": "1,2,3", "failures": 1, "duration_s": 20})

@@ -31,9 +31,9 @@ REGISTRATION: list = []  # the job's `ftops job register` arguments (set by the 
 
 
 def _dag(dag_id: str):
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.live_jobs import repository_dag
 
-    return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)
+    return repository_dag(dag_id)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 
 def test_profile_and_plan_plans_a_discovered_job_and_its_what_if_recovery(pg_server, pg_conn, monkeypatch):
-    from airflow.dag_processing.dagbag import DagBag
+    from tests.live_jobs import repository_dag
 
     monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
     recording = ROOT / "tests" / "data" / "discovery" / "broadcast-join.json.gz"
@@ -28,7 +28,7 @@ def test_profile_and_plan_plans_a_discovered_job_and_its_what_if_recovery(pg_ser
     profile["rediscover"]["spark_ui"] = "http://127.0.0.1:9"  # the application has ended: nothing answers there
     store.save_profile("plain", "rates", {**profile, "topology_id": topology_id})
 
-    run = DagBag(dag_folder=str(ROOT / "dags")).get_dag("ftops_profile_and_plan").test()
+    run = repository_dag("ftops_profile_and_plan").test()
     assert run.state == "success"
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["submit_replica"] == "skipped" and states["record_applied"] == "skipped"
