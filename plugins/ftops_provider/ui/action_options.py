@@ -84,14 +84,19 @@ def options_form(job_path: str, action: str, label: str, params: dict[str, tuple
     """The action's form with its options (empty when the DAG offers none of them)."""
     from ftops_provider.ui.actions import ACTIONS
 
-    fields = [input_for(action, n, *params[n]) for n in OPTIONS.get(action, ()) if n in params]
+    fields = _fields(action, action, params)
     if not fields:
         return ""
     job_param = ACTIONS[action].param
     return (f"<form class='options' id='options-{action}' method='post' action='{job_path}/actions/{action}'>"
             f"<b>{escape(label)}</b> (its {escape(job_param)} is this job) "
-            + " ".join(f"<span class='field'>{f}</span>" for f in fields)
-            + f" <button id='action-{action}-options' type='submit'>{escape(label)} with these</button></form>")
+            + fields + f" <button id='action-{action}-options' type='submit'>{escape(label)} with these</button></form>")
+
+
+def _fields(action: str, form: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> str:
+    """The inputs of the Params ``action`` offers, ids prefixed by ``form`` (empty when the DAG has none of them)."""
+    return " ".join(f"<span class='field'>{input_for(form, n, *params[n])}</span>"
+                    for n in OPTIONS.get(action, ()) if n in params)
 
 
 def options_conf(action: str, given: dict[str, Any], params: dict[str, tuple[dict[str, Any], Any, str]],
@@ -143,11 +148,10 @@ def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
 def fleet_recovery_form(params: dict[str, tuple[dict[str, Any], Any, str]], allowed: bool) -> str:
     """The jobs page's *Recover lost jobs*: ``ftops_fleet_recovery`` for every registered job whose primary has lost
     its executors (the run's ``jobs`` empty: its first task asks the master), with the recovery's options."""
-    fields = [input_for("fleet-recover", n, *params[n]) for n in OPTIONS["recover"] if n in params]
+    fields = _fields("recover", "fleet-recover", params)
     state = "" if allowed else " disabled title='your Airflow role may not trigger runs of ftops_fleet_recovery'"
     return ("<section id='fleet-recovery'><h2>Recover lost jobs</h2><p class='caption'>After a rack, a zone or a bad "
             "deploy: every registered job whose primary has lost its executors (the master says which) is restarted "
             "in priority order as capacity returns, each one's time back measured (ftops_fleet_recovery; a job that "
             "runs executors is left alone).</p><form id='fleet-recover-form' method='post' action='actions/recover'>"
-            + " ".join(f"<span class='field'>{f}</span>" for f in fields)
-            + f" <button id='fleet-recover' type='submit'{state}>Recover lost jobs</button></form></section>")
+            + fields + f" <button id='fleet-recover' type='submit'{state}>Recover lost jobs</button></form></section>")

@@ -357,17 +357,33 @@ def resume_form_post(user: GetUserDep, store: HistoryStore = Depends(get_store))
 
 # -- acting: a job's actions (ftops_provider.ui.actions) ---------------------------------------------------------
 
-def _start(request: Request, job: str, action: str, user, store: HistoryStore, given: dict[str, Any] | None = None,
-           from_form: bool = False) -> dict:
+def _start(request: Request, job: str | None, action: str, user, store: HistoryStore | None,
+           given: dict[str, Any] | None = None, from_form: bool = False) -> dict:
+    """Start the action's DAG run under the user's permission, with the options ``given`` (a form's text or a JSON
+    body): for ``job``, or (None: *Recover lost jobs*) for every job that lost its executors."""
     from ftops_provider.ui.action_options import dag_params, options_conf
 
-    _known(store, job)
-    chosen = check_action(action, JobKind.from_store(store, job).kind, job)
+    last_batch_at = None
+    if job is None:
+        chosen = ACTIONS[action]
+    else:
+        _known(store, job)
+        chosen = check_action(action, JobKind.from_store(store, job).kind, job)
     require_may_trigger(request, user, chosen.dag_id)
     options = options_conf(action, given, dag_params(chosen.dag_id), from_form) if given else None
-    [row] = store.fleet_overview([job])
-    started = trigger(chosen, job, user, row["last_batch_at"].timestamp() if row["last_batch_at"] else None, options)
+    if job is not None:
+        [row] = store.fleet_overview([job])
+        last_batch_at = row["last_batch_at"].timestamp() if row["last_batch_at"] else None
+    started = trigger(chosen, job or "", user, last_batch_at, options)  # "": the DAG's every-lost-job value
     return {**started, "url": _airflow_root(request) + started["url"]}
+
+
+async def _start_from_form(request: Request, job: str | None, action: str, user, store: HistoryStore | None) -> dict:
+    """:func:`_start` with a posted form's fields as the options (the store work off the event loop)."""
+    from starlette.concurrency import run_in_threadpool
+
+    given = {k: str(v) for k, v in (await request.form()).items()}
+    return await run_in_threadpool(_start, request, job, action, user, store, given, True)
 
 
 @app.post("/api/jobs/{job}/actions/{action}", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
@@ -386,22 +402,9 @@ async def action_form_post(job: JobName, action: str, request: Request, user: Ge
                            store: HistoryStore = Depends(get_store)) -> Response:
     """A job page's action button, or its form with options: back to the job page (a reload does not start a second
     run), which links the new run's page in Airflow."""
-    from starlette.concurrency import run_in_threadpool
-
-    given = {k: str(v) for k, v in (await request.form()).items()}
-    started = await run_in_threadpool(_start, request, job, action, user, store, given, True)
+    started = await _start_from_form(request, job, action, user, store)
     back = urlencode({"started_dag": started["dag_id"], "started_run": started["run_id"]})
     return RedirectResponse(f"{_ftops_root(request)}/jobs/{quote(job, safe='')}?{back}", status_code=303)
-
-
-def _recover_fleet(request: Request, user, given: dict[str, Any] | None, from_form: bool) -> dict:
-    from ftops_provider.ui.action_options import dag_params, options_conf
-
-    chosen = ACTIONS["recover"]
-    require_may_trigger(request, user, chosen.dag_id)
-    options = options_conf("recover", given, dag_params(chosen.dag_id), from_form) if given else None
-    started = trigger(chosen, "", user, None, options)  # no job named: every job whose primary lost its executors
-    return {**started, "url": _airflow_root(request) + started["url"]}
 
 
 @app.post("/api/actions/recover", status_code=201, dependencies=[Depends(_bearer_or_same_origin)])
@@ -409,16 +412,13 @@ def recover_fleet_api(request: Request, user: GetUserDep,
                       options: Annotated[dict[str, Any] | None, Body(description="the recovery's options")] = None
                       ) -> dict:
     """Start ``ftops_fleet_recovery`` for every lost job (its ``jobs`` empty), with ``options`` if given."""
-    return _recover_fleet(request, user, options, False)
+    return _start(request, None, "recover", user, None, options)
 
 
 @app.post("/actions/recover", dependencies=[Depends(_same_origin)])
 async def recover_fleet_form_post(request: Request, user: GetUserDep) -> Response:
     """The jobs page's *Recover lost jobs*: back to the jobs page, which links the new run."""
-    from starlette.concurrency import run_in_threadpool
-
-    given = {k: str(v) for k, v in (await request.form()).items()}
-    started = await run_in_threadpool(_recover_fleet, request, user, given, True)
+    started = await _start_from_form(request, None, "recover", user, None)
     return RedirectResponse(f"{_ftops_root(request)}/?{urlencode({'started_run': started['run_id']})}", status_code=303)
 
 
