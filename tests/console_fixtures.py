@@ -4,6 +4,8 @@ database (``airflow_dags``) for the actions that trigger them."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 import pytest
@@ -15,6 +17,19 @@ from ft_core.store.experiments import Check, Event, ExperimentReport
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from tests.conftest import ROOT
+
+
+def chart_options(html: str) -> dict[str, dict]:
+    """The ECharts option of every chart in ``html`` (ui/templates/chart.html), by the chart's key."""
+    found = re.findall(r'<figure class="chart" id="chart-([^"]+)">.*?<script type="application/json" '
+                       r'class="chart-option">(.*?)</script>', html, re.S)
+    return {key: json.loads(text) for key, text in found}
+
+
+def chart_series(option: dict, name: str, kind: str | None = None) -> list:
+    """The data of the chart's series called ``name`` (of ECharts type ``kind``, when given): exactly one."""
+    [found] = [s["data"] for s in option["series"] if s.get("name") == name and kind in (None, s["type"])]
+    return found
 
 
 def drill_windows(start_ms: int, accuracies: list[float]) -> dict:

@@ -300,6 +300,9 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     waiting = re.search(r"<section id='approvals'>.*?</section>", answered["console"]).group(0)
     assert "Waiting for a person (1)" in waiting and f"approve_drill of ftops_chaos_drill run {answered['run_id']}" in waiting
     assert f"/runs/{quote(answered['run_id'], safe='')}/tasks/approve_drill/mapped/0/required_actions'" in waiting
+    # and in the job's row of the fleet (the request's body names the job)
+    row = re.search(rf"<tr><td><a href='jobs/{JOB}'>.*?</tr>", answered["console"]).group(0)
+    assert "1 approval</a>" in row and "/tasks/approve_drill/mapped/0/required_actions'" in row
     assert answered["response"].status_code == 200, answered["response"].text
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert states["inject_failure"] == "skipped" and states["finish"] == "skipped" and run.state == "success"

@@ -15,14 +15,14 @@ from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import JobSpec
 from ft_core.store.stream_progress import BatchProgress
 from tests.conftest import ROOT
-from tests.console_fixtures import drill_windows, seed_history, ui  # noqa: F401 - a fixture
+from tests.console_fixtures import chart_options, chart_series, drill_windows, seed_history, ui  # noqa: F401 - a fixture
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", "/api/jobs/topk/drills",
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
           "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries",
-          "/jobs/topk/last-hour")
+          "/jobs/topk/last-hour", "/fleet")
 
 
 def test_unauthenticated_requests_are_refused(ui):
@@ -52,9 +52,12 @@ def test_job_page_shows_history_topology_and_diff(ui):
     assert index.status_code == 200 and "jobs/topk" in index.text
     page = client.get("/jobs/topk")
     assert page.status_code == 200
-    history = _section(page.text, "history")
-    assert history.count('class="point plan"') == 2
-    assert _section(page.text, "topology").count("<circle") == 13  # the 13 tasks of Q1
+    history = chart_options(_section(page.text, "history"))["history"]
+    assert chart_series(history, "predicted output fidelity") == [pytest.approx(0.25), pytest.approx(0.5595, abs=1e-4)]
+    topology = chart_options(_section(page.text, "topology"))["topology"]
+    nodes = topology["series"][0]["data"]
+    assert len(nodes) == 13  # the 13 tasks of Q1
+    assert sum(n["category"] == 0 for n in nodes) == 8  # the current plan's replicated tasks, filled
     assert "Current plan" in page.text and "proven optimal" in page.text
     assert "id='diff'" in page.text and "class='added'" in page.text
     plans = client.get("/api/jobs/topk/plans").json()
@@ -85,10 +88,12 @@ def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_
                                              job="clicks", batch_end=now - 100 + 30 * i, input_rows=60))
     page = client.get("/jobs/alerts").text
     live = _section(page, "last-hour")
-    assert live.count("<svg") == 2 and "Lag: output behind input" in live and "rows read per second" in live
+    charts = chart_options(live)
+    assert set(charts) == {"lag", "rate"} and "Lag: output behind input" in live and "rows read per second" in live
     # the lag line breaks where the job was down: a run before the stop, and the two batches after it
-    lag_chart = live[:live.index("</svg>")]
-    assert lag_chart.count('class="line stream-0"') == 2 and 'class="point stream-0"' not in lag_chart
+    lag = chart_series(charts["lag"], "primary")
+    assert [v for _, v in lag].count(None) == 1 and lag[-1][1] == lag[-2][1] == 40
+    assert charts["lag"]["xAxis"]["type"] == "time" and lag[-1][0] <= charts["lag"]["xAxis"]["max"]
     now_line = _section(page, "live-now", "p")
     assert re.search(r"primary: 40 s behind \(peak 40 s\), [\d.]+ rows/s in its newest minute", now_line), now_line
     minutes = client.get("/api/jobs/alerts/progress", params={"minutes": 60}).json()
@@ -100,7 +105,7 @@ def test_the_job_page_shows_its_last_hour_of_lag_and_throughput_and_an_attached_
     assert lags[0] is None and max(lags[1:]) == 40.0 and min(lags[1:]) == 8.0  # its first minute: the epoch's batch
     # an attached job: one line per query, named by the query
     attached = _section(client.get("/jobs/clicks").text, "last-hour")
-    assert "clicks-per-region" in attached and "clicks-totals" in attached and 'class="line stream-1"' in attached
+    assert [s["name"] for s in chart_options(attached)["rate"]["series"]] == ["clicks-per-region", "clicks-totals"]
     store.register_job(JobSpec(name="idle", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/idle"}))
     assert "No micro-batch of this job in the last week" in _section(client.get("/jobs/idle").text, "last-hour")
     plan_only = client.get("/jobs/topk").text  # no streams: no last hour, and no link to one
@@ -113,12 +118,11 @@ def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
     client, token, ids = ui
     client.cookies.set("_token", token)
     page = client.get("/jobs/topk").text
-    chart = _section(page, "drill-chart")
-    assert chart.count('class="point predicted"') == 3  # every drill has its plan's prediction
-    assert chart.count('class="point measured"') == 2  # the running drill is not measured yet
-    assert chart.count('class="line measured"') == 1 and chart.count('class="line predicted"') == 1
-    measured_y = [float(y) for y in re.findall(r'class="point measured" cx="[\d.]+" cy="([\d.]+)"', chart)]
-    assert measured_y[0] < measured_y[1]  # accuracy 0.6 is drawn above 0.25
+    chart = chart_options(_section(page, "drill-chart"))["drills"]
+    assert None not in chart_series(chart, "predicted output fidelity")  # every drill has its plan's prediction
+    # the running drill is not measured yet
+    assert chart_series(chart, "measured tentative accuracy") == [pytest.approx(0.6), pytest.approx(0.25), None]
+    assert chart["xAxis"]["data"] == [f"#{i}" for i in ids["drills"]]
     assert page.count("<tr class='drill") == 3 and "<tr class='drill failed'>" in page
     drills = client.get("/api/jobs/topk/drills").json()
     assert [d["drill_id"] for d in drills] == ids["drills"]
@@ -143,14 +147,17 @@ def test_recovery_runs_are_drawn_as_stage_timelines_with_query_markers(ui):
     client, token, ids = ui
     client.cookies.set("_token", token)
     page = client.get("/jobs/topk").text
-    done_run, running_run = (_section(page, f"run-{i}", tag="section class='run'") for i in ids["runs"])
-    assert done_run.count('class="bar done"') == 3 and done_run.count('class="bar waiting"') == 3
-    assert done_run.count('class="mark query"') == 3 and "Q2 available again after 33.5 s" in done_run
-    starts = [float(x) for x in re.findall(r'class="bar done" x="([\d.]+)"', done_run)]
+    done_html, running_html = (_section(page, f"run-{i}", tag="section class='run'") for i in ids["runs"])
+    done_run, running_run = (chart_options(html)[f"run-{i}"] for html, i in zip((done_html, running_html), ids["runs"]))
+    assert len(chart_series(done_run, "done", "custom")) == 3 and len(chart_series(done_run, "waiting for capacity")) == 3
+    queries = chart_series(done_run, "query available again", "scatter")
+    assert len(queries) == 3 and "Q2 available again after 33.5 s (priority 1)" in [q["name"] for q in queries]
+    starts = [bar["value"][1] for bar in chart_series(done_run, "done", "custom")]
     assert starts == sorted(starts) and len(set(starts)) == 3  # stages restart one after the other
-    assert running_run.count('class="mark done"') == 1  # done without a recorded start: a mark at its finish
-    assert running_run.count('class="bar waiting"') == 1 and "stage 3 (pending)" in running_run
-    assert running_run.count('class="mark unrecovered"') == 1
+    assert len(chart_series(running_run, "done", "scatter")) == 1  # done without a recorded start: a mark at its finish
+    assert len(chart_series(running_run, "waiting for capacity")) == 1 and "stage 3 (pending)" in running_run["yAxis"]["data"]
+    assert len(chart_series(running_run, "not available again")) == 1
+    assert "Q2 available again after 33.5 s" in done_html  # in its data table, too
     runs = client.get("/api/jobs/topk/recovery-runs").json()
     assert [r["run_id"] for r in runs] == ids["runs"] and [r["status"] for r in runs] == ["succeeded", "running"]
     assert [s["status"] for s in runs[1]["stages"]] == ["done", "waiting", "pending"]
@@ -341,12 +348,14 @@ def test_the_halt_form_posts_only_from_the_page_itself(ui):
     own = {**auth, "Origin": "http://testserver"}
     assert client.post("/halt", data={"reason": ""}, headers=own, follow_redirects=False).status_code == 422
     done = client.post("/halt", data={"reason": "zone a flapping"}, headers=own, follow_redirects=False)
-    assert done.status_code == 303 and done.headers["location"] == "./"
+    assert done.status_code == 303 and done.headers["location"] == "/"  # no page named: the jobs page
     assert store.halted()["reason"] == "zone a flapping" and store.halted()["halted_by"] == "admin (the Airflow UI)"
     assert client.post("/resume", headers={**auth, "Referer": "https://evil.example/"}).status_code == 403
     assert store.halted() is not None
-    back = client.post("/resume", headers={**auth, "Referer": "http://testserver/ftops/"}, follow_redirects=False)
+    back = client.post("/resume", headers={**auth, "Referer": "http://testserver/jobs/topk"}, follow_redirects=False)
     assert back.status_code == 303 and store.halted() is None
+    assert back.headers["location"] == "/jobs/topk"  # back to the page it was posted from (a job's has the form too)
+    assert "id='halt-form'" in client.get("/jobs/topk", headers=auth).text
 
 
 def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
@@ -376,7 +385,7 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
     assert alerts[5:7] == ["-", "never"]
     midnight = next_fire("@daily", datetime.now(timezone.utc))
     assert alerts[7] in (f"{midnight:%Y-%m-%d %H:%M} UTC (@daily)", "due (@daily)")
-    assert alerts[8:] == ["3", "no cluster state in /srv/spark; run `ftops cluster up` first"]
+    assert alerts[8:] == ["3", "no cluster state in /srv/spark; run `ftops cluster up` first", "-"]  # no approval waits
     topk = re.findall(r"<td>(.*?)</td>", rows["topk"])
     assert topk.pop(0) == "no progress"  # a drill row still running, but no lease holds it, and no batch recorded
     assert topk[3:5] == ["-", "no progress recorded"]
@@ -385,7 +394,7 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
     newest = store.drills("topk")[-1]  # its drills passed, failed, and one still running: the newest
     when = newest["started_at"].astimezone(timezone.utc)
     assert topk[6] == f"running, {when:%Y-%m-%d %H:%M} UTC" and newest["status"] == "running"
-    assert topk[7:] == ["by hand only", "1", "-"]
+    assert topk[7:] == ["by hand only", "1", "-", "-"]
     # its newest drill measured against its prediction, and a plan's predicted accuracy once estimated
     store.finish_drill(newest["drill_id"], {"predicted_output_fidelity": 0.5595, **drill_windows(int(now * 1000), [0.8, 0.9]),
                                             "lost_windows": 0, "duplicated_windows": 0}, "passed")
@@ -395,6 +404,24 @@ def test_the_jobs_page_shows_the_fleet_at_a_glance(ui):
                                                           client.get("/").text))["topk"])[1:]
     assert topk[5] == f"OF {plan['objective']:.3f}, accuracy 0.81 predicted, 8 replicated tasks"
     assert topk[6] == f"passed, {when:%Y-%m-%d %H:%M} UTC; accuracy 0.85 measured vs OF 0.56"
+
+
+def test_the_jobs_page_redraws_its_fleet_from_the_same_filter_and_names_each_jobs_approvals(ui):
+    """The open jobs page fetches its counts, table and pager alone (``/fleet`` with the page's own filter) every
+    20 s; an approval request counts for each job its body names (both of ftops's requests name them in bold)."""
+    from ftops_provider.operators.replicas import approval_body
+    from ftops_provider.ui.approvals import jobs_named
+
+    client, token, _ = ui
+    client.cookies.set("_token", token)
+    page = client.get("/", params={"q": "top", "sort": "lag"}).text
+    assert r'"/fleet?q=top\u0026sort=lag"' in page and "<section id='fleet-view'>" in page  # & as JSON escapes it
+    view = client.get("/fleet", params={"q": "top", "sort": "lag"}).text
+    assert "<section id='fleet-view'>" in view and "jobs/topk" in view and "jobs/alerts" not in view
+    change = {"plan_id": 4, "old_plan_id": 2, "gain": 0.01, "tasks": ["a"], "old_tasks": []}
+    body = approval_body([{**change, "job": "topk"}, {**change, "job": "alerts"}])
+    assert jobs_named(body, {"topk", "alerts", "clicks"}) == ["alerts", "topk"]
+    assert jobs_named(None, {"topk"}) == []
 
 
 def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):

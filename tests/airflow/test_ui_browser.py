@@ -30,12 +30,13 @@ from PIL import Image
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 from ftops_provider.local_airflow import LocalAirflow
-from ftops_provider.ui.svg import BLUE, GREEN
+from ftops_provider.ui.charts import BLUE, GREEN
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT
 from tests.console_fixtures import airflow_dags, seed_history, set_paused  # noqa: F401 - a fixture
@@ -225,9 +226,11 @@ def test_a_browser_signs_in_and_sees_the_plan_history_chart(unpaused_drills, api
     # Outside the chart (the left margin of the page) there is none of that blue: the check sees the chart.
     assert _colour_pixels(image, {"x": 0, "y": box["y"], "width": box["x"], "height": box["height"]}, BLUE) == 0
     # The topology below it, with the current plan's 8 replicated tasks filled green (circles of radius 8).
-    topology = _wait_css(browser, "#topology svg").rect
-    assert topology["y"] + topology["height"] <= height
-    assert _colour_pixels(image, topology, GREEN) > 8 * 150
+    topology = browser.execute_script(  # in the viewport's coordinates, once scrolled to
+        "const svg = arguments[0]; svg.scrollIntoView({block: 'center'}); const r = svg.getBoundingClientRect();"
+        "return {x: r.x, y: r.y, width: r.width, height: r.height};", _wait_css(browser, "#topology svg"))
+    assert 0 <= topology["y"] and topology["y"] + topology["height"] <= height
+    assert _colour_pixels(_screenshot(browser), topology, GREEN) > 8 * 150
 
     # The console acts, too (issue 35, item 3): the admin halts every experiment from the jobs page with a reason and
     # resumes them, in the browser (its form post carries Airflow's session cookie and the page's origin).
@@ -404,4 +407,10 @@ def test_an_open_job_page_redraws_its_last_hour_without_a_reload(api_server, bro
     WebDriverWait(browser, 3 * REFRESH_S).until(  # read by script: the redraw replaces the element
         lambda b: "primary: 47 s behind" in b.execute_script("return document.getElementById('live-now').textContent"))
     assert browser.execute_script("return window.ftopsMark") == "loaded once"  # redrawn in place, not reloaded
+    # Its lag chart was drawn again by the charting library, and answers a hover near its right end (the newest
+    # minute) with that minute's value: the tooltip names the stream and its 47 s.
+    lag = _wait_css(browser, "#chart-lag .chart-canvas")
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#chart-lag .chart-canvas svg"))
+    ActionChains(browser).move_to_element_with_offset(lag, lag.size["width"] // 2 - 30, 0).perform()
+    WebDriverWait(browser, 10).until(lambda b: "primary" in lag.text and "47" in lag.text)
     assert not [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE" and "/ftops/" in e["message"]]

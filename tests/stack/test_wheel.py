@@ -34,6 +34,9 @@ def test_the_wheel_carries_every_file_of_the_packages(installed_wheel):
     wanted = {str(p.relative_to("plugins") if p.parts[0] == "plugins" else p)
               for folder in PACKAGES for p in _git_files(folder)
               if p.suffix in (".py", ".sql", ".json", ".yaml") and "tests" not in p.parts}
+    # the console's templates, styles and scripts, and the vendored charting library with its licence
+    wanted |= {str(p.relative_to("plugins")) for p in _git_files("plugins/ftops_provider/ui")
+               if p.suffix in (".html", ".css", ".js", ".LICENSE")}
     assert wanted - names == set()
     assert {n for n in names if n.startswith("ft_core/store/sql/")} == {
         f"ft_core/store/sql/{p.name}" for p in (ROOT / "ft_core" / "store" / "sql").glob("*.sql")}

@@ -10,16 +10,18 @@ schema's minimum and maximum, a text field with its length). A posted value is t
 created by ``trigger_dag``, which validates it against the Param (out of bounds: refused, 400, naming the Param and
 nothing created). The job's own Param is the page's and cannot be set here.
 
-    >>> input_for("drill", "timeout_s", {"type": "number", "minimum": 30, "maximum": 2592000}, 600, "deadline")
-    "<label for='opt-drill-timeout_s'>timeout_s</label> <input id='opt-drill-timeout_s' name='timeout_s' type='number' step='any' min='30' max='2592000' value='600' title='deadline'>"
+    >>> print(input_for("drill", "timeout_s", {"type": "number", "minimum": 30, "maximum": 2592000}, 600, "deadline"))
+    <label for='opt-drill-timeout_s'>timeout_s</label> <input id='opt-drill-timeout_s' name='timeout_s' type='number' step='any' min='30' max='2592000' value='600' title='deadline'>
 """
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from fastapi import HTTPException
+
+from ftops_provider.ui.formats import param_text
+from ftops_provider.ui.templates import macro
 
 OPTIONS: dict[str, tuple[str, ...]] = {  # per action (ui.actions.ACTIONS): the Params offered, in the form's order
     "drill": ("failure_domain", "fault", "kill_driver", "replacement_delay_s", "timeout_s"),
@@ -45,58 +47,13 @@ def dag_params(dag_id: str) -> dict[str, tuple[dict[str, Any], Any, str]]:
 
 
 def input_for(action: str, name: str, schema: dict[str, Any], default: Any, description: str) -> str:
-    """The labelled input of one Param, bounded as its schema is."""
-    ident = escape(f"opt-{action}-{name}", quote=True)
-    label = f"<label for='{ident}'>{escape(name)}</label> "
-    tip = f" title='{escape(description, quote=True)}'" if description else ""
-    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
-    if "enum" in schema or "boolean" in kinds:
-        choices = schema.get("enum") or [True, False]
-        options = "".join(f"<option value='{escape(_text(c), quote=True)}'{' selected' if c == default else ''}>"
-                          f"{escape(_text(c))}</option>" for c in choices)
-        return f"{label}<select id='{ident}' name='{escape(name, quote=True)}'{tip}>{options}</select>"
-    if "number" in kinds or "integer" in kinds:
-        bounds = "".join(f" {attr}='{escape(_text(schema[key]), quote=True)}'"
-                         for attr, key in (("min", "minimum"), ("max", "maximum")) if key in schema)
-        step = "1" if "integer" in kinds else "any"
-        value = "" if default is None else _text(default)
-        return (f"{label}<input id='{ident}' name='{escape(name, quote=True)}' type='number' step='{step}'{bounds} "
-                f"value='{escape(value, quote=True)}'{tip}>")
-    size = f" maxlength='{int(schema['maxLength'])}'" if "maxLength" in schema else ""
-    return (f"{label}<input id='{ident}' name='{escape(name, quote=True)}'{size} "
-            f"value='{escape(_text(default or ''), quote=True)}'{tip}>")
+    """The labelled input of one Param, bounded as its schema is (``templates/actions.html``)."""
+    return macro("actions.html", "field")(action, name, schema, default, description).strip()
 
 
-def _text(value: Any) -> str:
-    """A value as the form shows and sends it back: whole floats without ".0", others exactly (``repr``).
-
-    >>> _text(600.0), _text(1234567.0), _text(0.02), _text(True)
-    ('600', '1234567', '0.02', 'true')
-    """
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    return str(value)
-
-
-def options_form(job_path: str, action: str, label: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> str:
-    """The action's form with its options (empty when the DAG offers none of them)."""
-    from ftops_provider.ui.actions import ACTIONS
-
-    fields = _fields(action, action, params)
-    if not fields:
-        return ""
-    job_param = ACTIONS[action].param
-    return (f"<form class='options' id='options-{action}' method='post' action='{job_path}/actions/{action}'>"
-            f"<b>{escape(label)}</b> (its {escape(job_param)} is this job) "
-            + fields + f" <button id='action-{action}-options' type='submit'>{escape(label)} with these</button></form>")
-
-
-def _fields(action: str, form: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> str:
-    """The inputs of the Params ``action`` offers, ids prefixed by ``form`` (empty when the DAG has none of them)."""
-    return " ".join(f"<span class='field'>{input_for(form, n, *params[n])}</span>"
-                    for n in OPTIONS.get(action, ()) if n in params)
+def offered(action: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> list[tuple[str, tuple]]:
+    """The Params ``action`` offers that the DAG has, in the form's order: ``(name, (schema, default, description))``."""
+    return [(n, params[n]) for n in OPTIONS.get(action, ()) if n in params]
 
 
 def options_conf(action: str, given: dict[str, Any], params: dict[str, tuple[dict[str, Any], Any, str]],
@@ -127,7 +84,7 @@ def _finite(name: str, value: Any) -> Any:
 def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
     kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
     if "enum" in schema:
-        match = [c for c in schema["enum"] if _text(c) == text]
+        match = [c for c in schema["enum"] if param_text(c) == text]
         return match[0] if match else text  # not one of them: Airflow's validation names the choices
     if "boolean" in kinds:
         if text not in ("true", "false"):
@@ -148,10 +105,4 @@ def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
 def fleet_recovery_form(params: dict[str, tuple[dict[str, Any], Any, str]], allowed: bool) -> str:
     """The jobs page's *Recover lost jobs*: ``ftops_fleet_recovery`` for every registered job whose primary has lost
     its executors (the run's ``jobs`` empty: its first task asks the master), with the recovery's options."""
-    fields = _fields("recover", "fleet-recover", params)
-    state = "" if allowed else " disabled title='your Airflow role may not trigger runs of ftops_fleet_recovery'"
-    return ("<section id='fleet-recovery'><h2>Recover lost jobs</h2><p class='caption'>After a rack, a zone or a bad "
-            "deploy: every registered job whose primary has lost its executors (the master says which) is restarted "
-            "in priority order as capacity returns, each one's time back measured (ftops_fleet_recovery; a job that "
-            "runs executors is left alone).</p><form id='fleet-recover-form' method='post' action='actions/recover'>"
-            + fields + f" <button id='fleet-recover' type='submit'{state}>Recover lost jobs</button></form></section>")
+    return macro("actions.html", "fleet_recovery")(offered("recover", params), allowed)

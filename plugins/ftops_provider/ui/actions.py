@@ -20,11 +20,12 @@ batch, so a job lost minutes before the click is planned from its rates before i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 from urllib.parse import quote
 
 from fastapi import HTTPException, Request
+
+from ftops_provider.ui.templates import macro
 
 
 @dataclass(frozen=True)
@@ -137,33 +138,22 @@ def trigger(action: Action, job: str, user, last_batch_at: float | None = None,
 def actions_form(job: str, kind: str, allowed: set[str]) -> str:
     """The job page's buttons, one line: a form per action its kind can take; each button's title says what its run
     does. An action whose DAG the user may not trigger (``allowed``: the DAG ids they may) is shown disabled, saying
-    so (posting it would be refused anyway)."""
-    forms = []
+    so (posting it would be refused anyway). Below them, folded away, the actions the user may start with options."""
+    from ftops_provider.ui.action_options import dag_params, offered
+
+    buttons, with_options = [], []
     for name, action in ACTIONS.items():
         if kind not in action.kinds:
             continue
-        if action.dag_id in allowed:
-            state, title = "", f"starts {action.dag_id} for this job: {action.what}"
-        else:
-            state, title = " disabled", f"your Airflow role may not trigger runs of {action.dag_id} (ask an admin)"
-        forms.append(f"<form class='action' method='post' action='{escape(quote(job, safe=''))}/actions/{name}'>"
-                     f"<button id='action-{name}' type='submit'{state} title='{escape(title, quote=True)}'>"
-                     f"{escape(action.label)}</button></form>")
-    barred = "" if all(ACTIONS[n].dag_id in allowed for n in ACTIONS if kind in ACTIONS[n].kinds) else (
-        "<span id='actions-barred' class='caption'>greyed: your Airflow role may not trigger their DAGs</span>")
-    return (f"<section id='actions' title=\"each starts one of ftops's DAGs for this job, under your Airflow "
-            f"permissions\"><b>Actions</b> {''.join(forms)}{barred}{_with_options(job, kind, allowed)}</section>")
-
-
-def _with_options(job: str, kind: str, allowed: set[str]) -> str:
-    """The actions the user may start, each as a form of its options with the DAG's bounds, folded away."""
-    from ftops_provider.ui.action_options import dag_params, options_form
-
-    forms = [options_form(escape(quote(job, safe="")), name, a.label, dag_params(a.dag_id))
-             for name, a in ACTIONS.items() if kind in a.kinds and a.dag_id in allowed]
-    forms = [f for f in forms if f]
-    return (f"<details id='action-options'><summary>Start one with options</summary>{''.join(forms)}</details>"
-            if forms else "")
+        may = action.dag_id in allowed
+        title = (f"starts {action.dag_id} for this job: {action.what}" if may
+                 else f"your Airflow role may not trigger runs of {action.dag_id} (ask an admin)")
+        buttons.append((name, action.label, title, may))
+        params = offered(name, dag_params(action.dag_id)) if may else []
+        if params:
+            with_options.append((name, action.label, action.param, params))
+    barred = not all(may for *_, may in buttons)
+    return macro("actions.html", "bar")(job, buttons, barred, with_options)
 
 
 def dag_paused(dag_id: str) -> bool:
@@ -174,16 +164,7 @@ def dag_paused(dag_id: str) -> bool:
     return bool(model is not None and model.is_paused)
 
 
-# Inside Airflow's frame (the nav's "Fault tolerance" view is an iframe, sandboxed without top navigation) a plain
-# link would load Airflow's whole UI inside its own frame: the same-origin frame moves Airflow's router instead.
-_OPEN_IN_AIRFLOW = ("<script>function ftopsOpen(url){if(window.top===window)return true;try{window.top.history"
-                    ".pushState(null,'',url);window.top.dispatchEvent(new PopStateEvent('popstate'));return false}"
-                    "catch(e){return true}}</script>")
-
-
 def started_banner(dag_id: str, run_id: str, paused: bool, airflow_root: str) -> str:
     """The job page's note after an action: the run it created, linked to Airflow's page of it."""
     url = f"{airflow_root}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"
-    waits = " <b>Its DAG is paused</b>: the run waits until it is unpaused (Airflow's DAG page)." if paused else ""
-    return (f"{_OPEN_IN_AIRFLOW}<p id='started' class='ok'>Started <a id='run-link' href='{escape(url, quote=True)}' "
-            f"onclick='return ftopsOpen(this.href)'>{escape(dag_id)} run {escape(run_id)}</a>.{waits}</p>")
+    return macro("actions.html", "started")(dag_id, run_id, paused, url)

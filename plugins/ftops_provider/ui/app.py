@@ -3,8 +3,9 @@
 Per job: its last hour (lag and throughput per minute, ``ui/live.py``; JSON at ``/api/jobs/{job}/progress``), the plan
 history (chart, current plan, topology with replicated tasks, a diff between any two plans), drills (predicted output
 fidelity against measured tentative accuracy, over time), recovery runs (a timeline of stages per run), its fault
-journal and its actions. Pages are rendered on the server as HTML with inline SVG: no
-JavaScript build step, and they work inside the Airflow UI's external-view frame.
+journal and its actions. Pages are rendered on the server from Jinja2 templates; their charts are drawn in the browser
+by the vendored Apache ECharts (served from ``/static``): no JavaScript build step, and they work inside the Airflow
+UI's external-view frame.
 
 Every route requires an authenticated Airflow user: FastAPI apps mounted by a plugin are *not* protected
 by Airflow automatically, so the app depends on Airflow's own ``requires_authenticated``. A browser that
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from html import escape
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -24,7 +25,7 @@ from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessE
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag, requires_authenticated
 from fastapi import Body, Depends, FastAPI, Form, HTTPException, Query, Request
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -34,9 +35,8 @@ from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.actions import (ACTIONS, actions_form, check_action, dag_paused, may_trigger, require_may_trigger,
                                        started_banner, trigger)
-from ftops_provider.ui.approvals import approvals_section, pending_approvals
+from ftops_provider.ui.approvals import answerable, approvals_section, jobs_named, pending_approvals
 from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
-from ftops_provider.ui.experiments import experiment_section
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
 from ftops_provider.ui.safety import faults_section, halt_banner, halt_form
 from ftops_provider.ui.fleet import FleetQuery, fleet_page, select_page
@@ -47,6 +47,7 @@ from ftops_provider.ui.sections import (diff_section, drills_section, fleet_reco
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
 
+STATIC = Path(__file__).parent / "static"
 _KIND = Query("replication", pattern="^(replication|recovery|checkpoint)$")
 
 
@@ -68,20 +69,36 @@ async def refused(request: Request, exc: StarletteHTTPException) -> Response:
     if exc.status_code not in (401, 403) or not wants_html:
         return await http_exception_handler(request, exc)
     if exc.status_code == 403 and exc.detail != "Invalid JWT token":  # signed in, but not permitted: say what
-        return _page("Not permitted", f"<p id='not-permitted'>{escape(str(exc.detail))}.</p>", status_code=403)
+        return _page(request, "Not permitted", page_body("not_permitted", exc.detail), status_code=403)
     from airflow.api_fastapi.app import get_auth_manager
 
     login = get_auth_manager().get_url_login(next_url=str(request.url))
-    body = (f"<p>{escape(str(exc.detail))}: the Fault tolerance pages need an Airflow login.</p>"
-            f"<p><a id='login' href='{escape(login, quote=True)}'>Sign in to Airflow</a></p>")
-    return _page("Sign in required", body, status_code=exc.status_code)
+    return _page(request, "Sign in required", page_body("sign_in", exc.detail, login), status_code=exc.status_code)
 
 
-def _page(title: str, body: str, status_code: int = 200) -> HTMLResponse:
+def page_body(name: str, *values) -> str:
+    """The body of a page from its macro in ``ui/templates/pages.html``."""
+    from ftops_provider.ui.templates import macro
+
+    return macro("pages.html", name)(*values)
+
+
+def _page(request: Request, title: str, body: str, status_code: int = 200) -> HTMLResponse:
     """A page in the console's frame (``ui/templates/page.html``); ``body`` is markup its sections escaped."""
     from ftops_provider.ui.templates import render_page
 
-    return HTMLResponse(render_page(title, body), status_code=status_code)
+    return HTMLResponse(render_page(title, body, _ftops_root(request) + "/static"), status_code=status_code)
+
+
+@app.get("/static/{name}")
+def static_file(name: str) -> Response:
+    """The vendored charting library (``ui/static``): its name carries its version, so a browser keeps it a year."""
+    from ftops_provider.ui.templates import ECHARTS
+
+    if name != ECHARTS:
+        raise HTTPException(status_code=404, detail=f"no static file {name!r}")
+    return FileResponse(STATIC / name, media_type="text/javascript",
+                        headers={"Cache-Control": "public, max-age=31536000, immutable"})
 
 
 def job_in_path(job: str) -> str:
@@ -114,20 +131,38 @@ def jobs_page(query: Annotated[FleetQuery, Query()], request: Request, user: Get
     if started_run is not None and not 0 < len(started_run) <= 250:
         raise HTTPException(status_code=422, detail="started_run: a DAG run id of 1 to 250 characters")
     halt = store.halted()
-    waiting = approvals_section(pending_approvals(user), _airflow_root(request))
+    pending = pending_approvals(user)
+    waiting = approvals_section(pending, _airflow_root(request))
     recover = ACTIONS["recover"].dag_id
     started = "" if not started_run else started_banner(recover, started_run, dag_paused(recover), _airflow_root(request))
     recovery = fleet_recovery_form(dag_params(recover), may_trigger(request, user, recover))
-    return _page("Fault tolerance: jobs", started + halt_banner(halt) + waiting + fleet_html(store, query) + recovery
-                 + halt_form(halt))
+    fleet = fleet_html(store, query, pending, _airflow_root(request), _fleet_view_url(request))
+    return _page(request, "Fault tolerance: jobs", started + halt_banner(halt) + waiting + fleet + recovery
+                 + halt_form(halt, _ftops_root(request)))
 
 
-def fleet_html(store: HistoryStore, query: FleetQuery) -> str:
+@app.get("/fleet", response_class=HTMLResponse)
+def fleet_view(query: Annotated[FleetQuery, Query()], request: Request, user: GetUserDep,
+               store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The jobs page's fleet alone, for the same filter (the open page redraws its counts, table and pager from here)."""
+    return HTMLResponse(fleet_html(store, query, pending_approvals(user), _airflow_root(request), _fleet_view_url(request)))
+
+
+def _fleet_view_url(request: Request) -> str:
+    return f"{_ftops_root(request)}/fleet" + (f"?{request.url.query}" if request.url.query else "")
+
+
+def fleet_html(store: HistoryStore, query: FleetQuery, pending: list[dict] = (), airflow_root: str = "",
+               view_url: str = "fleet") -> str:
     """The jobs page's fleet (scripts/bench-console.py times it at 5,000 jobs): every job's state, then the page's
-    jobs only, in full."""
+    jobs only, in full, each with the open approval requests (``pending``) that name it."""
     chosen = select_page(store.fleet_states(), query)
     kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
-    return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query)
+    waiting: dict[str, list[dict]] = {}
+    for request in answerable(list(pending), airflow_root):
+        for job in jobs_named(request["body"], set(chosen.names)):
+            waiting.setdefault(job, []).append(request)
+    return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query, waiting, view_url)
 
 
 def _ftops_root(request: Request) -> str:
@@ -153,23 +188,22 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
     plans = store.plans(job, "replication")
     kind = JobKind.from_store(store, job)
     live = kind.kind != "plan-only"  # a plan-only job has no streams: no last hour to show
-    live_link = "<a href='#live'>Last hour</a>" if live else ""
     allowed = {a.dag_id for a in ACTIONS.values() if kind.kind in a.kinds and may_trigger(request, user, a.dag_id)}
-    nav = (f"<div class='bar'><nav>{live_link}<a href='#plans'>Plan history</a><a href='#drills'>Drills</a><a href='#recovery'>"
-           f"Recovery runs</a><a href='#fleet-recovery'>Fleet recoveries</a><a href='#faults'>Fault journal</a><a href='../'>All jobs</a></nav>"
-           f"{actions_form(job, kind.kind, allowed)}"
-           "</div>")
     now = time.time()
-    body = [halt_banner(store.halted()), started, nav, f"<p id='kind'><b>{kind.kind}</b>: {escape(kind.reason)}</p>",
-            live_section(store.job_batches(job, now - SPAN_S), now) if live else "",
-            history_section(job, plans, store.latest_topology(job) if plans else None)]
+    sections = [live_section(store.job_batches(job, now - SPAN_S), now) if live else "",
+                history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
-        body.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
-    body.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
-    body.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
-    body.append(fleet_recovery_section(store.job_fleet_recoveries(job)))
-    body.append(faults_section(store.faults(job, limit=20)))
-    return _page(f"Fault tolerance: {job}", "".join(body))
+        sections.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
+    sections.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
+    sections.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
+    sections.append(fleet_recovery_section(store.job_fleet_recoveries(job)))
+    sections.append(faults_section(store.faults(job, limit=20)))
+    halt = store.halted()
+    sections.append(halt_form(halt, _ftops_root(request)))
+    waiting = approvals_section(pending_approvals(user), _airflow_root(request), job=job)
+    body = page_body("job", halt_banner(halt), started + waiting, live, actions_form(job, kind.kind, allowed), kind,
+                     sections)
+    return _page(request, f"Fault tolerance: {job}", body)
 
 
 @app.get("/jobs/{job}/last-hour", response_class=HTMLResponse)
@@ -188,26 +222,23 @@ def dag_run_view(dag_id: str, run_id: str, request: Request, store: HistoryStore
     single = single_report_path(dag_id, records) if records else None
     if single is not None:
         return RedirectResponse(_ftops_root(request) + single, status_code=303)
-    return _page(f"Fault tolerance: {dag_id} run", records_body(dag_id, run_id, records))
+    return _page(request, f"Fault tolerance: {dag_id} run", records_body(dag_id, run_id, records))
 
 
 @app.get("/jobs/{job}/drills/{drill_id}", response_class=HTMLResponse)
-def drill_page(job: JobName, drill_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def drill_page(job: JobName, drill_id: int, request: Request, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """A drill's experiment report: hypothesis, probes, timeline, verdict."""
     report = _experiment(store, job, "drill", drill_id)
-    back = escape(quote(job, safe=""))
-    return _page(f"Fault tolerance: {report.title}", f"<nav><a href='../../{back}'>Back to {escape(job)}</a>"
-                 f"<a href='../../../api/jobs/{back}/drills/{drill_id}/experiment'>JSON</a></nav>{experiment_section(report)}")
+    return _page(request, f"Fault tolerance: {report.title}",
+                 page_body("report", job, "", f"drills/{drill_id}/experiment", report))
 
 
 @app.get("/jobs/{job}/recovery-runs/{run_id}", response_class=HTMLResponse)
-def recovery_page(job: JobName, run_id: int, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def recovery_page(job: JobName, run_id: int, request: Request, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """A recovery run's experiment report: hypothesis after, timeline of its stages, per-query times, verdict."""
     report = _experiment(store, job, "recovery", run_id)
-    back = escape(quote(job, safe=""))
-    return _page(f"Fault tolerance: {report.title}", f"<nav><a href='../../{back}#recovery'>Back to {escape(job)}</a>"
-                 f"<a href='../../../api/jobs/{back}/recovery-runs/{run_id}/experiment'>JSON</a></nav>"
-                 f"{experiment_section(report)}")
+    return _page(request, f"Fault tolerance: {report.title}",
+                 page_body("report", job, "#recovery", f"recovery-runs/{run_id}/experiment", report))
 
 
 def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) -> ExperimentReport:
@@ -223,11 +254,10 @@ def _experiment(store: HistoryStore, job: str, kind: str, experiment_id: int) ->
 
 
 @app.get("/jobs/{job}/diff", response_class=HTMLResponse)
-def diff_page(job: JobName, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+def diff_page(job: JobName, request: Request, a: int = Query(ge=1), b: int = Query(ge=1), store: HistoryStore = Depends(get_store)) -> HTMLResponse:
     """What changed between any two plans of the job (of one kind)."""
     diff = _diff(store, job, a, b)
-    return _page(f"Fault tolerance: {job}, plan #{a} to #{b}", f"<nav><a href='../{escape(quote(job, safe=''))}'>"
-                 f"Back to {escape(job)}</a></nav>{diff_section(diff)}")
+    return _page(request, f"Fault tolerance: {job}, plan #{a} to #{b}", page_body("diff", job, diff))
 
 
 def _diff(store: HistoryStore, job: str, a: int, b: int) -> PlanDiff:
@@ -339,20 +369,30 @@ def resume_api(user: GetUserDep, store: HistoryStore = Depends(get_store)) -> di
 
 
 @app.post("/halt", dependencies=[*_MAY_OPERATE, Depends(_same_origin)])
-def halt_form_post(user: GetUserDep, reason: Annotated[str, Form(max_length=500)] = "",
+def halt_form_post(request: Request, user: GetUserDep, reason: Annotated[str, Form(max_length=500)] = "",
                    store: HistoryStore = Depends(get_store)) -> Response:
-    """The jobs page's Halt button."""
+    """The Halt button (the jobs page's and each job's)."""
     if not reason.strip():
         raise HTTPException(status_code=422, detail="reason: say why experiments are halted")
     store.halt(reason.strip(), _by(user))
-    return RedirectResponse("./", status_code=303)
+    return RedirectResponse(_back(request), status_code=303)
 
 
 @app.post("/resume", dependencies=[*_MAY_OPERATE, Depends(_same_origin)])
-def resume_form_post(user: GetUserDep, store: HistoryStore = Depends(get_store)) -> Response:
-    """The jobs page's Resume button."""
+def resume_form_post(request: Request, user: GetUserDep, store: HistoryStore = Depends(get_store)) -> Response:
+    """The Resume button (the jobs page's and each job's)."""
     store.resume(_by(user))
-    return RedirectResponse("./", status_code=303)
+    return RedirectResponse(_back(request), status_code=303)
+
+
+def _back(request: Request) -> str:
+    """The console page a form was posted from (its Referer, checked to be this server's), else the jobs page."""
+    from urllib.parse import urlsplit
+
+    source = urlsplit(request.headers.get("referer", ""))
+    root = _ftops_root(request)
+    within = bool(source.path) and (source.path == root or source.path.startswith(root + "/"))
+    return source.path + (f"?{source.query}" if source.query else "") if within else f"{root}/"
 
 
 # -- acting: a job's actions (ftops_provider.ui.actions) ---------------------------------------------------------

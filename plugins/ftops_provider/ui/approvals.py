@@ -13,17 +13,18 @@ links each to Airflow's page where it is answered.
 
 from __future__ import annotations
 
-from datetime import datetime
-from html import escape
+import re
 from typing import Any
 from urllib.parse import quote
+
+from ftops_provider.ui.templates import render
 
 APPROVING_DAGS = ("ftops_chaos_drill", "ftops_profile_and_plan")
 
 
 def pending_approvals(user) -> list[dict[str, Any]]:
     """The open approval requests of ftops's DAGs that ``user`` may see, oldest first: dag_id, run_id, task_id,
-    map_index, subject, since."""
+    map_index, subject, since, body."""
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity, DagDetails
     from airflow.models.hitl import HITLDetail
@@ -38,28 +39,38 @@ def pending_approvals(user) -> list[dict[str, Any]]:
     if not readable:
         return []
     query = (select(TaskInstance.dag_id, TaskInstance.run_id, TaskInstance.task_id, TaskInstance.map_index,
-                    HITLDetail.subject, HITLDetail.created_at)
+                    HITLDetail.subject, HITLDetail.created_at, HITLDetail.body)
              .join(HITLDetail, HITLDetail.ti_id == TaskInstance.id)
              .where(HITLDetail.responded_at.is_(None),
                     TaskInstance.state.in_([s for s in State.unfinished if s is not None]),
                     TaskInstance.dag_id.in_(readable))
              .order_by(HITLDetail.created_at))
     with create_session() as session:
-        keys = ("dag_id", "run_id", "task_id", "map_index", "subject", "since")
+        keys = ("dag_id", "run_id", "task_id", "map_index", "subject", "since", "body")
         return [dict(zip(keys, row)) for row in session.execute(query).all()]
 
 
-def approvals_section(pending: list[dict[str, Any]], airflow_root: str = "") -> str:
-    """The jobs page's list of open approval requests (nothing when none), each linked to where it is answered."""
-    if not pending:
-        return ""
-    items = "".join(f"<li>{escape(p['subject'])}: <a href='{escape(_answer_path(p, airflow_root), quote=True)}'>"
-                    f"{escape(p['task_id'])} of {escape(p['dag_id'])} run {escape(p['run_id'])}</a>, waiting since "
-                    f"{_since(p['since'])}</li>" for p in pending)
-    return (f"<section id='approvals'><h2>Waiting for a person ({len(pending)})</h2><ul>{items}</ul>"
-            f"<p class='caption'>Answered in Airflow (<a href='{escape(airflow_root, quote=True)}/required_actions?"
-            "response_received=false'>Required actions</a>): a drill asks before it injects anything, a planning "
-            "run before it changes replicas.</p></section>")
+def jobs_named(body: str | None, jobs: set[str]) -> list[str]:
+    """The jobs of ``jobs`` a request's body names. Both requests name each job they concern in bold
+    (``operators.drills.drill_approval_body``: "under job **topk**"; ``operators.replicas.approval_body``: a line per
+    job, "**topk**: plan #4 replaces #2"). A bold word that is not a registered job (the drill's domain) is not one.
+
+    >>> jobs_named("ftops would fail **rack-a** under job **topk** (drill #3)", {"topk", "clicks"})
+    ['topk']
+    """
+    return sorted({name for name in re.findall(r"\*\*([^*\s]+)\*\*", body or "") if name in jobs})
+
+
+def answerable(pending: list[dict[str, Any]], airflow_root: str) -> list[dict[str, Any]]:
+    """Each request with ``answer_path``: where in Airflow it is answered."""
+    return [{**p, "answer_path": _answer_path(p, airflow_root)} for p in pending]
+
+
+def approvals_section(pending: list[dict[str, Any]], airflow_root: str = "", job: str | None = None) -> str:
+    """The open approval requests (all, or ``job``'s; nothing when none), each linked to where it is answered."""
+    if job is not None:
+        pending = [p for p in pending if job in jobs_named(p.get("body"), {job})]
+    return render("approvals.html", pending=answerable(pending, airflow_root), airflow_root=airflow_root)
 
 
 def _answer_path(p: dict[str, Any], root: str) -> str:
@@ -67,6 +78,3 @@ def _answer_path(p: dict[str, Any], root: str) -> str:
     task = f"{root}/dags/{quote(p['dag_id'])}/runs/{quote(p['run_id'], safe='')}/tasks/{quote(p['task_id'])}"
     return task + (f"/mapped/{p['map_index']}" if p["map_index"] >= 0 else "") + "/required_actions"
 
-
-def _since(moment: datetime) -> str:
-    return f"{moment:%Y-%m-%d %H:%M} UTC"

@@ -15,9 +15,10 @@ Airflow shows the tab on every DAG's runs; another DAG's run says it is not one 
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 from urllib.parse import quote
+
+from ftops_provider.ui.templates import render
 
 # DAG -> (the kind of record its runs leave, the plan kinds it stores)
 RECORDS: dict[str, tuple[str, frozenset[str]]] = {
@@ -46,25 +47,7 @@ def single_report_path(dag_id: str, records: list[dict[str, Any]]) -> str | None
 
 
 def records_body(dag_id: str, run_id: str, records: list[dict[str, Any]]) -> str:
-    """The tab's page when it is not one report: a list of what the run recorded, or why there is nothing."""
-    run = f"run {escape(run_id)} of {escape(dag_id)}"
-    if dag_id not in RECORDS:
-        return f"<p id='not-ftops'>The {run} is not a run of one of ftops's DAGs: ftops recorded nothing for it.</p>"
-    if not records:
-        return (f"<p id='nothing-yet'>ftops has recorded nothing for the {run} yet (a drill or recovery run is "
-                "recorded when it starts, plans when they are computed; a run that failed first records none).</p>")
-    items = "".join(f"<li>{_link(RECORDS[dag_id][0], r)}</li>" for r in records)
-    return f"<p>What the {run} recorded:</p><ul id='records'>{items}</ul>"
-
-
-def _link(kind: str, r: dict[str, Any]) -> str:
-    job = escape(quote(r["job"], safe=""), quote=True)
-    if kind == "plans":
-        return f"{escape(r['kind'])} plan #{r['plan_id']} of <a href='../../jobs/{job}#plans'>{escape(r['job'])}</a>"
-    if kind == "fleet_recoveries":
-        return (f"fleet recovery #{r['run_id']} of <a href='../../jobs/{job}#fleet-recovery'>{escape(r['job'])}</a>: "
-                f"{escape(r['status'])}")
-    what, key, page, section = (("drill", "drill_id", "drills", "drills") if kind == "drills"
-                                else ("recovery run", "run_id", "recovery-runs", "recovery"))
-    href = f"../../jobs/{job}/{page}/{r[key]}" if r["has_report"] else f"../../jobs/{job}#{section}"
-    return f"<a href='{href}'>{what} #{r[key]}</a> of {escape(r['job'])}: {escape(r['status'])}"
+    """The tab's page when it is not one report: a list of what the run recorded, or why there is nothing
+    (``templates/records.html``)."""
+    kind = RECORDS[dag_id][0] if dag_id in RECORDS else None
+    return render("records.html", dag_id=dag_id, run_id=run_id, kind=kind, records=records)

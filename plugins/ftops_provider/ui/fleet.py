@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from html import escape
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, Field, field_validator
 
 from ft_core.fleet.job_state import STATES, JobState, states_of
+from ftops_provider.ui.formats import minute
+from ftops_provider.ui.templates import render
 
 PAGE_SIZE = 100
 SORTS = {"job": "name", "state": "state (experiment, no progress, down, lagging, running)",
@@ -82,65 +82,35 @@ def select_page(fleet: list[dict[str, Any]], query: FleetQuery, now: datetime | 
                           matching=len(picked), pages=pages, page=page)
 
 
+HEAD = ("job", "state", "workload", "kind", "replica budget", "now", "primary", "current plan", "last drill", "next drill",
+        "priority", "skipped by the scheduled drill", "waiting for a person")
+REFRESH_S = 20  # the open jobs page redraws its view this often (while the tab is shown)
+
+
 def fleet_page(selection: FleetSelection, overview: list[dict[str, Any]], kinds: dict[str, str], query: FleetQuery,
-               now: datetime | None = None) -> str:
-    """The state counts, the filter form, the page's table (``overview``: ``HistoryStore.fleet_overview`` rows of
-    the selection's jobs) and the pager, as an HTML fragment."""
-    if not selection.states:
-        return "<p>No jobs registered yet.</p>"
+               waiting: dict[str, list[dict]], view_url: str, now: datetime | None = None) -> str:
+    """The filter form, then the state counts, the page's table (``overview``: ``HistoryStore.fleet_overview`` rows of
+    the selection's jobs; ``waiting``: the open approval requests per job, each with its ``answer_path``) and the
+    pager, which the open page redraws from ``view_url`` (``templates/fleet.html``)."""
+    now = now or datetime.now(timezone.utc)
     by_name = {o["job"]: o for o in overview}
-    rows = [{**by_name[n], "state": selection.states[n]} for n in selection.names if n in by_name]  # not one deleted since
-    return (_counts(selection.counts, len(selection.states)) + _form(query)
-            + jobs_table(rows, kinds, now or datetime.now(timezone.utc)) + _pager(query, selection))
-
-
-def _counts(counts: dict[str, int], total: int) -> str:
-    links = ", ".join(f"<a href='?{urlencode({'state': s})}'>{n:,} {escape(s)}</a>" for s, n in counts.items() if n)
-    return f"<p id='fleet-counts'>{total:,} jobs: {links}</p>"
-
-
-def _form(query: FleetQuery) -> str:
-    states = "".join(f"<option value='{s}'{' selected' if s == query.state else ''}>{s}</option>" for s in STATES)
-    sorts = "".join(f"<option value='{k}'{' selected' if k == query.sort else ''}>{escape(v)}</option>"
-                    for k, v in SORTS.items())
-    return ("<form id='fleet-filter' method='get' action=''>"
-            f"<label for='f-state'>State</label> <select id='f-state' name='state'><option value=''>any</option>{states}"
-            "</select> <label for='f-q'>Name contains</label> "
-            f"<input id='f-q' name='q' maxlength='100' value='{escape(query.q, quote=True)}'> "
-            f"<label for='f-sort'>Sort by</label> <select id='f-sort' name='sort'>{sorts}</select> "
-            "<button type='submit'>Show</button></form>")
-
-
-def _pager(query: FleetQuery, selection: FleetSelection) -> str:
+    rows = [(n, _cells({**by_name[n], "state": selection.states[n]}, kinds, now), waiting.get(n, []))
+            for n in selection.names if n in by_name]  # not one deleted since
     first, matching = (selection.page - 1) * PAGE_SIZE, selection.matching
     shown = f"{first + 1:,}-{min(first + PAGE_SIZE, matching):,} of {matching:,}" if matching else "0 of 0"
-    links = []
-    for label, page in (("previous", selection.page - 1), ("next", selection.page + 1)):
-        if 1 <= page <= selection.pages:
-            args = {**query.model_dump(exclude_defaults=True), "page": page}
-            links.append(f"<a id='page-{label}' href='?{escape(urlencode(args), quote=True)}'>{label}</a>")
-    return f"<p id='pager'>jobs {shown} {' '.join(links)}</p>"
+    pages = [(label, {**query.model_dump(exclude_defaults=True), "page": page})
+             for label, page in (("previous", selection.page - 1), ("next", selection.page + 1))
+             if 1 <= page <= selection.pages]
+    return render("fleet.html", total=len(selection.states), counts=list(selection.counts.items()), states=STATES,
+                  sorts=SORTS, query=query, head=HEAD, rows=rows, shown=shown, pages=pages, view_url=view_url,
+                  refresh_s=REFRESH_S)
 
 
-def jobs_table(overview: list[dict[str, Any]], kinds: dict[str, str], now: datetime) -> str:
-    """One row per job of ``overview`` (each with its ``state``)."""
-    if not overview:
-        return "<p id='no-match'>No job matches.</p>"
-    head = "".join(f"<th>{h}</th>" for h in ("job", "state", "workload", "kind", "replica budget", "now", "primary",
-                                              "current plan", "last drill", "next drill", "priority",
-                                              "skipped by the scheduled drill"))
-    rows = []
-    for o in overview:
-        cells = [o["state"], o["workload"], kinds[o["job"]], o["replication_budget"],
-                 f"{o['experiment']} by {o['holder']}" if o["experiment"] else "-", _primary(o, now), _plan(o),
-                 _last_drill(o), _next_drill(o, now), f"{o['priority']:g}", o["skipped"] or "-"]
-        rows.append(f"<tr><td><a href='jobs/{escape(quote(o['job'], safe=''))}'>{escape(o['job'])}</a></td>"
-                    + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
-    return f"<table id='fleet'><tr>{head}</tr>{''.join(rows)}</table>"
-
-
-def _utc(moment: datetime) -> str:
-    return f"{moment.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC"
+def _cells(o: dict[str, Any], kinds: dict[str, str], now: datetime) -> list[str]:
+    """A job's row after its name."""
+    return [o["state"], o["workload"], kinds[o["job"]], o["replication_budget"],
+            f"{o['experiment']} by {o['holder']}" if o["experiment"] else "-", _primary(o, now), _plan(o),
+            _last_drill(o), _next_drill(o, now), f"{o['priority']:g}", o["skipped"] or "-"]
 
 
 def _primary(o: dict[str, Any], now: datetime) -> str:
@@ -165,7 +135,7 @@ def _last_drill(o: dict[str, Any]) -> str:
     (the plan's predicted accuracy, else its OF)."""
     if not o["last_drill"]:
         return "never"
-    said = f"{o['last_drill']}, {_utc(o['last_drill_at'])}"
+    said = f"{o['last_drill']}, {minute(o['last_drill_at'])}"
     if o["drill_accuracy"] is None:
         return said
     predicted = (f"{o['drill_predicted_accuracy']:.2f} predicted" if o["drill_predicted_accuracy"] is not None
@@ -179,4 +149,4 @@ def _next_drill(o: dict[str, Any], now: datetime) -> str:
     if not o["drill_schedule"]:
         return "by hand only"
     due = next_fire(o["drill_schedule"], o["drill_since"])
-    return f"due ({o['drill_schedule']})" if due <= now else f"{_utc(due)} ({o['drill_schedule']})"
+    return f"due ({o['drill_schedule']})" if due <= now else f"{minute(due)} ({o['drill_schedule']})"

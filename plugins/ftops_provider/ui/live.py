@@ -8,11 +8,10 @@ batch has no point, so a stop shows as a gap in the lines. O(batches) per page.
 
 from __future__ import annotations
 
-from html import escape
-
 from pydantic import BaseModel
 
-from ftops_provider.ui.svg import BLUE, GREEN, ORANGE, PURPLE, TimedSeries, timeline_chart
+from ftops_provider.ui.charts import BLUE, GREEN, ORANGE, PURPLE, TimedSeries, time_chart
+from ftops_provider.ui.templates import render
 
 SPAN_S = 3600.0  # the last hour
 MINUTE_S = 60.0
@@ -55,40 +54,25 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
 
 
 REFRESH_S = 20  # the open page redraws its last hour this often (while the tab is shown)
-# The page fetches its last hour alone (``/jobs/<job>/last-hour``, beside the page's own path) and swaps it in: the
-# charts stay server-drawn, nothing else moves (a form being filled in keeps its values), and a failed fetch (signed
-# out, server restarting) leaves the old one.
-_REFRESH = ("<script>(function(){var every=%d*1000;function redraw(){if(document.hidden)return;"
-            "fetch(location.pathname.replace(/\\/+$/,'')+'/last-hour',{credentials:'same-origin',"
-            "headers:{Accept:'text/html'}}).then(function(r){"
-            "return r.ok?r.text():null}).then(function(t){if(!t)return;var fresh=new DOMParser().parseFromString(t,"
-            "'text/html').getElementById('last-hour'),old=document.getElementById('last-hour');if(fresh&&old)"
-            "old.innerHTML=fresh.innerHTML}).catch(function(){})}setInterval(redraw,every)})();</script>") % REFRESH_S
 
 
 def live_section(batches: dict[str, list[dict]], now: float) -> str:
     """The section: two charts (lag, rows read per second) and a line saying where the job stands now, redrawn every
-    :data:`REFRESH_S` seconds while the page is open."""
-    head = f"<h2 id='live'>Last hour</h2>{_REFRESH}<section id='last-hour'>"
-    if not batches:
-        return head + ("<p>No micro-batch of this job in the last week: it was never started (<code>ftops job start</code>)"
-                       " or has been stopped since.</p></section>")
-    minutes = per_minute(batches, now)
-    if not minutes:
-        return head + "<p>No micro-batch in the last hour: the job is down or stopped.</p></section>"
+    :data:`REFRESH_S` seconds while the page is open (``templates/live.html``)."""
+    minutes = per_minute(batches, now) if batches else []
     streams = sorted(batches)
     lag, rate = [], []
     for i, stream in enumerate(streams):
         own = [m for m in minutes if m.stream == stream]
-        name, key, color = _short(stream), f"stream-{i}", COLORS[i % len(COLORS)]
-        lag.append(TimedSeries(name, key, color, [(now - m.minute_end + MINUTE_S / 2, m.max_lag_s) for m in own
-                                                  if m.max_lag_s is not None]))
-        rate.append(TimedSeries(name, key, color, [(now - m.minute_end + MINUTE_S / 2, m.rows_per_s) for m in own]))
-    charts = (timeline_chart(lag, span_s=SPAN_S, title="Lag: output behind input, largest per minute",
-                             y_label="seconds", gap_s=1.5 * MINUTE_S)
-              + timeline_chart(rate, span_s=SPAN_S, title="Throughput: rows read per second, per minute",
-                               y_label="rows/s", gap_s=1.5 * MINUTE_S))
-    return head + f"<p id='live-now'>{escape(_now_line(minutes, streams, now))}</p>{charts}</section>"
+        name, color = _short(stream), COLORS[i % len(COLORS)]
+        lag.append(TimedSeries(name, color, [(m.minute_end - MINUTE_S / 2, m.max_lag_s) for m in own
+                                             if m.max_lag_s is not None]))
+        rate.append(TimedSeries(name, color, [(m.minute_end - MINUTE_S / 2, m.rows_per_s) for m in own]))
+    window = {"start": now - SPAN_S, "end": now, "gap_s": 1.5 * MINUTE_S}
+    charts = [time_chart("lag", "Lag: output behind input, largest per minute", lag, y_label="seconds", **window),
+              time_chart("rate", "Throughput: rows read per second, per minute", rate, y_label="rows/s", **window)]
+    return render("live.html", batches=bool(batches), minutes=bool(minutes), refresh_s=REFRESH_S,
+                  now_line=_now_line(minutes, streams, now) if minutes else "", charts=charts)
 
 
 def _now_line(minutes: list[MinuteOut], streams: list[str], now: float) -> str:
