@@ -261,7 +261,8 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
 
     dep, store = live_job
     _wait_keeping_up(dep)
-    assert run_cli(*REGISTRATION).code == 0  # the same job, now the default mode: approve
+    again = run_cli(*REGISTRATION)  # the same job, now the default mode: approve
+    assert again.code == 0, again.err
     assert store.job(JOB)["apply_mode"] == "approve"
     workers = cluster_of(dep).watched_outside("none")
     client = TestClient(create_app("core"))
@@ -297,7 +298,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
         assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
     assert "body" in answered, "the drill never asked for approval (see its preflight's log above)"
     assert "would fail" in answered["body"] and f"under job **{JOB}**" in answered["body"]
-    waiting = re.search(r"<section id='approvals'>.*?</section>", answered["console"]).group(0)
+    waiting = re.search(r"<section id='approvals'>.*?</section>", answered["console"], re.S).group(0)
     assert "Waiting for a person (1)" in waiting and f"approve_drill of ftops_chaos_drill run {answered['run_id']}" in waiting
     assert f"/runs/{quote(answered['run_id'], safe='')}/tasks/approve_drill/mapped/0/required_actions'" in waiting
     # and in the job's row of the fleet (the request's body names the job)

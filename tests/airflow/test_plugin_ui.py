@@ -22,7 +22,7 @@ ROUTES = ("/", "/jobs/topk", "/jobs/topk/diff?a=1&b=2", "/api/jobs/topk/plans", 
           "/api/jobs/topk/recovery-runs", "/api/jobs/topk/diff?a=1&b=2", "/jobs/topk/recovery-runs/1",
           "/api/jobs/topk/recovery-runs/1/experiment", "/api/jobs/topk/faults", "/api/halt",
           "/runs/ftops_chaos_drill/manual__d1", "/api/jobs/topk/progress", "/api/jobs/topk/fleet-recoveries",
-          "/jobs/topk/last-hour", "/fleet")
+          "/jobs/topk/last-hour", "/fleet", "/jobs/topk/activity")
 
 
 def test_unauthenticated_requests_are_refused(ui):
@@ -124,6 +124,8 @@ def test_drills_chart_has_both_series_and_one_row_per_drill(ui):
     assert chart_series(chart, "measured tentative accuracy") == [pytest.approx(0.6), pytest.approx(0.25), None]
     assert chart["xAxis"]["data"] == [f"#{i}" for i in ids["drills"]]
     assert page.count("<tr class='drill") == 3 and "<tr class='drill failed'>" in page
+    activity = client.get("/jobs/topk/activity").text  # what the open page redraws: the same rows
+    assert activity.count("<tr class='drill") == 3 and "<div id='activity'>" in activity and "id='faults'" in activity
     drills = client.get("/api/jobs/topk/drills").json()
     assert [d["drill_id"] for d in drills] == ids["drills"]
     assert [len(d["windows"]) for d in drills] == [3, 2, 0] and [d["status"] for d in drills] == ["passed", "failed", "running"]
@@ -412,7 +414,7 @@ def test_the_jobs_page_redraws_its_fleet_from_the_same_filter_and_names_each_job
     from ftops_provider.operators.replicas import approval_body
     from ftops_provider.ui.approvals import jobs_named
 
-    client, token, _ = ui
+    client, token, seeded = ui
     client.cookies.set("_token", token)
     page = client.get("/", params={"q": "top", "sort": "lag"}).text
     assert r'"/fleet?q=top\u0026sort=lag"' in page and "<section id='fleet-view'>" in page  # & as JSON escapes it
@@ -422,6 +424,19 @@ def test_the_jobs_page_redraws_its_fleet_from_the_same_filter_and_names_each_job
     body = approval_body([{**change, "job": "topk"}, {**change, "job": "alerts"}])
     assert jobs_named(body, {"topk", "alerts", "clicks"}) == ["alerts", "topk"]
     assert jobs_named(None, {"topk"}) == []
+    # the jobs page's column: each open request under the jobs it names, linked to where it is answered
+    from datetime import datetime, timezone
+
+    from ftops_provider.ui.app import fleet_html
+    from ftops_provider.ui.fleet import FleetQuery
+
+    asked = {"dag_id": "ftops_profile_and_plan", "run_id": "manual__p", "task_id": "approve_replica_changes",
+             "map_index": -1, "subject": "ftops: approve replica changes?", "since": datetime.now(timezone.utc),
+             "body": body}
+    rows = dict(re.findall(r"<tr><td><a href='jobs/([^']+)'>[^<]*</a></td>(.*?)</tr>",
+                           fleet_html(seeded["store"], FleetQuery(), [asked], "/root")))
+    assert "<a href='/root/dags/ftops_profile_and_plan/runs/manual__p/tasks/approve_replica_changes/required_actions'>" \
+           "1 approval</a>" in rows["topk"]
 
 
 def test_the_jobs_page_counts_filters_sorts_and_pages_the_fleet(ui):

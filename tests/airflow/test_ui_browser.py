@@ -381,12 +381,13 @@ def test_the_console_follows_airflows_theme_fits_1024_px_and_has_no_serious_acce
 
 def test_an_open_job_page_redraws_its_last_hour_without_a_reload(api_server, browser, pg_conn):
     """Issue 36, item 2 ("live lag"): a job page left open shows the micro-batches recorded after it was loaded, within
-    a refresh period (ui/live.py REFRESH_S), without reloading the page (a mark set on the window survives)."""
+    a refresh period (ui/templates REFRESH_S), without reloading the page (a mark set on the window survives); so does
+    a drill that started after it was loaded (its experiments and faults redraw too)."""
     import time
 
     from ft_core.store.history import HistoryStore, JobSpec
     from ft_core.store.stream_progress import BatchProgress
-    from ftops_provider.ui.live import REFRESH_S
+    from ftops_provider.ui.templates import REFRESH_S
 
     store = HistoryStore(pg_conn)
     store.register_job(JobSpec(name="alerts", workload="topk", deployment={"pipeline": "topk", "root": "/tmp/alerts"}))
@@ -403,10 +404,15 @@ def test_an_open_job_page_redraws_its_last_hour_without_a_reload(api_server, bro
     assert "primary: 8 s behind" in _wait_css(browser, "#live-now").text
     browser.execute_script("window.ftopsMark = 'loaded once'")
     browser.get_log("browser")  # the refusal before signing in is Airflow's 401, not the page's
-    batch(12, time.time(), 47)  # the job falls behind after the page was drawn
+    assert "No drill recorded for this job yet" in _wait_css(browser, "#activity").text
+    batch(12, time.time(), 47)  # the job falls behind after the page was drawn, and a drill starts
+    drill = store.start_drill("alerts", None, {"failure_domain": "rack-b"}, "manual__late")
     WebDriverWait(browser, 3 * REFRESH_S).until(  # read by script: the redraw replaces the element
         lambda b: "primary: 47 s behind" in b.execute_script("return document.getElementById('live-now').textContent"))
     assert browser.execute_script("return window.ftopsMark") == "loaded once"  # redrawn in place, not reloaded
+    WebDriverWait(browser, 3 * REFRESH_S).until(
+        lambda b: f"#{drill}" in b.execute_script("return document.getElementById('activity').textContent"))
+    assert "rack-b" in _wait_css(browser, "#drill-rows").text
     # Its lag chart was drawn again by the charting library, and answers a hover near its right end (the newest
     # minute) with that minute's value: the tooltip names the stream and its 47 s.
     lag = _wait_css(browser, "#chart-lag .chart-canvas")

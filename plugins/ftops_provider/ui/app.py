@@ -194,10 +194,7 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
                 history_section(job, plans, store.latest_topology(job) if plans else None)]
     if len(plans) > 1:
         sections.append(diff_section(_diff(store, job, plans[-2]["plan_id"], plans[-1]["plan_id"])))
-    sections.append(drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]))
-    sections.append(recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]))
-    sections.append(fleet_recovery_section(store.job_fleet_recoveries(job)))
-    sections.append(faults_section(store.faults(job, limit=20)))
+    sections.append(activity_html(store, job))
     halt = store.halted()
     sections.append(halt_form(halt, _ftops_root(request)))
     waiting = approvals_section(pending_approvals(user), _airflow_root(request), job=job)
@@ -212,6 +209,23 @@ def last_hour_fragment(job: JobName, store: HistoryStore = Depends(get_store)) -
     _known(store, job)
     now = time.time()
     return HTMLResponse(live_section(store.job_batches(job, now - SPAN_S), now))
+
+
+def activity_html(store: HistoryStore, job: str) -> str:
+    """The job's drills, recovery runs, fleet recoveries and fault journal, redrawn by the open page."""
+    from ftops_provider.ui.templates import render
+
+    sections = [drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]),
+                recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]),
+                fleet_recovery_section(store.job_fleet_recoveries(job)), faults_section(store.faults(job, limit=20))]
+    return render("activity.html", sections=sections)
+
+
+@app.get("/jobs/{job}/activity", response_class=HTMLResponse)
+def activity_fragment(job: JobName, store: HistoryStore = Depends(get_store)) -> HTMLResponse:
+    """The job page's experiments and faults alone (the open page redraws them from here)."""
+    _known(store, job)
+    return HTMLResponse(activity_html(store, job))
 
 
 @app.get("/runs/{dag_id}/{run_id:path}", response_class=HTMLResponse)

@@ -84,7 +84,6 @@ def select_page(fleet: list[dict[str, Any]], query: FleetQuery, now: datetime | 
 
 HEAD = ("job", "state", "workload", "kind", "replica budget", "now", "primary", "current plan", "last drill", "next drill",
         "priority", "skipped by the scheduled drill", "waiting for a person")
-REFRESH_S = 20  # the open jobs page redraws its view this often (while the tab is shown)
 
 
 def fleet_page(selection: FleetSelection, overview: list[dict[str, Any]], kinds: dict[str, str], query: FleetQuery,
@@ -102,8 +101,7 @@ def fleet_page(selection: FleetSelection, overview: list[dict[str, Any]], kinds:
              for label, page in (("previous", selection.page - 1), ("next", selection.page + 1))
              if 1 <= page <= selection.pages]
     return render("fleet.html", total=len(selection.states), counts=list(selection.counts.items()), states=STATES,
-                  sorts=SORTS, query=query, head=HEAD, rows=rows, shown=shown, pages=pages, view_url=view_url,
-                  refresh_s=REFRESH_S)
+                  sorts=SORTS, query=query, head=HEAD, rows=rows, shown=shown, pages=pages, view_url=view_url)
 
 
 def _cells(o: dict[str, Any], kinds: dict[str, str], now: datetime) -> list[str]:

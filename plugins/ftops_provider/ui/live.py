@@ -53,12 +53,9 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
     return out
 
 
-REFRESH_S = 20  # the open page redraws its last hour this often (while the tab is shown)
-
-
 def live_section(batches: dict[str, list[dict]], now: float) -> str:
-    """The section: two charts (lag, rows read per second) and a line saying where the job stands now, redrawn every
-    :data:`REFRESH_S` seconds while the page is open (``templates/live.html``)."""
+    """The section: two charts (lag, rows read per second) and a line saying where the job stands now, which the open
+    page redraws (``templates/live.html``)."""
     minutes = per_minute(batches, now) if batches else []
     streams = sorted(batches)
     lag, rate = [], []
@@ -71,7 +68,7 @@ def live_section(batches: dict[str, list[dict]], now: float) -> str:
     window = {"start": now - SPAN_S, "end": now, "gap_s": 1.5 * MINUTE_S}
     charts = [time_chart("lag", "Lag: output behind input, largest per minute", lag, y_label="seconds", **window),
               time_chart("rate", "Throughput: rows read per second, per minute", rate, y_label="rows/s", **window)]
-    return render("live.html", batches=bool(batches), minutes=bool(minutes), refresh_s=REFRESH_S,
+    return render("live.html", batches=bool(batches), minutes=bool(minutes),
                   now_line=_now_line(minutes, streams, now) if minutes else "", charts=charts)
 
 

@@ -26,9 +26,11 @@ def _environment():
     env = Environment(loader=FileSystemLoader(HERE), autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
+    env.globals["refresh_s"] = REFRESH_S
     return env
 
 
+REFRESH_S = 20  # an open page redraws its live parts this often, while its tab is shown (refresh.html)
 ECHARTS = "echarts-6.1.0.min.js"  # in ui/static (scripts/vendor-echarts.sh)
 CHART_MARK = '<figure class="chart"'  # what chart.html starts with: a page with it loads the charting library
 
