@@ -357,6 +357,10 @@ def test_the_halt_form_posts_only_from_the_page_itself(ui):
     back = client.post("/resume", headers={**auth, "Referer": "http://testserver/jobs/topk"}, follow_redirects=False)
     assert back.status_code == 303 and store.halted() is None
     assert back.headers["location"] == "/jobs/topk"  # back to the page it was posted from (a job's has the form too)
+    for referer in ("http://testserver//evil.example/x", "http://testserver/\\evil.example"):  # never off the server
+        halted = client.post("/halt", data={"reason": "again"}, headers={**own, "Referer": referer}, follow_redirects=False)
+        assert halted.status_code == 303 and halted.headers["location"] == "/", referer
+        assert client.post("/resume", headers={**own, "Referer": referer}, follow_redirects=False).headers["location"] == "/"
     assert "id='halt-form'" in client.get("/jobs/topk", headers=auth).text
 
 

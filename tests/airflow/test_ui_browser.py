@@ -340,6 +340,13 @@ def test_the_console_follows_airflows_theme_fits_1024_px_and_has_no_serious_acce
     browser.get(f"{api_server.url}/ftops/")
     _sign_in(browser, api_server)
     _wait_css(browser, "#fleet-counts")
+    # the overview shows each job's state and its newest drill (issue 36's "Done when")
+    from ft_core.fleet.job_state import STATES
+
+    row = browser.find_element(By.XPATH, "//table[@id='fleet']//tr[td/a[text()='topk']]")
+    cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+    newest = store.drills("topk")[-1]
+    assert cells[1] in STATES and cells[8].startswith(f"{newest['status']}, "), cells
     browser.set_window_size(NARROW, VIEWPORT[1])
     assert browser.execute_script("return window.innerWidth") == NARROW
     browser.get_log("browser")  # what the login pages logged is Airflow's, not the console's

@@ -8,10 +8,14 @@ import json
 import re
 
 from ftops_provider.ui.charts import BLUE, GanttRow, Series, TimedSeries, fraction_chart, stages_chart, time_chart
-from ftops_provider.ui.templates import CHART_MARK, ECHARTS, render_chart, render_page
+from ftops_provider.ui.templates import CHART_MARK, ECHARTS, macro, render_page
 from tests.conftest import ROOT
 
 STATIC = ROOT / "plugins" / "ftops_provider" / "ui" / "static"
+
+
+def render_chart(chart) -> str:
+    return macro("chart.html", "chart_figure")(chart)
 
 
 def test_the_vendored_library_is_the_pinned_version_with_its_licence():

@@ -8,10 +8,7 @@ schemas from the DAG Airflow has (its serialized DAG: the schema Airflow's own t
 and renders each as the input its type asks for (a choice for an ``enum`` or a boolean, a number field with the
 schema's minimum and maximum, a text field with its length). A posted value is typed by the same schema and the run is
 created by ``trigger_dag``, which validates it against the Param (out of bounds: refused, 400, naming the Param and
-nothing created). The job's own Param is the page's and cannot be set here.
-
-    >>> print(input_for("drill", "timeout_s", {"type": "number", "minimum": 30, "maximum": 2592000}, 600, "deadline"))
-    <label for='opt-drill-timeout_s'>timeout_s</label> <input id='opt-drill-timeout_s' name='timeout_s' type='number' step='any' min='30' max='2592000' value='600' title='deadline'>
+nothing created). The job's own Param is the page's and cannot be set here (``templates/actions.html``: ``field``).
 """
 
 from __future__ import annotations
@@ -44,11 +41,6 @@ def dag_params(dag_id: str) -> dict[str, tuple[dict[str, Any], Any, str]]:
         param = dag.params.get_param(name)
         out[name] = (dict(param.schema), param.value, param.description or "")
     return out
-
-
-def input_for(action: str, name: str, schema: dict[str, Any], default: Any, description: str) -> str:
-    """The labelled input of one Param, bounded as its schema is (``templates/actions.html``)."""
-    return macro("actions.html", "field")(action, name, schema, default, description).strip()
 
 
 def offered(action: str, params: dict[str, tuple[dict[str, Any], Any, str]]) -> list[tuple[str, tuple]]:

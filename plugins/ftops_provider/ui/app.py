@@ -159,9 +159,9 @@ def fleet_html(store: HistoryStore, query: FleetQuery, pending: list[dict] = (),
     chosen = select_page(store.fleet_states(), query)
     kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
     waiting: dict[str, list[dict]] = {}
-    for request in answerable(list(pending), airflow_root):
-        for job in jobs_named(request["body"], set(chosen.names)):
-            waiting.setdefault(job, []).append(request)
+    for asked in answerable(list(pending), airflow_root):
+        for job in jobs_named(asked["body"], set(chosen.names)):
+            waiting.setdefault(job, []).append(asked)
     return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query, waiting, view_url)
 
 
@@ -198,7 +198,7 @@ def job_page(job: JobName, request: Request, user: GetUserDep, started_dag: str 
     halt = store.halted()
     sections.append(halt_form(halt, _ftops_root(request)))
     waiting = approvals_section(pending_approvals(user), _airflow_root(request), job=job)
-    body = page_body("job", halt_banner(halt), started + waiting, live, actions_form(job, kind.kind, allowed), kind,
+    body = page_body("job", halt_banner(halt), started, waiting, live, actions_form(job, kind.kind, allowed), kind,
                      sections)
     return _page(request, f"Fault tolerance: {job}", body)
 
@@ -400,12 +400,13 @@ def resume_form_post(request: Request, user: GetUserDep, store: HistoryStore = D
 
 
 def _back(request: Request) -> str:
-    """The console page a form was posted from (its Referer, checked to be this server's), else the jobs page."""
+    """The console page a form was posted from (its Referer: this server's, a path under this app), else the jobs page."""
     from urllib.parse import urlsplit
 
     source = urlsplit(request.headers.get("referer", ""))
     root = _ftops_root(request)
-    within = bool(source.path) and (source.path == root or source.path.startswith(root + "/"))
+    ours = source.netloc == request.headers.get("host") and source.path.startswith("/") and "\\" not in source.path
+    within = ours and not source.path.startswith("//") and (source.path == root or source.path.startswith(root + "/"))
     return source.path + (f"?{source.query}" if source.query else "") if within else f"{root}/"
 
 

@@ -1,4 +1,5 @@
-"""What waits for a person: the open approval requests of ftops's DAGs (Airflow's human-in-the-loop), for the jobs page.
+"""What waits for a person: the open approval requests of ftops's DAGs (Airflow's human-in-the-loop), for the jobs
+page (all of them, and per job in its row) and a job's page (those that name it).
 
 A drill in ``approve`` mode asks before it injects anything (``approve_drill``); a planning run asks before it
 changes replicas (``approve_replica_changes``). Both are Airflow HITL requests: this reads the open ones (no

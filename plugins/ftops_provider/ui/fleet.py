@@ -1,7 +1,8 @@
 """The jobs page: the fleet at a glance.
 
 Each job's state (:mod:`ft_core.fleet.job_state`), the experiment holding it, its primary's newest micro-batch
-and lag, its current plan, its newest and next drill, its priority and why a scheduled drill skipped it. The
+and lag, its current plan, its newest and next drill, its priority, why a scheduled drill skipped it and the approval
+requests that name it. The
 page counts the jobs in each state, filters by state and by name, sorts, and shows ``PAGE_SIZE`` rows a page.
 In two steps, so that a fleet of thousands costs little more than a page: :func:`select_page` chooses the page
 from every job's few deciding columns (``HistoryStore.fleet_states``); only the page's jobs are then read in

@@ -64,15 +64,16 @@ def recovery_section(job: str, runs: list[RecoveryRunOut], now: datetime | None 
     now = now or datetime.now(timezone.utc)
     timelines = []
     for run in reversed(runs[-RUN_CHARTS:]):
-        rows, _, origin = run_timeline(run, now)
+        rows, origin = run_timeline(run, now)
         domain = run.failure.get("domain")
         title = f"Recovery run #{run.run_id}: {run.status}" + (f", {domain} failed" if domain else "")
         timelines.append((run, stages_chart(f"run-{run.run_id}", title, rows, origin=origin), origin))
     return render("recovery.html", job=job, runs=runs, timelines=timelines)
 
 
-def run_timeline(run: RecoveryRunOut, now: datetime) -> tuple[list[GanttRow], float, str]:
-    """The run's Gantt rows on one axis in seconds from its origin, the axis' span, and what the origin is.
+def run_timeline(run: RecoveryRunOut, now: datetime) -> tuple[list[GanttRow], str]:
+    """The run's Gantt rows on one axis in seconds from its origin, and what the origin is (a query not available
+    again is marked a little past the run's last moment).
 
     The origin is the failure (``failure["time"]``, Unix seconds) when the run records it, because query
     recovery times count from the failure; otherwise the run's start. Open intervals (a stage still
@@ -95,7 +96,7 @@ def run_timeline(run: RecoveryRunOut, now: datetime) -> tuple[list[GanttRow], fl
                                                                  f"(priority {q.priority:g})") for q in recovered])
     queries.points += [(span, "unrecovered", f"{q.query}: not available again") for q in run.queries if q.recovered_s is None]
     what = "the failure" if from_failure else "the run's start"
-    return rows + ([queries] if run.queries else []), span, what
+    return rows + ([queries] if run.queries else []), what
 
 
 def _stage_row(stage, s, end_s: float) -> GanttRow:

@@ -52,11 +52,6 @@ def macro(template: str, name: str):
     return getattr(_environment().get_template(template).module, name)
 
 
-def render_chart(chart) -> str:
-    """A chart's figure (:class:`ftops_provider.ui.charts.Chart`): caption, drawing box, option and data table."""
-    return render("chart.html", chart=chart)
-
-
 def render_page(title: str, body: str, static_root: str = "") -> str:
     """The whole page: ``title`` (escaped here) above ``body`` (markup the sections built, each value escaped); a
     page with a chart loads the charting library from ``static_root`` (the app's ``/static``).

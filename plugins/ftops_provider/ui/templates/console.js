@@ -33,6 +33,14 @@
     if (!window.echarts) return;
     (root || document).querySelectorAll("figure.chart").forEach(draw);
   };
+  // Before a part is swapped out: its charts' instances let go (each keeps a render loop until disposed).
+  window.ftopsCharts.dispose = function (root) {
+    if (!window.echarts) return;
+    root.querySelectorAll(".chart-canvas").forEach(function (box) {
+      var chart = echarts.getInstanceByDom(box);
+      if (chart) chart.dispose();
+    });
+  };
   document.addEventListener("DOMContentLoaded", function () { window.ftopsCharts(); });
   new MutationObserver(function () { window.ftopsCharts(); })
     .observe(document.documentElement, {attributes: true, attributeFilter: ["class"]});
