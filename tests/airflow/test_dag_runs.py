@@ -21,6 +21,7 @@ from ft_core.store.history import HistoryStore
 from spark_jobs.cluster.standalone import require_state
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
+from tests.live_jobs import repository_dag
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 BASE = test_port(14400)  # the test cluster's ports (a developer's stack uses 7077/8090)
@@ -28,12 +29,6 @@ EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
 PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
 JOB = "alerts"
 REGISTRATION: list = []  # the job's `ftops job register` arguments (set by the live_job fixture)
-
-
-def _dag(dag_id: str):
-    from tests.live_jobs import repository_dag
-
-    return repository_dag(dag_id)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +102,7 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     metrics = dep.primary_output / "_metrics" / "metrics.jsonl"
     wait_for(lambda: metrics.exists() and len(metrics.read_text().splitlines()) >= 3, timeout_s=300, interval_s=2,
              what="three micro-batches of the primary's metrics")
-    run = _dag("ftops_profile_and_plan").test()
+    run = repository_dag("ftops_profile_and_plan").test()
     assert run.state == "success"
 
     profile = store.latest_profile(JOB, "rates")
@@ -123,7 +118,7 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     applied = [a for a in store.applied_plans(JOB) if a["role"] == "replica"]
     assert [(a["plan_id"], a["stopped_at"]) for a in applied] == [(plan["plan_id"], None)]
 
-    again = _dag("ftops_profile_and_plan").test()  # same plan: nothing is resubmitted
+    again = repository_dag("ftops_profile_and_plan").test()  # same plan: nothing is resubmitted
     assert again.state == "success"
     assert [a["name"] for a in _all(dep.standby_ui)].count(replica) == 1
     assert len([a for a in store.applied_plans(JOB) if a["role"] == "replica"]) == 1
@@ -131,7 +126,7 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     # The replica stops outside Airflow (a stack restart, an operator): the next run notices and resubmits
     # it from its checkpoint, and the record of the stopped application is closed.
     assert stop_run(dep.replica_output(plan["plan_id"]))
-    assert _dag("ftops_profile_and_plan").test().state == "success"
+    assert repository_dag("ftops_profile_and_plan").test().state == "success"
     current = store.current_plan(JOB, "replication")  # may be a newer plan, measured on newer rates
     assert {a["name"]: a["state"] for a in _all(dep.standby_ui)}.get(f"ftops-{JOB}-replica-p{current['plan_id']}") == "RUNNING"
     records = [a for a in store.applied_plans(JOB) if a["role"] == "replica"]
@@ -144,7 +139,7 @@ def test_chaos_drill_kills_the_primary_domain_and_records_the_measurements(live_
     profile = tmp_path / "pauses.json"
     profile.write_text(json.dumps({"name": "two-pauses", "operators": {"executor": {"instances": [0], "slowdown": {
         "at_s": [1.0, 4.0], "magnitude_ms": {"mean": 500, "stddev": 0}}}}}))
-    run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB, "failure_domain": "auto", "replacement_delay_s": 5,
+    run = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB, "failure_domain": "auto", "replacement_delay_s": 5,
                                                    "timeout_s": 400, "fault_profile": str(profile), "fault_duration_s": 6})
     assert run.state == "success"
     with store.conn, store.conn.cursor() as cur:
@@ -218,7 +213,7 @@ def test_a_dag_drill_beside_a_command_drill_is_refused_as_skipped(live_job):
         wait_for(lambda: (_holder(store) or "").startswith("command ftops drill job"), timeout_s=120, interval_s=0.5,
                  what="the command to take the job's lease")
         before = {d["drill_id"] for d in store.drills(JOB)}
-        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
+        run = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
         out, err = command.communicate(timeout=900)
     finally:
         command.kill()
@@ -292,7 +287,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     person = threading.Thread(target=reject, daemon=True)
     person.start()
     try:
-        run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
+        run = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB})
     finally:
         person.join(timeout=60)
         assert run_cli(*REGISTRATION, "--test-job").code == 0  # back to a test job for what follows
@@ -327,14 +322,14 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
     os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
     command.wait(timeout=30)
-    refused = _dag("ftops_chaos_drill").test(run_conf={"job": JOB})
+    refused = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB})
     assert {ti.task_id: ti.state for ti in refused.get_task_instances()}["preflight"] == "skipped"  # not expired yet
     wait_for(lambda: store.lease(JOB) is None or store.lease(JOB)["expires_at"] < _now(store), timeout_s=200,
              interval_s=1, what="the dead command's lease to expire")
 
     # The next drill takes the lease over, but capacity comes back only after 120 s and the drill may
     # run 30 s: the too-long probe fires while it waits, the drill is aborted and capacity restored.
-    run = _dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 120, "max_duration_s": 30,
+    run = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 120, "max_duration_s": 30,
                                                    "timeout_s": 400})
     assert run.state == "failed"  # visibly
     drill = store.drills(JOB)[-1]

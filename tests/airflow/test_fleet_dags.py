@@ -14,19 +14,13 @@ from ft_core.fleet.schedules import Scheduled, due
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from tests.conftest import ROOT, run_cli
-from tests.live_jobs import EXAMPLE
+from tests.live_jobs import EXAMPLE, repository_dag
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
 
 # What a scheduled run gets: no job. Said explicitly, because dag.test() runs every task in this process with one DAG
 # object, whose Params keep the values of the last run's conf (a run the scheduler starts has its own).
 SCHEDULED = {"job": ""}
-
-
-def _dag(dag_id: str):
-    from tests.live_jobs import repository_dag
-
-    return repository_dag(dag_id)
 
 
 @pytest.fixture
@@ -98,7 +92,7 @@ def test_scheduled_runs_with_nothing_due_succeed_doing_nothing(store, pg_server)
     _users_jobs(store, pg_server.url())
     assert {j["name"] for j in store.jobs()} == {"orders-plan", "payments"}  # no topk, smartcity, incidents
     for dag_id, step in (("ftops_chaos_drill", "preflight"), ("ftops_checkpoint_tuning", "profile_interval")):
-        run = _dag(dag_id).test(run_conf=SCHEDULED)
+        run = repository_dag(dag_id).test(run_conf=SCHEDULED)
         assert run.state == "success", dag_id
         states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
         assert states[("due_jobs", -1)] == "success"
@@ -109,7 +103,7 @@ def test_scheduled_runs_with_nothing_due_succeed_doing_nothing(store, pg_server)
 
 def test_a_manual_run_names_a_job_that_must_be_registered(store, pg_server):
     _users_jobs(store, pg_server.url())
-    run = _dag("ftops_chaos_drill").test(run_conf={"job": "topk"})  # a sample's name, not this user's job
+    run = repository_dag("ftops_chaos_drill").test(run_conf={"job": "topk"})  # a sample's name, not this user's job
     assert run.state == "failed"
     assert {ti.task_id: ti.state for ti in run.get_task_instances() if ti.map_index == -1}["due_jobs"] == "failed"
 
@@ -136,7 +130,7 @@ def test_more_due_jobs_than_max_map_length_are_all_operated_over_the_next_runs(s
         store.acquire_lease(name, "recovery", "command ftops units recover (pid 1 on elsewhere)", ttl_s=3600)
     taken = []
     for _ in range(3):
-        run = _dag("ftops_chaos_drill").test(run_conf=SCHEDULED)
+        run = repository_dag("ftops_chaos_drill").test(run_conf=SCHEDULED)
         assert run.state == "success"
         preflights = sorted(ti.map_index for ti in run.get_task_instances() if ti.task_id == "preflight")
         assert preflights == [0, 1, 2, 3]
@@ -164,7 +158,7 @@ def test_a_due_job_that_cannot_be_drilled_is_skipped_and_recorded_not_failing_th
     assert res.code == 0, res.err
     with store.conn, store.conn.cursor() as cur:
         cur.execute("UPDATE ftops_job SET drill_schedule_at = now() - interval '2 hours'")
-    run = _dag("ftops_chaos_drill").test(run_conf=SCHEDULED)
+    run = repository_dag("ftops_chaos_drill").test(run_conf=SCHEDULED)
     assert run.state == "success"
     states = {(ti.task_id, ti.map_index): ti.state for ti in run.get_task_instances()}
     assert states[("preflight", 0)] == "skipped", states
@@ -174,6 +168,6 @@ def test_a_due_job_that_cannot_be_drilled_is_skipped_and_recorded_not_failing_th
     assert store.drills("payments") == [] and store.lease("payments") is None and store.open_faults() == []
     assert [r.job for r in due([Scheduled(**r) for r in store.scheduled("drill")], pendulum.now("UTC"))] == ["payments"]
 
-    manual = _dag("ftops_chaos_drill").test(run_conf={"job": "payments"})
+    manual = repository_dag("ftops_chaos_drill").test(run_conf={"job": "payments"})
     assert manual.state == "failed"
     assert {ti.task_id: ti.state for ti in manual.get_task_instances()}["preflight"] == "failed"

@@ -43,6 +43,7 @@ from ftops_provider.ui.fleet import FleetQuery, fleet_page, select_page
 from ftops_provider.ui.live import SPAN_S, MinuteOut, live_section, per_minute
 from ftops_provider.ui.sections import (diff_section, drills_section, fleet_recovery_section, history_section,
                                         recovery_section)
+from ftops_provider.ui.templates import ECHARTS, macro, render, render_page
 
 app = FastAPI(title="ftops", description="Fault tolerance of Spark streaming jobs: plans, drills, recovery runs.",
               dependencies=[Depends(requires_authenticated())])
@@ -78,23 +79,17 @@ async def refused(request: Request, exc: StarletteHTTPException) -> Response:
 
 def page_body(name: str, *values) -> str:
     """The body of a page from its macro in ``ui/templates/pages.html``."""
-    from ftops_provider.ui.templates import macro
-
     return macro("pages.html", name)(*values)
 
 
 def _page(request: Request, title: str, body: str, status_code: int = 200) -> HTMLResponse:
     """A page in the console's frame (``ui/templates/page.html``); ``body`` is markup its sections escaped."""
-    from ftops_provider.ui.templates import render_page
-
     return HTMLResponse(render_page(title, body, _ftops_root(request) + "/static"), status_code=status_code)
 
 
 @app.get("/static/{name}")
 def static_file(name: str) -> Response:
     """The vendored charting library (``ui/static``): its name carries its version, so a browser keeps it a year."""
-    from ftops_provider.ui.templates import ECHARTS
-
     if name != ECHARTS:
         raise HTTPException(status_code=404, detail=f"no static file {name!r}")
     return FileResponse(STATIC / name, media_type="text/javascript",
@@ -158,9 +153,9 @@ def fleet_html(store: HistoryStore, query: FleetQuery, pending: list[dict] = (),
     jobs only, in full, each with the open approval requests (``pending``) that name it."""
     chosen = select_page(store.fleet_states(), query)
     kinds = {name: JobKind.from_kind(info).summary for name, info in store.job_kinds(chosen.names).items()}
-    waiting: dict[str, list[dict]] = {}
+    shown, waiting = set(chosen.names), {}
     for asked in answerable(list(pending), airflow_root):
-        for job in jobs_named(asked["body"], set(chosen.names)):
+        for job in jobs_named(asked["body"], shown):
             waiting.setdefault(job, []).append(asked)
     return fleet_page(chosen, store.fleet_overview(chosen.names), kinds, query, waiting, view_url)
 
@@ -213,8 +208,6 @@ def last_hour_fragment(job: JobName, store: HistoryStore = Depends(get_store)) -
 
 def activity_html(store: HistoryStore, job: str) -> str:
     """The job's drills, recovery runs, fleet recoveries and fault journal, redrawn by the open page."""
-    from ftops_provider.ui.templates import render
-
     sections = [drills_section(job, [DrillOut.from_store(d) for d in store.drills(job)]),
                 recovery_section(job, [RecoveryRunOut.model_validate(r) for r in store.recovery_runs(job)]),
                 fleet_recovery_section(store.job_fleet_recoveries(job)), faults_section(store.faults(job, limit=20))]

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from ftops_provider.ui.formats import clock
+
 # Series colours, chosen to stay apart for colour-blind readers (blue/orange).
 BLUE = "#1f6feb"
 ORANGE = "#d4760a"
@@ -102,7 +104,7 @@ def time_chart(key: str, title: str, series: list[TimedSeries], *, start: float,
               "yAxis": {"type": "value", "min": 0, "name": y_label, "nameLocation": "middle", "nameGap": 48},
               "series": [{"name": s.name, "type": "line", "data": data(s.points), "color": s.color, "symbolSize": 4,
                           "connectNulls": False} for s in series], **_ZOOM}
-    table = [["stream", "time (UTC)", y_label]] + [[s.name, _clock(t), f"{v:g}"] for s in series for t, v in s.points]
+    table = [["stream", "time (UTC)", y_label]] + [[s.name, clock(t), f"{v:g}"] for s in series for t, v in s.points]
     return Chart(key=key, title=title, option=option, height=240, table=table)
 
 
@@ -185,9 +187,3 @@ def topology_chart(key: str, title: str, operators: list[tuple[str, list[str]]],
 
 def _fraction(v: float | None) -> str:
     return "-" if v is None else f"{v:.4f}"
-
-
-def _clock(t: float) -> str:
-    from datetime import datetime, timezone
-
-    return f"{datetime.fromtimestamp(t, tz=timezone.utc):%H:%M:%S}"

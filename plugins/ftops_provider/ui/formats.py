@@ -22,8 +22,8 @@ def minute(t: datetime) -> str:
 
 
 def clock(epoch_s: float) -> str:
-    """An epoch second as a time of day in UTC."""
-    return f"{datetime.fromtimestamp(epoch_s, tz=timezone.utc):%H:%M:%S} UTC"
+    """An epoch second as a time of day in UTC (``HH:MM:SS``)."""
+    return f"{datetime.fromtimestamp(epoch_s, tz=timezone.utc):%H:%M:%S}"
 
 
 def num(v: float | None) -> str:

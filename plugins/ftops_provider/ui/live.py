@@ -56,7 +56,7 @@ def per_minute(batches: dict[str, list[dict]], now: float, span_s: float = SPAN_
 def live_section(batches: dict[str, list[dict]], now: float) -> str:
     """The section: two charts (lag, rows read per second) and a line saying where the job stands now, which the open
     page redraws (``templates/live.html``)."""
-    minutes = per_minute(batches, now) if batches else []
+    minutes = per_minute(batches, now)
     streams = sorted(batches)
     lag, rate = [], []
     for i, stream in enumerate(streams):
