@@ -75,7 +75,8 @@ def time_view(conn, params: dict, repeats: int) -> tuple[str, float, int]:
 def render(args, size, rows) -> str:
     lines = ["# The console's jobs page at fleet scale (issue 36): benchmark", "",
              f"Produced by `.venv/bin/python scripts/bench-console.py --jobs {args.jobs} --days {args.days} "
-             f"--repeats {args.repeats}` on {platform.node()} ({os.cpu_count()} cores, Python "
+             f"--repeats {args.repeats}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"{platform.node()} ({os.cpu_count()} cores, Python "
              f"{platform.python_version()}): {size.jobs:,} jobs with {size.days} days of history each "
              f"(the fleet benchmark's synthetic store, `ftops bench fleet`).", "",
              "Server time of the jobs page's fleet (`fleet_html`: its three store queries and the HTML of one "
