@@ -320,6 +320,10 @@ CALLS: dict[tuple[str, str], list[tuple[str, Call]]] = {
     # ftops_safety_net: the trigger's poll (triggers/orphaned_faults.py); make_whole of a repaired job (reconcile.py)
     ("dag", "ftops_safety_net"): [_c("orphaned_faults", why=" (trigger poll)"), _c("lease", job=True),
                                   _c("running_replica_plan", job=True)],
+    # ftops_fleet_watch: the trigger's poll (spark_jobs/fleet_recovery/watch.py find_losses): the fleet's states, then
+    # per job without executors, its newest fleet recovery
+    ("dag", "ftops_fleet_watch"): [_c("fleet_states", why=" (trigger poll)"),
+                                   _c("job_fleet_recoveries", 1, job=True, why=" (a lost job)")],
     # ftops_chaos_drill per job (spark_jobs/drills): the halt, the job's open faults, a stream's progress (waits)
     ("dag", "ftops_chaos_drill, per job"): [_c("halted"), _c("open_faults", job=True), (
         "progress_since(stream, 10 min ago)",

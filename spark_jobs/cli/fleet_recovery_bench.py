@@ -40,8 +40,8 @@ def _bench(args: argparse.Namespace) -> int:
     out = args.out or (None if args.quick else Path("docs/benchmarks/fleet-recovery.md"))
     with scratch_server(ftops_home() / "bench-fleet-recovery-postgres", args.db_port) as server, \
             tempfile.TemporaryDirectory(prefix="ftops-bench-fleet-recovery-") as work:
-        results = run_bench(config, Path(work), server.url(),
-                            say=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
-    emit_report(render(results, config, command_line(["bench", "fleet-recovery"]), out), str(out) if out else None,
-                args.json)
+        results, outputs = run_bench(config, Path(work), server.url(),
+                                     say=lambda msg: print(f"[bench] {msg}", file=sys.stderr, flush=True))
+    emit_report(render(results, outputs, config, command_line(["bench", "fleet-recovery"]), out),
+                str(out) if out else None, args.json)
     return 0

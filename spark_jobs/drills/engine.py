@@ -358,7 +358,7 @@ def verify(store, state: DrillState, extra: dict | None = None) -> DrillState:
     """Measure the drill, check the steady state and the failure domains after it, record passed or failed;
     ``extra`` goes into the stored report (a fault profile's injection report)."""
     from spark_jobs.drills.live import measure
-    from spark_jobs.drills.probes import event_lag_s
+    from spark_jobs.drills.probes import settled_lag_s
 
     hold_lease(store, state)
     dep, bound = state.deployment, state.settings.steady_lag_s
@@ -368,8 +368,10 @@ def verify(store, state: DrillState, extra: dict | None = None) -> DrillState:
         report, problems = verify_attached(store, dep, state.ctx, bound, state.max_recovery_s)
     else:
         report = measure(dep, state.ctx, dep.path / "drills" / f"drill-{state.drill_id}" / "reference")
-        after = event_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output)
-        report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": bound}
+        after, waited = settled_lag_s(dep.pipeline, dep.params, dep.input, dep.primary_output, bound,
+                                      on_poll=lambda: hold_lease(store, state))
+        report["steady_after"] = None if after is None else {"lag_s": round(after, 1), "bound_s": bound,
+                                                             "waited_s": round(waited, 1)}
         problems = verdict(report, state.max_recovery_s, bound, after)
     capacity = _cluster(dep).capacity()
     report.update(capacity_before=state.capacity_before, capacity_after=capacity, **(extra or {}),

@@ -54,8 +54,9 @@ def hypothesis_after(state) -> list[Check]:
                             observed=f"{report.get('lost_windows')} lost, {report.get('duplicated_windows')} duplicated",
                             held=bool(report.get("output_equals_reference"))))
     if after:
+        waited = f" (after waiting {after['waited_s']:.0f} s)" if after.get("waited_s") else ""
         checks.append(Check(name="primary keeps up", expected=f"output within {after['bound_s']:.0f} s of the input",
-                            observed=f"{after['lag_s']:.1f} s behind", held=after["lag_s"] <= after["bound_s"]))
+                            observed=f"{after['lag_s']:.1f} s behind{waited}", held=after["lag_s"] <= after["bound_s"]))
     if state.capacity_after is not None:
         checks.append(Check(name="failure domains as before", expected=_domains(state.capacity_before),
                             observed=_domains(state.capacity_after), held=state.capacity_after == state.capacity_before))

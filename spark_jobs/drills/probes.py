@@ -143,6 +143,23 @@ def wait_steady(pipeline: str, params: list[str], input_dir: Path, output: Path,
     return retrying(check_steady, pipeline, params, input_dir, output, bound_s, replica_output)
 
 
+def settled_lag_s(pipeline: str | None, params: list[str], input_dir: Path, output: Path, bound_s: float,
+                  wait_s: float = STEADY_WAIT_S, interval_s: float = 3.0,
+                  on_poll: Callable[[], None] | None = None) -> tuple[float | None, float]:
+    """The steady-state hypothesis after a drill: the primary's lag (:func:`event_lag_s`) once it is back within
+    ``bound_s``, polled for up to ``wait_s`` like the check before it (the drill's batch reference has just run
+    beside the job on the same cores and can leave it behind for a while); the last lag seen when it never gets
+    back; and the seconds waited. ``on_poll`` runs before each wait (the drill keeps its lease)."""
+    from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+    t0 = time.monotonic()
+    retrying = Retrying(retry=retry_if_result(lambda lag: lag is None or lag > bound_s), stop=stop_after_delay(wait_s),
+                        wait=wait_fixed(interval_s), before_sleep=(lambda _s: on_poll()) if on_poll else None,
+                        retry_error_callback=lambda s: s.outcome.result())
+    lag = retrying(event_lag_s, pipeline, params, input_dir, output)
+    return lag, time.monotonic() - t0
+
+
 def _checked_lag(what: str, pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
     lag = event_lag_s(pipeline, params, input_dir, output)
     if lag is None:

@@ -18,8 +18,8 @@ Each job's time back (seconds after the failure until every stream it ran ran tw
 caught-up band: the DAG's definition) is read from the history store; a run's score is the priority-weighted mean.
 Policies rotate their order from run to run, so a drift of the machine over the benchmark does not favour one; before
 each run the jobs are restarted in priority order if the master's queue is not (a staged run's restarts reorder it).
-Not measured here: lost or duplicated windows (the drills check exactly-once; these restarts are the same
-``submit_primary`` from the checkpoint).
+At the end, each job's output (every window it closed over every run and policy: all the benchmark's losses, holds
+and restarts) is compared with the batch reference of the input they all read: windows lost and duplicated.
 """
 
 from __future__ import annotations
@@ -48,6 +48,15 @@ class FleetRecoveryBenchConfig(BaseModel):
     timeout_s: float = 600.0
     port_base: int = 25000
     policies: tuple[str, ...] = POLICIES
+
+
+class OutputCheck(BaseModel):
+    """A job's output over the whole benchmark against the batch reference."""
+
+    lost_windows: int
+    duplicated_windows: int
+    windows_compared: int
+    equal: bool
 
 
 class RunResult(BaseModel):
@@ -81,8 +90,10 @@ def weighted_mean(back: dict[str, float | None], weights: dict[str, float]) -> f
     return sum(weights[j] * v for j, v in back.items()) / sum(weights[j] for j in back)
 
 
-def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str, say: Callable[[str], None]) -> list[RunResult]:
-    """Every run of every policy on one cluster and one store (module docstring)."""
+def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str,
+              say: Callable[[str], None]) -> tuple[list[RunResult], dict[str, OutputCheck]]:
+    """Every run of every policy on one cluster and one store, and each job's output checked at the end (module
+    docstring)."""
     from ft_core.store.connection import connect
     from ft_core.store.history import HistoryStore
     from ft_core.store.migrations import upgrade
@@ -112,13 +123,36 @@ def run_bench(config: FleetRecoveryBenchConfig, work: Path, db_url: str, say: Ca
                 say(f"run {run + 1}/{config.runs}: {policy}")
                 results.append(_one_run(store, deps, jobs, policy, run + 1, config, db_url, say))
                 say(f"  back after {results[-1].back_s} s; weighted mean {results[-1].weighted_mean_s} s")
-        return results
+        say("each job's output against the batch reference")
+        try:
+            return results, _output_checks(deps, work / "reference")
+        except ExternalError as exc:  # the runs stand; the report says the check did not run, and why
+            say(f"output check failed: {exc}")
+            return results, {}
     finally:
         stop.set()
         if feed is not None:
             feed.join(timeout=30)
         cluster_down(work / "spark")
         conn.close()
+
+
+def _output_checks(deps: dict, work: Path) -> dict[str, OutputCheck]:
+    """Each job's closed windows (up to its own output watermark) against one batch reference of the input they all
+    read, from its first file: every job started on the whole input and restarted only from its own checkpoint."""
+    from spark_jobs.drills.progress import watermark_of
+    from spark_jobs.pipeline.sink import closed_rows, compare_output
+    from spark_jobs.runtime.reference import batch_reference
+
+    first = next(iter(deps.values()))
+    reference, _meta = batch_reference(first.workload(), first.input, work)
+    checks = {}
+    for job, dep in deps.items():
+        until = watermark_of(dep.primary_output) or 0
+        c = compare_output(dep.primary_output, closed_rows(reference, until), until_ms=until)
+        checks[job] = OutputCheck(lost_windows=len(c.lost_windows), duplicated_windows=len(c.duplicated_windows),
+                                  windows_compared=c.expected_windows, equal=c.equal)
+    return checks
 
 
 def _cluster_config(config: FleetRecoveryBenchConfig, work: Path):

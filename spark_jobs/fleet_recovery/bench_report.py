@@ -1,6 +1,7 @@
 """The report of ``ftops bench fleet-recovery`` (:mod:`spark_jobs.fleet_recovery.bench`): per run each job's time
 back and the priority-weighted mean by policy, whether staged recovery had the best mean in every run, the staged
-plans' predicted against measured times back, and a plot of the weighted means."""
+plans' predicted against measured times back, each job's output against the batch reference, and a plot of the
+weighted means."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import statistics
 from datetime import datetime, timezone
 from pathlib import Path
 
-from spark_jobs.fleet_recovery.bench import FleetRecoveryBenchConfig, RunResult, priorities
+from spark_jobs.fleet_recovery.bench import FleetRecoveryBenchConfig, OutputCheck, RunResult, priorities
 
 
-def render(results: list[RunResult], config: FleetRecoveryBenchConfig, command: str, table: Path | None) -> str:
+def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: FleetRecoveryBenchConfig, command: str,
+           table: Path | None) -> str:
     jobs = priorities(config.jobs)
     head = " | ".join(f"{j} (priority {p:g})" for j, p in jobs.items())
     lines = [
@@ -51,6 +53,7 @@ def render(results: list[RunResult], config: FleetRecoveryBenchConfig, command: 
     lines += ["", f"**Target: staged recovery has the best weighted mean in every run: "
                   f"{'met' if wins == len(by_run) else 'not met'}** ({wins} of {len(by_run)} runs)."]
     lines += _predictions(results, jobs)
+    lines += _outputs(outputs, len(results))
     if table is not None:
         lines += ["", _plot(results, config, table)]
     return "\n".join(lines) + "\n"
@@ -86,3 +89,16 @@ def _plot(results: list[RunResult], config: FleetRecoveryBenchConfig, table: Pat
 
 def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f}"
+
+
+def _outputs(outputs: dict[str, OutputCheck], failures: int) -> list[str]:
+    if not outputs:
+        return ["", "**Target: 0 lost and 0 duplicated windows: not checked** (the batch reference failed: its error is "
+                    "in the benchmark's output)."]
+    lines = ["", f"Each job's output over the whole benchmark ({failures} losses of `rack-a`, with every hold and restart "
+                 "they caused) against the batch reference of its input:", "",
+             "| job | windows compared | lost | duplicated | equal to the reference |", "|---|---|---|---|---|"]
+    lines += [f"| {job} | {c.windows_compared} | {c.lost_windows} | {c.duplicated_windows} | {'yes' if c.equal else 'no'} |"
+              for job, c in outputs.items()]
+    clean = all(c.equal and not c.lost_windows and not c.duplicated_windows for c in outputs.values())
+    return lines + ["", f"**Target: 0 lost and 0 duplicated windows: {'met' if clean else 'not met'}.**"]

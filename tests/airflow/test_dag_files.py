@@ -7,8 +7,8 @@ import json
 from ftops_provider.dag_files import dag_ids, install_dag_files
 from tests.conftest import ROOT, run_cli
 
-DAG_IDS = ["ftops_chaos_drill", "ftops_checkpoint_tuning", "ftops_fleet_recovery", "ftops_incremental_recovery",
-           "ftops_profile_and_plan", "ftops_safety_net"]
+DAG_IDS = ["ftops_chaos_drill", "ftops_checkpoint_tuning", "ftops_fleet_recovery", "ftops_fleet_watch",
+           "ftops_incremental_recovery", "ftops_profile_and_plan", "ftops_safety_net"]
 
 
 def test_the_repository_dags_folder_holds_exactly_the_installed_thin_files(tmp_path):

@@ -8,7 +8,8 @@ jobs running, which the recovery checks first; the low-priority job stays the fi
    the second drill's preflight finds the cluster's failure domains held by the first and is refused (skipped: the
    job stays due) unless the first has finished; the next scheduled run drills it; the one after that has nothing due.
 2. Fleet recovery (issue 33, item 3): the jobs lose every worker at once; capacity comes back one worker at a time.
-   ``ftops_fleet_recovery`` (its waits deferred to the triggerer) finds both jobs lost, restarts the higher-priority
+   The fleet watch (``ftops_fleet_watch``) sees the loss and starts one ``ftops_fleet_recovery`` run for it (a second
+   watch starts none); that run (its waits deferred to the triggerer) finds both jobs lost, restarts the higher-priority
    job on the first worker back and the other on the second, and records each one's planned, predicted and measured
    time back. The low-priority job was submitted first: a standalone master left alone would have given it the first
    worker, so the run holds it down (journaled) until its stage; the high-priority job keeps its driver and takes the
@@ -22,7 +23,7 @@ import time
 import pytest
 
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import test_port
+from tests.conftest import ROOT, test_port
 from tests.live_jobs import repository_dag, two_running_jobs
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
@@ -109,6 +110,7 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
     from ft_core.errors import InputError
     from spark_jobs.cluster.seam import cluster_of, give_back
     from spark_jobs.fleet_recovery.inputs import lost_jobs, primary_executors
+    from spark_jobs.fleet_recovery.watch import find_losses
 
     store, deps = two_jobs
     cluster = cluster_of(deps[LOW])
@@ -124,6 +126,7 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
 
     with pytest.raises(InputError, match="is not lost"):  # naming a healthy job never stops it
         lost_jobs(store, [HIGH], time.time())
+    assert find_losses(store) == []  # the fleet watch: both jobs run with executors
 
     failed_at = time.time()
     lost = [cluster.lose(domain, "host-down") for domain in ("rack-a", "rack-b")]  # the zone: every primary worker
@@ -136,9 +139,11 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
 
     returning = threading.Thread(target=capacity_returns, daemon=True)
     returning.start()
-    conf = {"jobs": "", "failed_at": str(failed_at), "arrivals": "1@25,1@55", "timeout_s": 600}
     try:
-        run = repository_dag("ftops_fleet_recovery").test(run_conf=conf)
+        started = _watched(failed_at)
+        # its run is queued for the scheduler; run here with the capacity this test brings back
+        run = repository_dag("ftops_fleet_recovery").test(run_conf={**started.conf, "arrivals": "1@25,1@55",
+                                                                     "timeout_s": 600})
     finally:
         returning.join(timeout=120)
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
@@ -171,6 +176,30 @@ def test_the_higher_priority_job_is_back_first_and_times_are_recorded(two_jobs):
         assert store.lease(job) is None
         wait_for(lambda job=job: (primary_executors(deps[job], job) or 0) > 0 or None, timeout_s=60, interval_s=2,
                  what=f"{job}'s primary with executors after the recovery")
+    assert find_losses(store) == []  # recovered: nothing for the watch
+
+
+def _watched(failed_at: float):
+    """``ftops_fleet_watch`` run as the scheduler would (opt-in: both its DAG and the recovery's unpaused) while the
+    jobs are down: it sees the loss and starts one ``ftops_fleet_recovery`` run for it, named after the loss, with the
+    lost jobs and the failure time; a second watch sees the same loss and starts nothing more. That run, returned."""
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.models.dag import DagModel
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    folder = str(ROOT / "dags")  # the DAGs written to Airflow's database (as dag.test() does), then the recovery unpaused
+    sync_bag_to_db(BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name="dags-folder"), "dags-folder", None)
+    with create_session() as session:
+        session.query(DagModel).filter(DagModel.dag_id == "ftops_fleet_recovery").update({"is_paused": False})
+    runs = [repository_dag("ftops_fleet_watch").test(run_conf={"watch_s": 120}) for _ in range(2)]
+    states = [{ti.task_id: ti.state for ti in run.get_task_instances()} for run in runs]
+    assert [run.state for run in runs] == ["success", "success"], states
+    assert states[0]["recover"] == "success" and states[1]["recover"] == "skipped", states  # one run per loss
+    [started] = [r for r in DagRun.find(dag_id="ftops_fleet_recovery") if r.run_id.startswith("fleet_watch__")]
+    assert started.conf["jobs"] == ",".join(sorted((HIGH, LOW)))
+    assert failed_at - 10 <= float(started.conf["failed_at"]) <= failed_at + 1  # the dead workers' last heartbeat
+    return started
 
 
 def _run_ids(store) -> list[int]:

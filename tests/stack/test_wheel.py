@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import ROOT
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
-DAG_IDS = ["ftops_chaos_drill", "ftops_checkpoint_tuning", "ftops_fleet_recovery", "ftops_incremental_recovery",
-           "ftops_profile_and_plan", "ftops_safety_net"]
+DAG_IDS = ["ftops_chaos_drill", "ftops_checkpoint_tuning", "ftops_fleet_recovery", "ftops_fleet_watch",
+           "ftops_incremental_recovery", "ftops_profile_and_plan", "ftops_safety_net"]
 PACKAGES = ("ft_core", "spark_jobs", "plugins/ftops_provider")
 
 

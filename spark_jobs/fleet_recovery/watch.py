@@ -1,0 +1,107 @@
+"""Which jobs a lost failure domain took down: the fleet watch's check (issue 33, item 3's sensor).
+
+Problem: with nobody watching, a rack or a zone goes and several jobs stop; ``ftops_fleet_recovery`` brings them back
+in the best order, but someone has to start it. The watch (``ftops_fleet_watch``, opt-in: unpause it) starts it
+itself when it sees a domain's workers gone under jobs that no longer run.
+
+Algorithm, per poll: the history store's one fleet query (:meth:`~ft_core.store.policies.PolicyRecords.fleet_states`,
+index-backed at 5,000 jobs) gives the candidates: jobs with no live lease (a drill kills domains on purpose and a
+running recovery holds its jobs: neither is the watch's) whose newest micro-batch ended more than :data:`QUIET_S` ago.
+Each candidate with a deployment is **lost** when its primary runs no executor (the cluster seam, as the fleet
+recovery reads it) *and* its master lists a worker dead that was still heartbeating when the job's last micro-batch
+ended (minus :data:`HEARTBEAT_SLACK_S`: a worker heartbeats every quarter of the master's timeout): the domain's loss,
+not a job stopped by hand or a cluster merely full. A job whose newest fleet recovery is about this loss already (its
+failure time after the job's last micro-batch, less the slack) is left to the person that run's outcome went to: the
+watch starts one recovery per loss, never a loop of them. Losses are grouped by master (a fleet recovery plans one
+master's capacity); a loss's failure time is its dead workers' newest last heartbeat (the moment they went silent).
+
+Complexity: one store query, then per candidate one read of its master (cached per master per poll) and of the
+workers its application ran on; candidates are the jobs whose newest micro-batch is older than :data:`QUIET_S`.
+
+    >>> dead_since([{"state": "DEAD", "host": "a", "port": 1, "lastheartbeat": 1_000_000},
+    ...             {"state": "ALIVE", "host": "b", "port": 1, "lastheartbeat": 1_060_000},
+    ...             {"state": "DEAD", "host": "c", "port": 1, "lastheartbeat": 10_000}], since=990.0)
+    [('a:1', 1000.0)]
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ft_core.errors import FtopsError
+
+log = logging.getLogger(__name__)
+
+QUIET_S = 10.0  # a job's newest micro-batch at least this old before its executors are looked at
+HEARTBEAT_SLACK_S = 60.0  # a dead worker counts for a job when its last heartbeat is at most this long before the
+# job's last micro-batch (workers heartbeat every quarter of the master's timeout, 15 s by default)
+
+
+class Loss(BaseModel):
+    """Jobs one master's lost workers took down: what ``ftops_fleet_recovery`` is started with."""
+
+    master_ui: str
+    jobs: list[str] = Field(description="the lost jobs, by name")
+    failed_at: float = Field(description="epoch seconds: the dead workers' newest last heartbeat")
+    dead_workers: list[str] = Field(description="host:port of the workers the master lists dead since")
+
+    def conf(self) -> dict[str, str]:
+        """The fleet recovery's DAG run conf: these jobs, failed then (the rest of its Params: their defaults)."""
+        return {"jobs": ",".join(self.jobs), "failed_at": f"{self.failed_at:.3f}"}
+
+
+def dead_since(workers: list[dict[str, Any]], since: float) -> list[tuple[str, float]]:
+    """The workers (``host:port``, last heartbeat in epoch seconds) the master lists not alive whose last heartbeat
+    is at or after ``since``, and whose address no live worker holds again."""
+    live = {(w.get("host"), w.get("port")) for w in workers if w.get("state") == "ALIVE"}
+    return [(f"{w.get('host')}:{w.get('port')}", w.get("lastheartbeat", 0) / 1000) for w in workers
+            if w.get("state") != "ALIVE" and (w.get("host"), w.get("port")) not in live
+            and w.get("lastheartbeat", 0) / 1000 >= since]
+
+
+def find_losses(store, now: float | None = None) -> list[Loss]:
+    """The losses the watch would start fleet recoveries for now, one per master, oldest first (the module docstring)."""
+    from spark_jobs.cli.job import registered_deployment
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.fleet_recovery.inputs import primary_executors
+
+    now = time.time() if now is None else now
+    masters: dict[str, dict[str, Any] | None] = {}
+    found: dict[str, list[tuple[str, list[tuple[str, float]]]]] = {}
+    for row in _candidates(store.fleet_states(), now):
+        try:
+            dep = registered_deployment(store, row["job"])
+        except (FtopsError, ValueError):  # plan-only, or a deployment this version cannot read: not ftops's to restart
+            continue
+        ui = getattr(dep, "primary_ui", None)
+        if not ui or primary_executors(dep, row["job"]) != 0:
+            continue
+        if ui not in masters:
+            try:
+                masters[ui] = master_state(ui)
+            except (FtopsError, OSError) as exc:  # a master that does not answer is no evidence: the next poll
+                log.warning("fleet watch: master %s does not answer (%s)", ui, exc)
+                masters[ui] = None
+        last_batch = row["last_batch_at"].timestamp()
+        dead = dead_since(masters[ui]["workers"], last_batch - HEARTBEAT_SLACK_S) if masters[ui] else []
+        if dead and not _recovered_since(store, row["job"], last_batch - HEARTBEAT_SLACK_S):
+            found.setdefault(ui, []).append((row["job"], dead))
+    losses = [Loss(master_ui=ui, jobs=sorted(job for job, _ in lost),
+                   failed_at=max(at for _, dead in lost for _, at in dead),
+                   dead_workers=sorted({w for _, dead in lost for w, _ in dead})) for ui, lost in found.items()]
+    return sorted(losses, key=lambda loss: loss.failed_at)
+
+
+def _candidates(states: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    return [r for r in states if r["experiment"] is None and isinstance(r["last_batch_at"], datetime)
+            and now - r["last_batch_at"].timestamp() > QUIET_S]
+
+
+def _recovered_since(store, job: str, since: float) -> bool:
+    newest = store.job_fleet_recoveries(job, limit=1)
+    return bool(newest) and newest[0]["failed_at"].timestamp() >= since
