@@ -134,6 +134,7 @@ def run_benchmark(config: FleetBenchConfig, conn, command: str, *, table=None,
     from ft_core.bench.fleet_store import fill_fleet, measure_queries
     from ft_core.store.history import HistoryStore
     from ft_core.store.migrations import upgrade
+    from ft_core.store.retention import Retention
 
     planner = planner_rows(config, progress)
     upgrade(conn)
@@ -142,8 +143,10 @@ def run_benchmark(config: FleetBenchConfig, conn, command: str, *, table=None,
     progress(f"store: {size.jobs:,} jobs with {size.days} days of history in {size.seconds:.0f} s; measuring")
     store_report = measure_queries(conn, repeats=config.repeats)
     maps = map_length_runs(HistoryStore(conn), config.map_length)
+    progress("store: pruning (the safety net's prune_history task), twice")
+    pruned = [HistoryStore(conn).prune(Retention()) for _ in range(2)]
     sections = [_header(config, command), _planner_section(planner, config, table),
-                _store_section(size, store_report), _map_section(maps)]
+                _store_section(size, store_report), _map_section(maps), _retention_section(pruned)]
     return "\n".join(sections)
 
 
@@ -229,3 +232,15 @@ def _map_section(m: MapLengthResult) -> str:
             f"{', '.join(f'{n:,}' for n in m.per_run)} jobs ({m.runs} runs), {m.picked:,} distinct, {m.picked_twice} "
             f"picked twice before all once. Target: every due job operated, in {expected} runs: "
             f"**{'met' if met else 'NOT met'}**.\n")
+
+
+def _retention_section(pruned) -> str:
+    first, again = pruned
+    r = first.retention
+    return ("## 4. Retention: the safety net's prune at this size\n\n"
+            f"`ftops_safety_net`'s `prune_history` (`ft_core.store.retention`: stream progress rows older than "
+            f"{r.progress_days:g} days but those around drills, rates profiles older than {r.profile_days:g} days but "
+            f"each job's newest) over the filled store: the first prune deleted {first.progress_rows:,} progress rows "
+            f"and {first.profiles:,} rates profiles ({first.streams:,} streams, {first.jobs:,} jobs) in "
+            f"{first.seconds:.1f} s; the next one, as every later run finds the store, deleted "
+            f"{again.progress_rows:,} and {again.profiles:,} in {again.seconds:.1f} s.\n")

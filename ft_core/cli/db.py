@@ -1,4 +1,4 @@
-"""``ftops db start|stop|upgrade|status``: the history store (``FTOPS_DATABASE_URL`` or the embedded server)."""
+"""``ftops db start|stop|upgrade|status|prune``: the history store (``FTOPS_DATABASE_URL`` or the embedded server)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from ft_core.cli.output import print_json
 from ft_core.cli.registry import add_renamed_flag
 from ft_core.home import path_flag
-from ft_core.input.quantities import Port, flag
+from ft_core.input.quantities import Port, RetentionDays, flag
 from ft_core.store.connection import connect, redact
 from ft_core.store.url import DEFAULT_EMBEDDED_DIR, database_url
 
@@ -24,13 +24,20 @@ def register(sub, groups) -> None:
     for name, func, text in (("start", _start, "start the embedded PostgreSQL (initialised on first use)"),
                              ("stop", _stop, "stop the embedded PostgreSQL"),
                              ("upgrade", _upgrade, "apply pending schema migrations from sql/ (idempotent)"),
-                             ("status", _status, "schema version and row counts")):
+                             ("status", _status, "schema version and row counts"),
+                             ("prune", _prune, "delete old stream progress rows and rates profiles (FTOPS_RETENTION; "
+                                               "ftops_safety_net does it at every run)")):
         p = dsub.add_parser(name, help=text)
         add_renamed_flag(p, "--db-dir", "--state-dir", type=path_flag, default=DEFAULT_EMBEDDED_DIR,
                          help="embedded PostgreSQL folder (default %(default)s)")
         p.add_argument("--port", type=flag(Port), default=5433, help="embedded server port (default 5433)")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
         p.set_defaults(func=func)
+        if name == "prune":
+            p.add_argument("--progress-days", type=flag(RetentionDays), help="keep stream progress rows this many days "
+                           "(default: FTOPS_RETENTION's, else 7; rows around a drill stay)")
+            p.add_argument("--profile-days", type=flag(RetentionDays), help="keep rates profiles this many days "
+                           "(default: FTOPS_RETENTION's, else 30; each job's newest stays)")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -97,6 +104,27 @@ def _status(args: argparse.Namespace) -> int:
         print(f"streams writing progress (last {RECENT_S // 60:.0f} min): " + (", ".join(
             f"{s['stream']} ({s['batches']} batch{'' if s['batches'] == 1 else 'es'}, the last {s['last_batch_s_ago']:.0f} s ago)"
             for s in streams) or "none"))
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    from ft_core.store.history import HistoryStore
+    from ft_core.store.retention import Retention
+
+    retention = Retention.from_env()
+    retention = retention.model_copy(update={k: v for k, v in (("progress_days", args.progress_days),
+                                                               ("profile_days", args.profile_days)) if v is not None})
+    conn = connect(database_url(args.db_dir))
+    try:
+        pruned = HistoryStore(conn).prune(retention)
+    finally:
+        conn.close()
+    if args.json:
+        print_json(pruned.model_dump(mode="json"))
+    else:
+        print(f"deleted {pruned.progress_rows} stream progress rows older than {retention.progress_days:g} days "
+              f"({pruned.streams} streams) and {pruned.profiles} rates profiles older than {retention.profile_days:g} "
+              f"days ({pruned.jobs} jobs) in {pruned.seconds:.1f} s")
     return 0
 
 

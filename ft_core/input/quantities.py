@@ -105,6 +105,8 @@ Subnet = Annotated[int, Field(ge=1, le=250)]
 Priority = Annotated[float, _finite(gt=0, le=1_000_000)]
 # an event time, epoch milliseconds (a window's start, say)
 EpochMs = Annotated[int, Field(ge=0, le=2**63 - 1)]
+# days the history store keeps its most written rows (ft_core.store.retention)
+RetentionDays = Annotated[float, _finite(ge=1, le=3650)]
 
 
 def _memory_size(text: str) -> str:

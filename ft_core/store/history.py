@@ -40,17 +40,18 @@ from ft_core.store.leases import LeaseRecords
 from ft_core.store.policies import PolicyRecords
 from ft_core.store.records import APPLIED_KEYS, JOB_KEYS, PLAN_KEYS, JobSpec, ProfileKind, Role, StoredPlan, jsonb, rows
 from ft_core.store.recovery_runs import RecoveryRecords
+from ft_core.store.retention import RetentionRecords
 from ft_core.store.stream_progress import StreamProgressRecords
 
 
 class HistoryStore(DrillRecords, RecoveryRecords, LeaseRecords, FaultRecords, ExperimentRecords, AccuracyRecords,
                    CheckpointValidationRecords, StreamProgressRecords, PolicyRecords, DomainLockRecords, DagRunRecords,
-                   FleetRecoveryRecords):
+                   FleetRecoveryRecords, RetentionRecords):
     """The history tables of one PostgreSQL connection (psycopg2, autocommit off): jobs, topology
     versions, profiles, plans and applied plans, events; drills, recovery runs, leases, experiment reports,
     predicted accuracy, checkpoint validations, streams' micro-batch progress, the fault journal and the halt,
-    per-job and fleet policy, the fleet's failure-domain lock, fleet recoveries and what a DAG run recorded from the
-    mixins."""
+    per-job and fleet policy, the fleet's failure-domain lock, fleet recoveries, what a DAG run recorded and the
+    retention of the most written tables, from the mixins."""
 
     def register_job(self, job: JobSpec, changed_by: str = "registration") -> int:
         """Insert or update a job by name; returns its id (a None deployment keeps the stored one). A new job's

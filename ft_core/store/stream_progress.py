@@ -15,7 +15,7 @@ restart rewrites its row); a question is one query over the index (stream, batch
 Each stream's newest batch, and the job an attached job's query belongs to, are kept in ``ftops_stream`` by the
 store's triggers (migration 014): the jobs pages' states read it, and :meth:`StreamProgressRecords.job_batches` finds a
 job's streams there.
-Rows older than ``KEEP_S`` are pruned by the writers (:meth:`StreamProgressRecords.prune_progress`).
+Old rows are pruned by the store's retention (:mod:`ft_core.store.retention`), not by the writers.
 
     >>> p = BatchProgress(stream="ftops-topk-primary", app_id="app-1", batch_id=3, batch_end=1.7e9,
     ...                   input_rows=200, output_rows=12, input_files=40, lag_files=1)
@@ -33,7 +33,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ft_core.store.base import StoreBase
 
-KEEP_S = 7 * 86400.0  # a week of batches: what a drill or a recovery looks back on, with room to read it afterwards
 
 
 def iso_epoch_s(iso: str | None) -> float | None:
@@ -57,6 +56,7 @@ class BatchProgress(BaseModel):
     batch_id: int = Field(ge=0)
     role: str | None = None
     batch_end: float
+    batch_start: float | None = None  # when the batch started (Spark's progress timestamp; migration 018)
     watermark_ms: int | None = None
     input_rows: int = Field(default=0, ge=0)
     output_rows: int = Field(default=0, ge=0)
@@ -109,25 +109,16 @@ class StreamProgressRecords(StoreBase):
             cur.execute(
                 """INSERT INTO ftops_stream_progress (stream, app_id, batch_id, role, batch_end, watermark_ms, input_rows,
                                                       output_rows, input_files, lag_files, watermark_arrived,
-                                                      input_watermark_ms, job)
-                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s), %s, %s)
+                                                      input_watermark_ms, job, batch_start)
+                   VALUES (%s, %s, %s, %s, to_timestamp(%s), %s, %s, %s, %s, %s, to_timestamp(%s), %s, %s, to_timestamp(%s))
                    ON CONFLICT (stream, app_id, batch_id) DO UPDATE SET batch_end = EXCLUDED.batch_end,
+                       batch_start = EXCLUDED.batch_start,
                        watermark_ms = EXCLUDED.watermark_ms, input_rows = EXCLUDED.input_rows,
                        output_rows = EXCLUDED.output_rows, input_files = EXCLUDED.input_files,
                        lag_files = EXCLUDED.lag_files, watermark_arrived = EXCLUDED.watermark_arrived,
                        input_watermark_ms = EXCLUDED.input_watermark_ms, job = EXCLUDED.job, recorded_at = now()""",
                 (p.stream, p.app_id, p.batch_id, p.role, p.batch_end, p.watermark_ms, p.input_rows, p.output_rows,
-                 p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms, p.job))
-
-    def prune_progress(self, stream: str, keep_s: float = KEEP_S) -> int:
-        """Delete the stream's rows older than ``keep_s``; returns how many."""
-        with self.conn, self.conn.cursor() as cur:
-            cur.execute("DELETE FROM ftops_stream_progress WHERE stream = %s AND batch_end < now() - make_interval(secs => %s)",
-                        (stream, keep_s))
-            deleted = cur.rowcount
-            # every stream's newest that old: a query renamed or reset, or a job gone, has no writer to prune it
-            cur.execute("DELETE FROM ftops_stream WHERE batch_end < now() - make_interval(secs => %s)", (keep_s,))
-            return deleted
+                 p.input_files, p.lag_files, p.watermark_arrived, p.input_watermark_ms, p.job, p.batch_start))
 
     def progress_since(self, stream: str, after_ts: float) -> StreamSince:
         """The stream's batches that ended after ``after_ts`` (epoch seconds), summed up."""
@@ -179,9 +170,10 @@ class StreamProgressRecords(StoreBase):
 
     def job_batches(self, job: str, after_ts: float, until_ts: float | None = None) -> dict[str, list[dict]]:
         """The job's own streams (its primary's; a job attached to unchanged code: its queries', migration 014) and
-        their batches that ended after ``after_ts`` (and by ``until_ts``, if given), in time order: ``batch_end`` (epoch s), ``input_rows`` and
+        their batches that ended after ``after_ts`` (and by ``until_ts``, if given), in time order: ``batch_end`` (epoch s), ``input_rows``,
         ``lag_s`` (its output watermark behind its input's, None when not recorded or before its first watermark: Spark
-        reports the epoch until a window closes): the console's live charts.
+        reports the epoch until a window closes) and ``batch_start`` (None: written before migration 018): the console's
+        live charts.
         A stream without a batch since maps to an empty list; a job that never wrote one has no stream."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute("SELECT stream FROM ftops_stream WHERE stream = 'ftops-' || %s || '-primary' "
@@ -189,11 +181,13 @@ class StreamProgressRecords(StoreBase):
             out: dict[str, list[dict]] = {stream: [] for (stream,) in cur.fetchall()}
             cur.execute(
                 """SELECT stream, extract(epoch FROM batch_end), input_rows,
-                          CASE WHEN watermark_ms > 0 THEN (input_watermark_ms - watermark_ms) / 1000.0 END
+                          CASE WHEN watermark_ms > 0 THEN (input_watermark_ms - watermark_ms) / 1000.0 END,
+                          extract(epoch FROM batch_start)
                    FROM ftops_stream_progress WHERE stream = ANY(%s) AND batch_end > to_timestamp(%s)
                      AND (%s::float8 IS NULL OR batch_end <= to_timestamp(%s::float8))
                    ORDER BY stream, batch_end""", (list(out), after_ts, until_ts, until_ts))
-            for stream, end, rows, lag in cur.fetchall():
+            for stream, end, rows, lag, start in cur.fetchall():
                 out[stream].append({"batch_end": float(end), "input_rows": rows,
-                                    "lag_s": None if lag is None else float(lag)})
+                                    "lag_s": None if lag is None else float(lag),
+                                    "batch_start": None if start is None else float(start)})
         return out

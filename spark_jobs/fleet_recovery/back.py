@@ -12,7 +12,8 @@ BOUND_S = 60.0  # a job counts as back within this many seconds of its input at 
 
 
 def back_times(store, run_id: int, bound_s: float = BOUND_S) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """Each restarted job of the run that is back (``back_at``, ``restart_delay_s``: restart to its first batch), and
+    """Each restarted job of the run that is back (``back_at``, ``restart_delay_s``: restart to its first batch's start,
+    its end for rows written without one: the first batch reads the outage's backlog, which is catch-up), and
     what is missing for the others; a job its plan never restarts (no stage) is neither."""
     back, missing = {}, []
     for row in store.fleet_recovery(run_id)["jobs"]:
@@ -46,7 +47,7 @@ def back_since(store, job: str, since: float, streams: list[str], steady_lag_s: 
                 if (b["lag_s"] is None and steady_lag_s is None) or (b["lag_s"] is not None and b["lag_s"] <= band)]
         if len(good) < 2:
             return f"{stream}: {len(good)} of 2 micro-batches within {band:.0f} s of its input since its restart"
-        firsts.append(rows[0]["batch_end"])
+        firsts.append(rows[0].get("batch_start") or rows[0]["batch_end"])  # the first batch's start: its work is catch-up
         ends.append(good[0])
     if not ends:
         return "no stream of the job is known"

@@ -57,6 +57,8 @@ class OutputCheck(BaseModel):
     duplicated_windows: int
     windows_compared: int
     equal: bool
+    unexpected_windows: int = 0  # written, and not in the reference
+    changed_windows: list[int] = []  # written once, with other rows than the reference's (their starts, ms)
 
 
 class RunResult(BaseModel):
@@ -151,7 +153,8 @@ def _output_checks(deps: dict, work: Path) -> dict[str, OutputCheck]:
         until = watermark_of(dep.primary_output) or 0
         c = compare_output(dep.primary_output, closed_rows(reference, until), until_ms=until)
         checks[job] = OutputCheck(lost_windows=len(c.lost_windows), duplicated_windows=len(c.duplicated_windows),
-                                  windows_compared=c.expected_windows, equal=c.equal)
+                                  windows_compared=c.expected_windows, equal=c.equal,
+                                  unexpected_windows=len(c.unexpected_windows), changed_windows=c.changed_windows)
     return checks
 
 

@@ -97,8 +97,16 @@ def _outputs(outputs: dict[str, OutputCheck], failures: int) -> list[str]:
                     "in the benchmark's output)."]
     lines = ["", f"Each job's output over the whole benchmark ({failures} losses of `rack-a`, with every hold and restart "
                  "they caused) against the batch reference of its input:", "",
-             "| job | windows compared | lost | duplicated | equal to the reference |", "|---|---|---|---|---|"]
-    lines += [f"| {job} | {c.windows_compared} | {c.lost_windows} | {c.duplicated_windows} | {'yes' if c.equal else 'no'} |"
+             "| job | windows compared | lost | duplicated | not in the reference | other rows (window starts, ms) "
+             "| equal to the reference |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {job} | {c.windows_compared} | {c.lost_windows} | {c.duplicated_windows} | {c.unexpected_windows} | "
+              f"{len(c.changed_windows)}{_starts(c.changed_windows)} | {'yes' if c.equal else 'no'} |"
               for job, c in outputs.items()]
-    clean = all(c.equal and not c.lost_windows and not c.duplicated_windows for c in outputs.values())
-    return lines + ["", f"**Target: 0 lost and 0 duplicated windows: {'met' if clean else 'not met'}.**"]
+    clean = all(not c.lost_windows and not c.duplicated_windows for c in outputs.values())
+    equal = all(c.equal for c in outputs.values())
+    return lines + ["", f"**Target: 0 lost and 0 duplicated windows: {'met' if clean else 'not met'}**; every output "
+                        f"equal to the reference: {'yes' if equal else 'no'}."]
+
+
+def _starts(starts: list[int], most: int = 3) -> str:
+    return "" if not starts else " (" + ", ".join(map(str, starts[:most])) + (", ..." if len(starts) > most else "") + ")"

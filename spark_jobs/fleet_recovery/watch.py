@@ -7,16 +7,17 @@ itself when it sees a domain's workers gone under jobs that no longer run.
 Algorithm, per poll: the history store's one fleet query (:meth:`~ft_core.store.policies.PolicyRecords.fleet_states`,
 index-backed at 5,000 jobs) gives the candidates: jobs with no live lease (a drill kills domains on purpose and a
 running recovery holds its jobs: neither is the watch's) whose newest micro-batch ended more than :data:`QUIET_S` ago.
-Each candidate with a deployment is **lost** when its primary runs no executor (the cluster seam, as the fleet
-recovery reads it) *and* its master lists a worker dead that was still heartbeating when the job's last micro-batch
-ended (minus :data:`HEARTBEAT_SLACK_S`: a worker heartbeats every quarter of the master's timeout): the domain's loss,
+Each candidate with a deployment is **lost** when its master lists a worker dead that was still heartbeating when
+the job's last micro-batch ended (less :data:`HEARTBEAT_SLACK_S`: a worker heartbeats every quarter of the master's
+timeout) *and* its primary runs no executor (the cluster seam, as the fleet recovery reads it): the domain's loss,
 not a job stopped by hand or a cluster merely full. A job whose newest fleet recovery is about this loss already (its
-failure time after the job's last micro-batch, less the slack) is left to the person that run's outcome went to: the
+failure time after the job's last micro-batch, less the slack) is left to whoever that run's outcome went to: the
 watch starts one recovery per loss, never a loop of them. Losses are grouped by master (a fleet recovery plans one
 master's capacity); a loss's failure time is its dead workers' newest last heartbeat (the moment they went silent).
 
-Complexity: one store query, then per candidate one read of its master (cached per master per poll) and of the
-workers its application ran on; candidates are the jobs whose newest micro-batch is older than :data:`QUIET_S`.
+Complexity: one store query, then per candidate its deployment (an indexed lookup) and its master's state (one read
+per master per poll); only a candidate whose master lists dead workers costs a read of the workers its application
+ran on. Candidates are the jobs whose newest micro-batch is older than :data:`QUIET_S`.
 
     >>> dead_since([{"state": "DEAD", "host": "a", "port": 1, "lastheartbeat": 1_000_000},
     ...             {"state": "ALIVE", "host": "b", "port": 1, "lastheartbeat": 1_060_000},
@@ -79,7 +80,7 @@ def find_losses(store, now: float | None = None) -> list[Loss]:
         except (FtopsError, ValueError):  # plan-only, or a deployment this version cannot read: not ftops's to restart
             continue
         ui = getattr(dep, "primary_ui", None)
-        if not ui or primary_executors(dep, row["job"]) != 0:
+        if not ui:
             continue
         if ui not in masters:
             try:
@@ -87,9 +88,10 @@ def find_losses(store, now: float | None = None) -> list[Loss]:
             except (FtopsError, OSError) as exc:  # a master that does not answer is no evidence: the next poll
                 log.warning("fleet watch: master %s does not answer (%s)", ui, exc)
                 masters[ui] = None
-        last_batch = row["last_batch_at"].timestamp()
-        dead = dead_since(masters[ui]["workers"], last_batch - HEARTBEAT_SLACK_S) if masters[ui] else []
-        if dead and not _recovered_since(store, row["job"], last_batch - HEARTBEAT_SLACK_S):
+        since = row["last_batch_at"].timestamp() - HEARTBEAT_SLACK_S
+        dead = dead_since(masters[ui]["workers"], since) if masters[ui] else []
+        # the master first (one read per master per poll): a healthy fleet costs no executor check
+        if dead and primary_executors(dep, row["job"]) == 0 and not _recovered_since(store, row["job"], since):
             found.setdefault(ui, []).append((row["job"], dead))
     losses = [Loss(master_ui=ui, jobs=sorted(job for job, _ in lost),
                    failed_at=max(at for _, dead in lost for _, at in dead),

@@ -99,13 +99,15 @@ def closed_rows(rows: list[dict[str, Any]], watermark_ms: int) -> list[dict[str,
 
 class OutputComparison(BaseModel):
     """A streaming sink against the expected rows: windows lost, windows written more than once
-    (by two micro-batch files, or with repeated rows), windows that should not be there."""
+    (by two micro-batch files, or with repeated rows), windows that should not be there, and windows written once
+    but with other rows than expected (``changed_windows``)."""
 
     equal: bool
     expected_windows: int
     lost_windows: list[int]
     duplicated_windows: list[int]
     unexpected_windows: list[int]
+    changed_windows: list[int] = []
 
 
 def _window(row: dict[str, Any]) -> tuple[int, int]:
@@ -144,4 +146,16 @@ def compare_output(folder: str | Path, expected: list[dict[str, Any]], until_ms:
         lost_windows=sorted(w[0] for w in want_count if w not in got_count),
         duplicated_windows=sorted(w[0] for w in duplicated),
         unexpected_windows=sorted(w[0] for w in got_count if w not in want_count),
+        changed_windows=_changed(rows, want, {w for w in got_count if w in want_count} - set(duplicated)),
     )
+
+
+def _changed(rows: list[dict[str, Any]], want: list[dict[str, Any]], both: set[tuple[int, int]]) -> list[int]:
+    """The starts of the windows in ``both`` whose rows differ between ``rows`` and ``want`` (canonical rows)."""
+    got: dict[tuple[int, int], list] = {}
+    expected: dict[tuple[int, int], list] = {}
+    for row in rows:
+        got.setdefault(_window(row), []).append(row)
+    for row in want:
+        expected.setdefault(_window(row), []).append(row)
+    return sorted(w[0] for w in both if got.get(w) != expected.get(w))

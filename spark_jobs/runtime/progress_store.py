@@ -40,7 +40,6 @@ from ft_core.store.url import ENV_VAR
 from spark_jobs.runtime.progress_listener import ProgressListener
 
 QUEUE_SIZE = 200
-PRUNE_EVERY = 500  # batches between two prunes of the stream's old rows
 RETRY_S = 5.0  # seconds between two connection attempts while the store is away
 STATEMENT_TIMEOUT_MS = 10_000  # a stalled server fails a write, it does not hang the writer
 CONNECT_OPTIONS = {"options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}", "keepalives": 1, "keepalives_idle": 30,
@@ -62,8 +61,8 @@ def batch_end(p) -> float:
 def batch_row(p, *, app_id: str, role: str | None, output_rows: int) -> dict:
     """The row of one ``StreamingQueryProgress`` (its backlog is counted later, by the writer)."""
     mark = iso_epoch_s((p.eventTime or {}).get("watermark"))
-    return {"stream": p.name, "app_id": app_id, "batch_id": p.batchId, "role": role,
-            "batch_end": batch_end(p), "watermark_ms": None if mark is None else round(mark * 1000),
+    return {"stream": p.name, "app_id": app_id, "batch_id": p.batchId, "role": role, "batch_end": batch_end(p),
+            "batch_start": iso_epoch_s(p.timestamp), "watermark_ms": None if mark is None else round(mark * 1000),
             "input_rows": max(0, p.numInputRows or 0), "output_rows": output_rows}
 
 
@@ -160,7 +159,7 @@ class _RowWriter:
 
     def __init__(self, url: str, stream: str):
         self.url, self.stream = url, stream
-        self.store, self.written, self.next_prune = None, 0, 0
+        self.store, self.written = None, 0
         self.failing_since: float | None = None
         self.last_try = 0.0
         self.refused = self.said_invalid = False
@@ -188,9 +187,6 @@ class _RowWriter:
             for row in rows:
                 self.store.record_batch(row)
             self.written += len(rows)
-            if self.written >= self.next_prune:  # at the first write, then every PRUNE_EVERY rows
-                self.store.prune_progress(self.stream)
-                self.next_prune = self.written + PRUNE_EVERY
         except (psycopg2.OperationalError, psycopg2.InterfaceError, ExternalError) as exc:  # away: try again later
             if self.failing_since is None:
                 _say(f"{self.stream}: progress not written to the history store ({reason(exc)}); the stream goes "

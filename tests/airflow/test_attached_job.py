@@ -267,6 +267,8 @@ def test_a_fleet_recovery_killed_between_stages_leaves_no_job_down(attached):
         returning.start()
         net = repository_dag("ftops_safety_net").test()  # its wait sees the orphaned fault once the leases lapse
         assert net.state == "success"
+        [prune] = [ti for ti in net.get_task_instances() if ti.task_id == "prune_history"]  # the store kept bounded
+        assert prune.state == "success" and prune.xcom_pull(task_ids="prune_history")["retention"]["progress_days"] == 7
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

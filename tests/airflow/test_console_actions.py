@@ -174,6 +174,17 @@ def test_recover_lost_jobs_starts_a_fleet_recovery_of_every_lost_job_with_its_op
     assert "<select id='opt-fleet-recover-policy' name='policy'" in form and "name='arrivals'" in form
     assert "<button id='fleet-recover' type='submit'>" in form and "name='jobs'" not in form
     assert re.search(r"<button id='fleet-recover' type='submit' disabled", client.get("/", headers=viewer).text)
+    assert "<p id='fleet-watch'>Fleet watch off: unpause <code>ftops_fleet_watch</code>" in form  # opt-in: paused
+    from airflow.models.dag import DagModel
+
+    was = DagModel.get_dagmodel("ftops_fleet_recovery").is_paused
+    for watch, recovery, says in ((False, True, "but <code>ftops_fleet_recovery</code> is paused"),
+                                  (False, False, "Fleet watch on: ftops starts this by itself"),
+                                  (True, False, "Fleet watch off")):
+        set_paused("ftops_fleet_watch", watch)
+        set_paused("ftops_fleet_recovery", recovery)
+        assert says in re.search(r"<p id='fleet-watch'.*?</p>", client.get("/", headers=admin).text, re.S).group(0)
+    set_paused("ftops_fleet_recovery", was)
 
     count = len(ftops_runs())
     assert client.post("/api/actions/recover", headers=viewer).status_code == 403 and len(ftops_runs()) == count
@@ -188,3 +199,4 @@ def test_recover_lost_jobs_starts_a_fleet_recovery_of_every_lost_job_with_its_op
     assert re.search(r"id='run-link' href='/dags/ftops_fleet_recovery/runs/[^']+'", shown)
     refused = client.post("/api/actions/recover", headers=admin, json={"arrivals": "soon"})
     assert refused.status_code == 400 and "arrivals" in refused.text and len(ftops_runs()) == count + 1
+

@@ -23,9 +23,14 @@ def test_the_report_says_the_output_target_is_met_only_when_every_job_equals_the
              "fleet-2": OutputCheck(lost_windows=0, duplicated_windows=0, windows_compared=900, equal=True)}
     report = render(RESULTS, clean, CONFIG, "ftops bench fleet-recovery --jobs 2 --runs 1", None)
     assert "**Target: staged recovery has the best weighted mean in every run: met** (1 of 1 runs)" in report
-    assert "| fleet-1 | 900 | 0 | 0 | yes |" in report and "(3 losses of `rack-a`" in report
-    assert "**Target: 0 lost and 0 duplicated windows: met.**" in report
+    assert "| fleet-1 | 900 | 0 | 0 | 0 | 0 | yes |" in report and "(3 losses of `rack-a`" in report
+    assert "**Target: 0 lost and 0 duplicated windows: met**; every output equal to the reference: yes." in report
     duplicated = {**clean, "fleet-2": OutputCheck(lost_windows=0, duplicated_windows=2, windows_compared=900, equal=False)}
     report = render(RESULTS, duplicated, CONFIG, "cmd", None)
-    assert "| fleet-2 | 900 | 0 | 2 | no |" in report and "0 duplicated windows: not met.**" in report
+    assert "| fleet-2 | 900 | 0 | 2 | 0 | 0 | no |" in report and "0 duplicated windows: not met**" in report
+    changed = {**clean, "fleet-2": OutputCheck(lost_windows=0, duplicated_windows=0, windows_compared=900, equal=False,
+                                               changed_windows=[2000, 4000, 6000, 8000])}
+    report = render(RESULTS, changed, CONFIG, "cmd", None)  # other rows in some windows: neither lost nor duplicated
+    assert "| fleet-2 | 900 | 0 | 0 | 0 | 4 (2000, 4000, 6000, ...) | no |" in report
+    assert "windows: met**; every output equal to the reference: no." in report
     assert "windows: not checked** (the batch reference failed" in render(RESULTS, {}, CONFIG, "cmd", None)

@@ -138,6 +138,22 @@ def test_a_job_is_back_after_two_batches_within_its_band_and_the_catch_up_it_sho
     assert measured_catch_up(store, "clicks") == {}
 
 
+def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catch_up(store):
+    """A restarted job's first batch reads the outage's backlog: measured to that batch's end, the restart delay held
+    it (91 s and 98 s in the fleet-recovery benchmark of 2026-11-30) and the planner counted the backlog twice."""
+    failed = time.time() - 300
+    run = store.open_fleet_recovery("manual__4", "staged", failed, {}, [_row("billing", 1)])
+    store.fleet_restarted(run, "billing", failed + 20, predicted_back_s=50.0)
+    for i, (start, end, lag) in enumerate([(failed + 35, failed + 110, 60.0), (failed + 112, failed + 113, 3.0),
+                                            (failed + 115, failed + 116, 3.0)]):
+        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-4", batch_id=i, role="primary",
+                                         batch_start=start, batch_end=end, input_rows=50, watermark_ms=1_000_000,
+                                         input_watermark_ms=1_000_000 + int(lag * 1000)))
+    back, _ = back_times(store, run)
+    assert back == {"billing": {"back_at": pytest.approx(failed + 113, abs=0.01), "restart_delay_s": 15.0}}
+    assert store.job_batches("billing", failed)["ftops-billing-primary"][0]["batch_start"] == pytest.approx(failed + 35)
+
+
 def test_arrivals_are_cores_at_seconds_and_bad_ones_are_named():
     assert parse_arrivals("") == [] and parse_arrivals("1@20") == [{"at_s": 20.0, "cores": 1.0}]
     for bad in ("20", "x@20", "0@20", "1@-5", "1@2,1@3,1@4,1@5,1@6,1@7"):

@@ -132,10 +132,10 @@ def test_the_jobs_pages_two_reads_agree_with_each_other(pg_conn):
     assert some == [r for r in full if r["job"] in ("job-00007", "job-00030")] and store.fleet_overview([]) == []
 
 
-def test_bench_fleet_quick_writes_its_three_sections_on_a_private_store_it_removes(tmp_path):
+def test_bench_fleet_quick_writes_its_four_sections_on_a_private_store_it_removes(tmp_path):
     """``ftops bench fleet --quick`` end to end: the planner table and plot, the store's calls with their EXPLAIN
-    verdicts, and the max_map_length runs (deterministic: 60 due jobs, 16 a run, 4 runs, none twice); its PostgreSQL is
-    its own, stopped and removed afterwards. No figure of speed is asserted."""
+    verdicts, the max_map_length runs (deterministic: 60 due jobs, 16 a run, 4 runs, none twice) and the retention
+    prune; its PostgreSQL is its own, stopped and removed afterwards. No figure of speed is asserted."""
     from tests.conftest import ROOT, assert_plot, run_cli
     from tests.store_fixtures import TEST_PORT
 
@@ -152,6 +152,8 @@ def test_bench_fleet_quick_writes_its_three_sections_on_a_private_store_it_remov
         # 60 jobs, the 2 drilling now not due: 58, 16 a run; the last run takes 6 again, after every job had its turn
         assert "58 jobs due for a drill at once, `max_map_length` 16: scheduled runs took 16, 16, 16, 16 jobs (4 runs), " \
                "58 distinct, 0 picked twice before all once. Target: every due job operated, in 4 runs: **met**." in report
+        assert "## 4. Retention: the safety net's prune at this size" in report
+        assert "; the next one, as every later run finds the store, deleted 0 and 0 in" in report  # idempotent
         assert_plot(tmp_path / "fleet-planner.svg", report, "Predicted weighted mean time back", "staged", "fifo")
         assert not (home / "bench-fleet-postgres").exists()
     finally:

@@ -71,10 +71,12 @@ def test_an_attached_jobs_queries_give_its_state_and_a_longer_named_job_keeps_it
     store.register_job(JobSpec(name="gauges", workload="w"))
     assert {r["job"]: r["lag_ms"] for r in store.fleet_states()}["gauges"] == 7000
 
-    # a stream's rows older than a week are pruned by its writer, and every stream's newest that old by any writer
-    # (the renamed query's stream has no writer left to prune it)
+    # the store's retention prunes rows older than a week, and every stream's newest that old (the renamed query's
+    # stream has no writer any more)
+    from ft_core.store.retention import Retention
+
     store.record_batch(_batch("ftops-gone-primary", 1, 30 * 86400, role="primary"))
-    assert store.prune_progress("ftops-topk-primary") == 0
+    assert store.prune(Retention()).streams_gone >= 1
     with pg_conn, pg_conn.cursor() as cur:
         cur.execute("SELECT stream FROM ftops_stream ORDER BY stream")
         assert "ftops-gone-primary" not in [r[0] for r in cur.fetchall()]

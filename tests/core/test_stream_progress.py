@@ -62,14 +62,16 @@ def test_a_batch_replayed_after_a_restart_rewrites_its_row(pg_conn):
     assert (since.batches, since.lag_files, since.first_output_end) == (1, 0, pytest.approx(T0 + 3))
 
 
-def test_rows_older_than_the_retention_are_pruned_per_stream(pg_conn):
+def test_rows_older_than_the_retention_are_pruned_in_every_stream(pg_conn):
+    from ft_core.store.retention import Retention
+
     store, now = _store(pg_conn), time.time()
     store.record_batch(_batch(0, now - 8 * 86400))
     store.record_batch(_batch(1, now - 60))
-    store.record_batch(_batch(0, now - 8 * 86400, stream="other"))
-    assert store.prune_progress("ftops-topk-primary") == 1
+    store.record_batch(_batch(0, now - 8 * 86400, stream="other"))  # a stream nothing writes any more
+    assert store.prune(Retention()).progress_rows == 2
     assert store.progress_since("ftops-topk-primary", 0).batches == 1
-    assert store.progress_since("other", 0).batches == 1
+    assert store.progress_since("other", 0).batches == 0
 
 
 def test_bad_rows_are_refused_before_the_database():

@@ -11,6 +11,10 @@ within its lease's TTL plus one poll and one repair, with nobody watching.
 
 It is a safety net, not an experiment: it runs with experiment schedules off (``FTOPS_SCHEDULES=manual``) too,
 and it is unpaused from the start. ``ftops doctor --repair`` does the same repair by hand.
+
+Beside the watch, every run starts with ``prune_history``: the history store's stream progress rows and rates
+profiles past their retention are deleted (``FTOPS_RETENTION``, :mod:`ft_core.store.retention`; ``ftops db prune``
+by hand), so the store stays bounded with nobody watching it either.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pendulum
 from airflow.sdk import DAG
 
 from ftops_provider.notifications import FtopsNotifier
+from ftops_provider.operators.retention import PruneHistoryOperator
 from ftops_provider.operators.safety import SafetyNetSensor
 
 with DAG(
@@ -32,6 +37,7 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     SafetyNetSensor(task_id="watch", timeout_s=1800, retries=0, on_failure_callback=FtopsNotifier())
+    PruneHistoryOperator(task_id="prune_history", retries=0, on_failure_callback=FtopsNotifier())
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

@@ -2,7 +2,7 @@
 
 :class:`ReconcileOperator` repairs once (the first step of every ``ftops_profile_and_plan`` run);
 :class:`SafetyNetSensor` repairs, then watches the fault journal from the triggerer (deferred, no worker slot)
-until a fault is orphaned or its watch ends, and repairs again: the one task of ``ftops_safety_net``, which runs
+until a fault is orphaned or its watch ends, and repairs again: the watch of ``ftops_safety_net``, which runs
 continuously, with experiment schedules off too (``FTOPS_SCHEDULES=manual``), because it is not an experiment.
 A repair that failed fails the task, visibly (and notifies, in the DAG); the next run tries again.
 """

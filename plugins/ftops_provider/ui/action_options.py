@@ -94,7 +94,8 @@ def _typed(name: str, text: str, schema: dict[str, Any]) -> Any:
     return text
 
 
-def fleet_recovery_form(params: dict[str, tuple[dict[str, Any], Any, str]], allowed: bool) -> str:
+def fleet_recovery_form(params: dict[str, tuple[dict[str, Any], Any, str]], allowed: bool, watch: str) -> str:
     """The jobs page's *Recover lost jobs*: ``ftops_fleet_recovery`` for every registered job whose primary has lost
-    its executors (the run's ``jobs`` empty: its first task asks the master), with the recovery's options."""
-    return macro("actions.html", "fleet_recovery")(offered("recover", params), allowed)
+    its executors (the run's ``jobs`` empty: its first task asks the master), with the recovery's options, and
+    whether the fleet watch starts it by itself (``watch``: :func:`~ftops_provider.ui.actions.watch_state`)."""
+    return macro("actions.html", "fleet_recovery")(offered("recover", params), allowed, watch)

@@ -164,6 +164,17 @@ def dag_paused(dag_id: str) -> bool:
     return bool(model is not None and model.is_paused)
 
 
+def watch_state() -> str:
+    """Whether ``ftops_fleet_watch`` starts fleet recoveries by itself: ``on``, ``off`` (paused, or not installed) or
+    ``recovery paused`` (the watch runs but its recoveries' DAG is paused)."""
+    from airflow.models.dag import DagModel
+
+    watch = DagModel.get_dagmodel("ftops_fleet_watch")
+    if watch is None or watch.is_paused:
+        return "off"
+    return "recovery paused" if dag_paused(ACTIONS["recover"].dag_id) else "on"
+
+
 def started_banner(dag_id: str, run_id: str, paused: bool, airflow_root: str) -> str:
     """The job page's note after an action: the run it created, linked to Airflow's page of it."""
     url = f"{airflow_root}/dags/{quote(dag_id)}/runs/{quote(run_id, safe='')}"

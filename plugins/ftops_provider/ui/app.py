@@ -34,7 +34,7 @@ from ft_core.input.names import check_name
 from ft_core.store.experiments import ExperimentReport
 from ft_core.store.history import HistoryStore
 from ftops_provider.ui.actions import (ACTIONS, actions_form, check_action, dag_paused, may_trigger, require_may_trigger,
-                                       started_banner, trigger)
+                                       started_banner, trigger, watch_state)
 from ftops_provider.ui.approvals import answerable, approvals_section, jobs_named, pending_approvals
 from ftops_provider.ui.dag_run_view import RECORDS, records_body, run_records, single_report_path
 from ftops_provider.ui.models import DrillOut, JobKind, PlanDiff, RecoveryRunOut, plan_diff
@@ -130,7 +130,7 @@ def jobs_page(query: Annotated[FleetQuery, Query()], request: Request, user: Get
     waiting = approvals_section(pending, _airflow_root(request))
     recover = ACTIONS["recover"].dag_id
     started = "" if not started_run else started_banner(recover, started_run, dag_paused(recover), _airflow_root(request))
-    recovery = fleet_recovery_form(dag_params(recover), may_trigger(request, user, recover))
+    recovery = fleet_recovery_form(dag_params(recover), may_trigger(request, user, recover), watch_state())
     fleet = fleet_html(store, query, pending, _airflow_root(request), _fleet_view_url(request))
     return _page(request, "Fault tolerance: jobs", started + halt_banner(halt) + waiting + fleet + recovery
                  + halt_form(halt, _ftops_root(request)))
