@@ -89,7 +89,7 @@ def find_losses(store, now: float | None = None) -> list[Loss]:
                 log.warning("fleet watch: master %s does not answer (%s)", ui, exc)
                 masters[ui] = None
         since = row["last_batch_at"].timestamp() - HEARTBEAT_SLACK_S
-        dead = dead_since(masters[ui]["workers"], since) if masters[ui] else []
+        dead = dead_since(masters[ui].get("workers", []), since) if masters[ui] else []
         # the master first (one read per master per poll): a healthy fleet costs no executor check
         if dead and primary_executors(dep, row["job"]) == 0 and not _recovered_since(store, row["job"], since):
             found.setdefault(ui, []).append((row["job"], dead))
