@@ -119,20 +119,26 @@ def ui(pg_server, pg_conn, monkeypatch):
 def airflow_dags():
     """ftops's DAGs in Airflow's metadata database, as its DAG processor leaves them (an action triggers those);
     the runs the test creates are deleted afterwards."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
 
-    DagBundlesManager().sync_bundles_to_db()
-    bag = DagBag(dag_folder=str(ROOT / "dags"))
-    assert not bag.import_errors, bag.import_errors
-    sync_bag_to_db(bag, "dags-folder", None)
+    sync_dags()
     before = {r.id for r in ftops_runs()}
     yield
     with create_session() as session:
         session.query(DagRun).filter(DagRun.id.in_({r.id for r in ftops_runs()} - before)).delete(
             synchronize_session=False)
+
+
+def sync_dags() -> None:
+    """Write ftops's DAGs (the repository's dags folder) to Airflow's metadata database, as its DAG processor does."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+
+    DagBundlesManager().sync_bundles_to_db()
+    bag = DagBag(dag_folder=str(ROOT / "dags"))
+    assert not bag.import_errors, bag.import_errors
+    sync_bag_to_db(bag, "dags-folder", None)
 
 
 def ftops_runs():

@@ -122,9 +122,7 @@ def _prune(args: argparse.Namespace) -> int:
     if args.json:
         print_json(pruned.model_dump(mode="json"))
     else:
-        print(f"deleted {pruned.progress_rows} stream progress rows older than {retention.progress_days:g} days "
-              f"({pruned.streams} streams) and {pruned.profiles} rates profiles older than {retention.profile_days:g} "
-              f"days ({pruned.jobs} jobs) in {pruned.seconds:.1f} s")
+        print(pruned.summary())
     return 0
 
 

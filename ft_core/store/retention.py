@@ -81,6 +81,13 @@ class Pruned(BaseModel):
     seconds: float = 0.0
     retention: Retention
 
+    def summary(self) -> str:
+        """One line for a log or a terminal."""
+        r = self.retention
+        return (f"deleted {self.progress_rows} stream progress rows older than {r.progress_days:g} days ({self.streams} "
+                f"streams) and {self.profiles} rates profiles older than {r.profile_days:g} days ({self.jobs} jobs) "
+                f"in {self.seconds:.1f} s")
+
 
 class RetentionRecords:
     """Prune the history store's most written tables (mixed into :class:`~ft_core.store.history.HistoryStore`)."""

@@ -28,6 +28,7 @@ ran on. Candidates are the jobs whose newest micro-batch is older than :data:`QU
 from __future__ import annotations
 
 import logging
+import re
 import time
 from datetime import datetime
 from typing import Any
@@ -54,6 +55,15 @@ class Loss(BaseModel):
     def conf(self) -> dict[str, str]:
         """The fleet recovery's DAG run conf: these jobs, failed then (the rest of its Params: their defaults)."""
         return {"jobs": ",".join(self.jobs), "failed_at": f"{self.failed_at:.3f}"}
+
+    def run_id(self) -> str:
+        """The fleet recovery's DAG run id: its master and its failure time, so one loss is one run.
+
+        >>> Loss(master_ui="http://10.0.0.5:8080", jobs=["a"], failed_at=1796001717.89, dead_workers=[]).run_id()
+        'fleet_watch__10.0.0.5_8080__1796001717'
+        """
+        master = re.sub(r"[^A-Za-z0-9.]+", "_", re.sub(r"^https?://", "", self.master_ui)).strip("_")
+        return f"fleet_watch__{master}__{int(self.failed_at)}"
 
 
 def dead_since(workers: list[dict[str, Any]], since: float) -> list[tuple[str, float]]:

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from spark_jobs.runtime.waiting import wait_for
-from tests.conftest import ROOT, test_port
+from tests.conftest import test_port
 from tests.live_jobs import repository_dag, two_running_jobs
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
@@ -183,21 +183,20 @@ def _watched(failed_at: float):
     """``ftops_fleet_watch`` run as the scheduler would (opt-in: both its DAG and the recovery's unpaused) while the
     jobs are down: it sees the loss and starts one ``ftops_fleet_recovery`` run for it, named after the loss, with the
     lost jobs and the failure time; a second watch sees the same loss and starts nothing more. That run, returned."""
-    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
-    from airflow.models.dag import DagModel
     from airflow.models.dagrun import DagRun
-    from airflow.utils.session import create_session
 
-    folder = str(ROOT / "dags")  # the DAGs written to Airflow's database (as dag.test() does), then the recovery unpaused
-    sync_bag_to_db(BundleDagBag(dag_folder=folder, bundle_path=folder, bundle_name="dags-folder"), "dags-folder", None)
-    with create_session() as session:
-        session.query(DagModel).filter(DagModel.dag_id == "ftops_fleet_recovery").update({"is_paused": False})
+    from tests.console_fixtures import set_paused, sync_dags
+
+    sync_dags()  # the DAGs in Airflow's database (as dag.test() writes them), then the recovery unpaused
+    set_paused("ftops_fleet_recovery", False)
     runs = [repository_dag("ftops_fleet_watch").test(run_conf={"watch_s": 120}) for _ in range(2)]
     states = [{ti.task_id: ti.state for ti in run.get_task_instances()} for run in runs]
     assert [run.state for run in runs] == ["success", "success"], states
     assert states[0]["recover"] == "success" and states[1]["recover"] == "skipped", states  # one run per loss
-    [started] = [r for r in DagRun.find(dag_id="ftops_fleet_recovery") if r.run_id.startswith("fleet_watch__")]
-    assert started.conf["jobs"] == ",".join(sorted((HIGH, LOW)))
+    [watched] = [ti for ti in runs[0].get_task_instances() if ti.task_id == "watch"]
+    [loss] = watched.xcom_pull(task_ids="watch")  # one loss: both jobs on one master
+    [started] = DagRun.find(dag_id="ftops_fleet_recovery", run_id=loss["trigger_run_id"])
+    assert started.run_id.startswith("fleet_watch__") and started.conf["jobs"] == ",".join(sorted((HIGH, LOW)))
     assert failed_at - 10 <= float(started.conf["failed_at"]) <= failed_at + 1  # the dead workers' last heartbeat
     return started
 

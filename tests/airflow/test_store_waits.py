@@ -101,3 +101,35 @@ def test_a_wait_polls_through_a_history_store_it_cannot_reach(pg_server, pg_conn
     assert away.status == "pending" and view.problem.startswith("history store not reachable")
     up["now"] = True  # the database is back
     assert watch.poll().status == "ok" and view.problem is None
+
+
+def test_the_store_watches_fire_on_their_answer_time_out_on_none_and_outlast_a_store_that_does_not_answer(
+        pg_server, pg_conn, monkeypatch):
+    """The safety net's and the fleet watch's triggers (one StoreWatchTrigger each): an orphaned fault fires the first
+    at once; a fleet with no job lost times the second out, saying so; a store that does not answer costs polls, not
+    the watch; each serializes to its own class, as the triggerer reloads it."""
+    from ft_core.store.history import JobSpec
+    from ftops_provider.triggers.fleet_loss import FleetLossTrigger
+    from ftops_provider.triggers.orphaned_faults import OrphanedFaultsTrigger
+
+    upgrade(pg_conn)
+    store = HistoryStore(pg_conn)
+    store.register_job(JobSpec(name="j", workload="topk", test_job=True))
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", pg_server.url())
+    lost = FleetLossTrigger(timeout_s=1, poll_interval_s=0.2)
+    assert first_event(lost, within_s=20) == {"status": "timeout", "missing": ["no job lost"], "timeout_s": 1}
+    path, kwargs = lost.serialize()
+    assert path == "ftops_provider.triggers.fleet_loss.FleetLossTrigger" and kwargs["ftops_db_conn_id"] == "ftops_db"
+
+    store.acquire_lease("j", "drill", "a drill that died", ttl_s=1)
+    store.open_fault("j", "drill", 1, "a drill that died", "domain_down", "rack-a", {"kind": "give_back"},
+                     undo_within_s=60)
+    time.sleep(1.5)  # its holder's lease lapsed: the fault is orphaned
+    orphaned = OrphanedFaultsTrigger(timeout_s=20, poll_interval_s=0.2)
+    assert first_event(orphaned, within_s=20) == {"status": "ok", "orphaned": 1}
+    assert orphaned.serialize()[0] == "ftops_provider.triggers.orphaned_faults.OrphanedFaultsTrigger"
+
+    monkeypatch.setenv("AIRFLOW_CONN_FTOPS_DB", "postgresql://ftops:x@127.0.0.1:9/ftops")  # nothing listens there
+    started = time.monotonic()
+    away = OrphanedFaultsTrigger(timeout_s=1, poll_interval_s=0.2)
+    assert first_event(away, within_s=30)["status"] == "timeout" and time.monotonic() - started < 30

@@ -6,7 +6,7 @@ It runs continuously (one run after another, never two at once). ``watch`` defer
 15 s from the triggerer: the jobs with no lease (not under a drill or a recovery) whose newest micro-batch is over
 10 s old, then each one's master: a job is lost when its primary runs no executor and its master lists a worker
 dead that was heartbeating when the job's last micro-batch ended
-(:mod:`spark_jobs.fleet_recovery.watch`). As soon as there is a loss, ``recover`` starts ``ftops_fleet_recovery``
+(:mod:`spark_jobs.fleet_recovery.watch`). Once two polls in a row see the same loss, ``recover`` starts ``ftops_fleet_recovery``
 for it, one DAG run per master, with the lost jobs and the failure time (the dead workers' last heartbeat); the rest
 of that DAG's Params are its defaults (capacity back: each dead worker, one every ``replacement_s``). The run is
 named after the loss (``fleet_watch__<master>__<failed_at>``), so a loss is recovered once: a loss seen again is

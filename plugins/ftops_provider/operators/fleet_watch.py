@@ -9,24 +9,11 @@ is skipped, and so is the run's ``recover``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowSkipException
 
 from ftops_provider.sensors.waits import _DeferredWait
-
-
-def loss_run_id(loss) -> str:
-    """The fleet recovery's DAG run id for a :class:`~spark_jobs.fleet_recovery.watch.Loss`: its master and its
-    failure time, so one loss is one run.
-
-    >>> from spark_jobs.fleet_recovery.watch import Loss
-    >>> loss_run_id(Loss(master_ui="http://10.0.0.5:8080", jobs=["a"], failed_at=1796001717.89, dead_workers=[]))
-    'fleet_watch__10.0.0.5_8080__1796001717'
-    """
-    master = re.sub(r"[^A-Za-z0-9.]+", "_", re.sub(r"^https?://", "", loss.master_ui)).strip("_")
-    return f"fleet_watch__{master}__{int(loss.failed_at)}"
 
 
 class FleetLossSensor(_DeferredWait):
@@ -54,5 +41,5 @@ class FleetLossSensor(_DeferredWait):
         for loss in (Loss(**found) for found in event["losses"]):
             self.log.warning("failure domain lost on %s at %.0f (workers %s): jobs %s down; starting a fleet recovery",
                              loss.master_ui, loss.failed_at, ", ".join(loss.dead_workers), ", ".join(loss.jobs))
-            out.append({"trigger_run_id": loss_run_id(loss), "conf": loss.conf()})
+            out.append({"trigger_run_id": loss.run_id(), "conf": loss.conf()})
         return out

@@ -34,7 +34,5 @@ class PruneHistoryOperator(BaseOperator):
             pruned = store.prune(retention)
         finally:
             store.conn.close()
-        self.log.info("deleted %d stream progress rows (older than %g days, %d streams) and %d rates profiles (older "
-                      "than %g days, %d jobs) in %.1f s", pruned.progress_rows, retention.progress_days, pruned.streams,
-                      pruned.profiles, retention.profile_days, pruned.jobs, pruned.seconds)
+        self.log.info("%s", pruned.summary())
         return pruned.model_dump(mode="json")
