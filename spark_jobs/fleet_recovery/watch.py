@@ -14,6 +14,9 @@ not a job stopped by hand or a cluster merely full. A job whose newest fleet rec
 failure time after the job's last micro-batch, less the slack) is left to whoever that run's outcome went to: the
 watch starts one recovery per loss, never a loop of them. Losses are grouped by master (a fleet recovery plans one
 master's capacity); a loss's failure time is its dead workers' newest last heartbeat (the moment they went silent).
+A master on which an experiment holds a job (a drill kills domains on purpose and gives them back; a recovery plans
+the master's capacity) is left to it for the poll: a job that a running recovery does not name is found once it ends,
+as a loss of its own (its run named after its jobs too, so it is not mistaken for the run that left it out).
 
 Complexity: one store query, then per candidate its deployment (an indexed lookup) and its master's state (one read
 per master per poll); only a candidate whose master lists dead workers costs a read of the workers its application
@@ -27,6 +30,7 @@ ran on. Candidates are the jobs whose newest micro-batch is older than :data:`QU
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import time
@@ -60,10 +64,11 @@ class Loss(BaseModel):
         """The fleet recovery's DAG run id: its master and its failure time, so one loss is one run.
 
         >>> Loss(master_ui="http://10.0.0.5:8080", jobs=["a"], failed_at=1796001717.89, dead_workers=[]).run_id()
-        'fleet_watch__10.0.0.5_8080__1796001717'
+        'fleet_watch__10.0.0.5_8080__1796001717__ca978112'
         """
         master = re.sub(r"[^A-Za-z0-9.]+", "_", re.sub(r"^https?://", "", self.master_ui)).strip("_")
-        return f"fleet_watch__{master}__{int(self.failed_at)}"
+        jobs = hashlib.sha256(",".join(self.jobs).encode()).hexdigest()[:8]  # ids are short; job names are not
+        return f"fleet_watch__{master}__{int(self.failed_at)}__{jobs}"
 
 
 def dead_since(workers: list[dict[str, Any]], since: float) -> list[tuple[str, float]]:
@@ -77,20 +82,18 @@ def dead_since(workers: list[dict[str, Any]], since: float) -> list[tuple[str, f
 
 def find_losses(store, now: float | None = None) -> list[Loss]:
     """The losses the watch would start fleet recoveries for now, one per master, oldest first (the module docstring)."""
-    from spark_jobs.cli.job import registered_deployment
     from spark_jobs.cluster.web_ui import master_state
     from spark_jobs.fleet_recovery.inputs import primary_executors
 
     now = time.time() if now is None else now
+    states = store.fleet_states()
+    busy = {_master_of(_deployment(store, r["job"])) for r in states if r["experiment"] is not None} - {None}
     masters: dict[str, dict[str, Any] | None] = {}
     found: dict[str, list[tuple[str, list[tuple[str, float]]]]] = {}
-    for row in _candidates(store.fleet_states(), now):
-        try:
-            dep = registered_deployment(store, row["job"])
-        except (FtopsError, ValueError):  # plan-only, or a deployment this version cannot read: not ftops's to restart
-            continue
-        ui = getattr(dep, "primary_ui", None)
-        if not ui:
+    for row in _candidates(states, now):
+        dep = _deployment(store, row["job"])
+        ui = _master_of(dep)
+        if not ui or ui in busy:
             continue
         if ui not in masters:
             try:
@@ -107,6 +110,20 @@ def find_losses(store, now: float | None = None) -> list[Loss]:
                    failed_at=max(at for _, dead in lost for _, at in dead),
                    dead_workers=sorted({w for _, dead in lost for w, _ in dead})) for ui, lost in found.items()]
     return sorted(losses, key=lambda loss: loss.failed_at)
+
+
+def _deployment(store, job: str):
+    """The job's deployment; None for a plan-only job or one this version cannot read (not ftops's to restart)."""
+    from spark_jobs.cli.job import registered_deployment
+
+    try:
+        return registered_deployment(store, job)
+    except (FtopsError, ValueError):
+        return None
+
+
+def _master_of(dep) -> str | None:
+    return getattr(dep, "primary_ui", None) or None
 
 
 def _candidates(states: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
