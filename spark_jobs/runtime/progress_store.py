@@ -19,7 +19,8 @@ moment after the batch ended. Costs and failures:
 - a store that does not answer (``OperationalError``: down, restarting, unreachable) costs the rows of that
   time, never the stream: the queue keeps the newest ``QUEUE_SIZE`` batches, a reconnect is tried at most every
   ``RETRY_S``, and the outage is logged once (the URL's password masked), its end once;
-- a store that refuses the rows for good (not migrated to version 8, say) is logged once and written to no more.
+- a store that refuses the rows for good (not migrated to version 8, say) is logged once and written to no more;
+- anything else that fails a batch's row (a callback's surprise) costs that batch's row, said once: the writer goes on.
 """
 
 from __future__ import annotations
@@ -113,20 +114,29 @@ class StoreProgressListener(ProgressListener):
                     self._queue.get_nowait()
 
     def _drain(self) -> None:
-        writer = _RowWriter(self.url, self.stream)
+        writer, said_failure = _RowWriter(self.url, self.stream), False
         while True:
             rows = [self._queue.get()]
             with contextlib.suppress(queue.Empty):
                 while rows[-1] is not None:
                     rows.append(self._queue.get_nowait())
             done = rows[-1] is None
-            batches = [self._arrival(r) for r in rows if r is not None]
-            if batches:  # the backlog once, for the newest batch
-                batches[-1] = {**batches[-1], **self._backlog()}
-                writer.write([p for p in map(writer.valid, batches) if p is not None])
+            try:
+                self._write(writer, [r for r in rows if r is not None])
+            except Exception as exc:  # noqa: BLE001 - a surprise in one batch's row must not end the run's progress
+                if not said_failure:
+                    _say(f"{self.stream}: progress rows of batches {[r['batch_id'] for r in rows if r]} not written "
+                         f"({type(exc).__name__}: {exc}); later batches are written")
+                said_failure = True
             if done:
                 writer.close()
                 return
+
+    def _write(self, writer: _RowWriter, rows: list[dict]) -> None:
+        batches = [self._arrival(r) for r in rows]
+        if batches:  # the backlog once, for the newest batch
+            batches[-1] = {**batches[-1], **self._backlog()}
+            writer.write([p for p in map(writer.valid, batches) if p is not None])
 
     def _arrival(self, row: dict) -> dict:
         mark = row.get("watermark_ms")

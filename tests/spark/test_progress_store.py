@@ -210,3 +210,30 @@ def test_a_store_that_refuses_the_rows_is_told_once_and_not_retried(tmp_path, pg
     err = capfd.readouterr().err
     assert err.count("the history store refuses progress rows") == 1 and "ftops db upgrade" in err
     assert "not written to the history store" not in err  # not taken for an outage
+
+
+def test_a_surprise_in_one_batchs_row_costs_that_row_not_the_runs_progress(tmp_path, pg_server, pg_conn, capfd):
+    from types import SimpleNamespace
+
+    from spark_jobs.runtime.progress_store import StoreProgressListener
+
+    upgrade(pg_conn)
+    calls = []
+
+    def arrival(watermark_ms: int) -> float:  # fails once, as a callback with a bug would
+        calls.append(watermark_ms)
+        if len(calls) == 1:
+            raise RuntimeError("a callback's bug")
+        return time.time()
+
+    listener = StoreProgressListener(pg_server.url(), STREAM, app_id="app-t", role="primary", output_rows=lambda b: 1,
+                                     watermark_arrival=arrival)
+    for b in range(3):
+        listener.onQueryProgress(SimpleNamespace(progress=_report(b, time.time())))
+        time.sleep(0.3)  # one batch per write, as batches come seconds apart
+    listener.close(last_batch=2)
+    with pg_conn, pg_conn.cursor() as cur:
+        cur.execute("SELECT batch_id FROM ftops_stream_progress WHERE stream = %s ORDER BY batch_id", (STREAM,))
+        assert [r[0] for r in cur.fetchall()] == [1, 2]  # the writer outlived batch 0's failure
+    err = capfd.readouterr().err
+    assert err.count("not written (RuntimeError: a callback's bug)") == 1
