@@ -14,8 +14,10 @@ traced to the input that missed:
 - **pending**: input not processed at the failure: the seconds since its last batch ended, plus that lag;
 - **processing rate** and **restart delays**: measured in the job's newest fleet recoveries (the catch-up it showed:
   ``processing = input * (1 + down / catch-up)``; the restart from its checkpoint when it was held down, the resume
-  of its executors when it kept its driver), else the run's assumptions (``headroom`` times the input rate;
-  ``restart_s``; :data:`RESUME_S`), said as assumed;
+  of its executors when it kept its driver); a restart never measured so is taken from the job's current application
+  as the cluster showed it starting (:func:`start_delay`: the master's record of its start to its first micro-batch's
+  start); else the run's assumptions (``headroom`` times the input rate; ``restart_s``; :data:`RESUME_S`), said as
+  assumed;
 - **capacity**: free cores on the master's alive workers now, and the arrivals given (``CORES@SECONDS``), else
   the workers the master lists dead that died with the domain coming back, one every ``replacement_s`` (at most
   :data:`MAX_ARRIVALS` stages: the last brings the rest).
@@ -30,6 +32,7 @@ workers (are its executors gone?); one more master read for the capacity.
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Any
 
 from ft_core.errors import ExternalError, FtopsError, InputError
@@ -38,6 +41,7 @@ LOOK_BACK_S = 300.0  # the steady state before the failure the rates are read fr
 MAX_ARRIVALS = 5  # the DAG's stages after stage 0 (the survivors' free cores)
 MIN_INPUT_RATE = 1e-3  # rows/s: a job with no input still needs a positive processing rate to be planned
 RESUME_S = 5.0  # an application kept waiting gets executors this soon after its cores return (assumed until measured)
+START_WINDOW_S = 600.0  # an application's first micro-batch is looked for this long after the master registered it
 DEAD_AROUND_S = 120.0  # a worker the master lists dead counts as lost with the domain if it died this close to it
 
 
@@ -169,9 +173,36 @@ def measured_catch_up(store, job: str) -> dict[str, Any]:
     return out
 
 
-def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headroom: float) -> dict[str, Any]:
+def start_delay(store, job: str, started_ms: float | None, now: float | None = None) -> float | None:
+    """Seconds from the master registering the job's application (``started_ms``, its ``starttime``) to the start of
+    that application's first micro-batch: the restart delay the cluster showed when the job last started (a few
+    seconds short of a restart's, which also starts the driver's JVM). None when unknown: no application, no batch
+    within :data:`START_WINDOW_S`, or a start so old that its first batches may have been pruned (retention).
+
+    >>> start_delay(None, "clicks", None) is None
+    True
+    """
+    from ft_core.store.retention import Retention
+
+    if started_ms is None:
+        return None
+    start, now = started_ms / 1000, time.time() if now is None else now
+    try:
+        kept_s = Retention.from_env().progress_days * 86400
+    except InputError:  # the safety net's prune names a bad setting; here the default keeps the answer safe
+        kept_s = Retention().progress_days * 86400
+    if start < now - kept_s + START_WINDOW_S:
+        return None
+    batches = store.job_batches(job, start, start + START_WINDOW_S)
+    firsts = [rows[0]["batch_start"] or rows[0]["batch_end"] for rows in batches.values() if rows]
+    return round(min(firsts) - start, 2) if firsts and min(firsts) >= start else None
+
+
+def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headroom: float,
+              started_ms: float | None = None) -> dict[str, Any]:
     """The planner's job (``FleetJob`` fields; ``restart_s`` from its checkpoint), ``resume_s`` (the restart delay of
-    an application kept waiting: only its executors start) and ``sources``: where each input came from."""
+    an application kept waiting: only its executors start) and ``sources``: where each input came from.
+    ``started_ms``: when the master registered the job's current application (:func:`submitted_at`)."""
     steady = steady_before(store, job, failed_at)
     if not steady["streams"]:
         raise InputError(f"job {job!r}: no micro-batch in the {LOOK_BACK_S:.0f} s before the failure: its rates cannot "
@@ -181,7 +212,8 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     measured = measured_catch_up(store, job)
     assumed = "assumed (no fleet recovery of the job measured it)"
     ratio = measured.get("ratio")
-    restart = measured.get("restart_s", (restart_s, None))
+    started = start_delay(store, job, started_ms) if "restart_s" not in measured else None
+    restart = measured.get("restart_s") or ((started, "start") if started is not None else (restart_s, None))
     resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
             "input_rate": round(input_rate, 3),
@@ -197,6 +229,8 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
 
 def _source(measured, assumed: str) -> str:
     run = measured[1] if isinstance(measured, tuple) else measured
+    if run == "start":
+        return "measured at its application's start (the master's record to its first micro-batch)"
     return f"measured in fleet recovery #{run}" if run is not None else assumed
 
 

@@ -73,9 +73,11 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     from spark_jobs.fleet_recovery.holding import choose_plan
     from spark_jobs.fleet_recovery.inputs import capacity, fleet_job, submitted_at
 
-    planned = [fleet_job(store, job, deps[job], failed_at, restart_s=restart_s, headroom=headroom) for job in jobs]
+    submitted = submitted_at(ui, jobs, deps)
+    planned = [fleet_job(store, job, deps[job], failed_at, restart_s=restart_s, headroom=headroom,
+                         started_ms=submitted[job]) for job in jobs]
     cap = FleetCapacity(**capacity(ui, arrivals, replacement_s, failed_at))
-    plan, held = choose_plan(planned, cap, policy, submitted_at(ui, jobs, deps))
+    plan, held = choose_plan(planned, cap, policy, submitted)
     by_job = {p["job"]: {**p, "held": p["job"] in held} for p in planned}
     rows = [{"job": r.job, "priority": r.priority, "stage": r.stage, "planned_start_s": r.start_s,
              "planned_back_s": r.predicted_back_s, "inputs": by_job[r.job]} for r in plan.jobs]

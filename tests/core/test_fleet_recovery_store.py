@@ -12,7 +12,7 @@ from ft_core.errors import InputError
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ft_core.store.stream_progress import BatchProgress
-from spark_jobs.fleet_recovery.inputs import measured_catch_up, parse_arrivals, steady_before
+from spark_jobs.fleet_recovery.inputs import fleet_job, measured_catch_up, parse_arrivals, start_delay, steady_before
 from spark_jobs.fleet_recovery.back import back_times
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -152,6 +152,38 @@ def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catc
     back, _ = back_times(store, run)
     assert back == {"billing": {"back_at": pytest.approx(failed + 113, abs=0.01), "restart_delay_s": 15.0}}
     assert store.job_batches("billing", failed)["ftops-billing-primary"][0]["batch_start"] == pytest.approx(failed + 35)
+
+
+def test_a_restart_never_measured_in_a_recovery_is_taken_from_the_jobs_own_start(store, monkeypatch):
+    """A job's first fleet recovery planned with an assumed 20 s restart missed by +83 % and +114 % (the benchmark of
+    2026-11-30): the cluster showed the job's restart delay when its application started; that is used first."""
+    from spark_jobs.runtime.job_streams import JobDeployment
+
+    dep = JobDeployment(pipeline="topk", root="/nonexistent", primary_master="spark://h:7077", standby_master="spark://h:7078",
+                        primary_ui="http://h:8080", standby_ui="http://h:8081")
+    failed = time.time() - 30
+    app_start = failed - 200
+    for i, (start, end) in enumerate([(app_start + 34, app_start + 41)] + [(failed - 150 + 3 * k, failed - 149 + 3 * k)
+                                                                           for k in range(40)]):
+        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-9", batch_id=i, role="primary",
+                                         batch_start=start, batch_end=end, input_rows=30, watermark_ms=1_000_000,
+                                         input_watermark_ms=1_002_000))
+    assert start_delay(store, "billing", app_start * 1000) == 34.0  # the master's start to the first batch's start
+    assert start_delay(store, "clicks", app_start * 1000) is None  # no batch of it: unknown
+    assert start_delay(store, "billing", None) is None  # no application on the master
+    monkeypatch.setenv("FTOPS_RETENTION", "progress=1")
+    assert start_delay(store, "billing", app_start * 1000, now=app_start + 86400) is None  # first batches may be pruned
+    monkeypatch.delenv("FTOPS_RETENTION")
+
+    planned = fleet_job(store, "billing", dep, failed, restart_s=20.0, headroom=2.0, started_ms=app_start * 1000)
+    assert planned["restart_s"] == 34.0 and "application's start" in planned["sources"]["restart_s"]
+    assumed = fleet_job(store, "billing", dep, failed, restart_s=20.0, headroom=2.0)
+    assert assumed["restart_s"] == 20.0 and assumed["sources"]["restart_s"].startswith("assumed")
+    run = store.open_fleet_recovery("manual__9", "staged", failed - 100, {}, [_row("billing", 1)])
+    store.fleet_restarted(run, "billing", failed - 90, predicted_back_s=50.0)
+    store.fleet_back(run, "billing", failed - 40, 12.0)  # a recovery measured it: that wins
+    planned = fleet_job(store, "billing", dep, failed, restart_s=20.0, headroom=2.0, started_ms=app_start * 1000)
+    assert planned["restart_s"] == 12.0 and planned["sources"]["restart_s"] == f"measured in fleet recovery #{run}"
 
 
 def test_arrivals_are_cores_at_seconds_and_bad_ones_are_named():
