@@ -32,6 +32,8 @@ ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver 
 ASSUMED_HEADROOM = 4.0
 MAX_BATCHES_AFTER = 10
 STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
+DONE_BEFORE_S = 1.0  # a batch that ended this soon after the fault had done its work before it (its tasks had
+# finished; the driver was committing): not the end of the stall (a drill in CI measured a stall of 0.0 s so)
 
 
 class CatchUpForecast(BaseModel):
@@ -88,7 +90,7 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
-    after = [b for b in batches if b["batch_end"] > failed]
+    after = [b for b in batches if b["batch_end"] > failed + DONE_BEFORE_S]
     if not before or not after or drill["capacity_alive_s"] is None:
         return None
     stall = after[0]["batch_end"] - failed
@@ -103,8 +105,8 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
 
 def first_batch_after(store, job: str, failed_at: float) -> float | None:
     """Seconds from the fault to the end of the job's first batch after it (the stall), None when none is recorded
-    in the ten minutes after."""
-    _, batches = _main_stream(store.job_batches(job, failed_at, failed_at + 600))
+    in the ten minutes after. A batch that ended within :data:`DONE_BEFORE_S` of the fault is not it."""
+    _, batches = _main_stream(store.job_batches(job, failed_at + DONE_BEFORE_S, failed_at + 600))
     return round(batches[0]["batch_end"] - failed_at, 1) if batches else None
 
 

@@ -104,6 +104,18 @@ def test_the_forecast_learns_the_stall_and_the_batch_cost_from_earlier_drills(st
     assert first_batch_after(store, JOB, now - 900) == pytest.approx(72.0, abs=0.1)
 
 
+def test_a_batch_that_ends_just_after_the_fault_had_done_its_work_and_is_not_the_end_of_the_stall(store):
+    """In CI a drill's report said the primary stalled 0.0 s: its batch in flight ended 0.04 s after the fault (the
+    driver was committing); the stall is the next batch's, which waited for the replacement worker."""
+    now = time.time()
+    feed = Feed(store, now - 1200)
+    feed.steady_until(now - 900)
+    for batch_id, end in ((900, now - 900 + 0.04), (901, now - 900 + 41.0)):
+        store.record_batch(BatchProgress(stream=STREAM, app_id="app-1", batch_id=batch_id, role="primary",
+                                         batch_end=end, input_rows=400))
+    assert first_batch_after(store, JOB, now - 900) == pytest.approx(41.0, abs=0.1)
+
+
 def test_a_drill_that_kills_the_driver_learns_only_from_drills_that_did(store):
     now = time.time()
     feed = Feed(store, now - 1200)
