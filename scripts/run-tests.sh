@@ -12,7 +12,7 @@ export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/.state/airflow}"
 # slowest modules first (tests/conftest.py; --no-loadscope-reorder keeps that order: by default xdist hands out
 # the modules with the most tests first, which left a 7-minute module alone at the end); FTOPS_TEST_WORKERS=0 runs
 # in one process.
-# --durations: the slowest tests are named in every run (CI time is watched against its 20-min aim).
+# --durations: the slowest tests are named in every run (CI time is watched against its 40-min aim).
 workers="${FTOPS_TEST_WORKERS:-2}"
 # The tests' Spark JVMs map Spark's classes from an archive built once per JDK and Spark (about a minute;
 # tests/spark_class_archive.py). Importing the conftest here builds it where its progress shows: inside
