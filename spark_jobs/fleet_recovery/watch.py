@@ -18,8 +18,8 @@ A master on which an experiment holds a job (a drill kills domains on purpose an
 the master's capacity) is left to it for the poll: a job that a running recovery does not name is found once it ends,
 as a loss of its own (its run named after its jobs too, so it is not mistaken for the run that left it out).
 
-Complexity: one store query, then per candidate its deployment (an indexed lookup) and its master's state (one read
-per master per poll); only a candidate whose master lists dead workers costs a read of the workers its application
+Complexity: one store query, then per candidate and per job under an experiment its deployment (an indexed lookup),
+and per candidate's master its state (one read per master per poll); only a candidate whose master lists dead workers costs a read of the workers its application
 ran on. Candidates are the jobs whose newest micro-batch is older than :data:`QUIET_S`.
 
     >>> dead_since([{"state": "DEAD", "host": "a", "port": 1, "lastheartbeat": 1_000_000},
