@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ft_core.errors import InputError
+
 Window = tuple[int, int]
 Row = dict[str, Any]
 
@@ -60,11 +62,28 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+def column_names(value: str | Sequence[str], what: str) -> tuple[str, ...]:
+    """One column's name or a sequence of names, as a tuple (a lone string is one column, not its letters: a new
+    user's ``RelativeError(key="category", ...)`` crashed a drill with ``KeyError: 'c'``); InputError naming ``what``
+    for anything else.
+
+    >>> column_names("category", "key"), column_names(["a", "b"], "key")
+    (('category',), ('a', 'b'))
+    """
+    names = (value,) if isinstance(value, str) else value
+    if not isinstance(names, Sequence) or not all(isinstance(n, str) and n for n in names):
+        raise InputError(f"{what}: {value!r} is not a column name or a list of column names", field=what)
+    return tuple(names)
+
+
 @dataclass(frozen=True)
 class SetOverlap:
     """``|T ∩ A| / |A|`` per window over the values of ``columns`` (default: the whole row)."""
 
     columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", column_names(self.columns, "SetOverlap(columns)"))
 
     def sets(self, rows: list[Row]) -> dict[Window, set]:
         out: dict[Window, set] = defaultdict(set)
@@ -106,6 +125,11 @@ class RelativeError:
 
     key: tuple[str, ...]
     value: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", column_names(self.key, "RelativeError(key)"))
+        if not isinstance(self.value, str) or not self.value:
+            raise InputError(f"RelativeError(value): {self.value!r} is not one column name", field="RelativeError(value)")
 
     def _values(self, rows: list[Row]) -> dict[Window, dict[tuple, float]]:
         out: dict[Window, dict[tuple, float]] = defaultdict(dict)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ft_core.errors import InputError
 from ft_core.topology.document import Topology, parse_topology, split_task_id
-from spark_jobs.pipeline.accuracy import Accuracy, SetOverlap
+from spark_jobs.pipeline.accuracy import Accuracy, SetOverlap, column_names
 from spark_jobs.pipeline.operators import Operator, stream_partitioning, topological_order
 from spark_jobs.pipeline.sources import Source
 
@@ -57,6 +57,9 @@ class Output:
     window_local: bool = True
     window_s: float | Callable[[Any], float] | None = None
     slide_s: float | Callable[[Any], float] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", column_names(self.key, "Output(key)"))
 
 
 @dataclass(frozen=True)
