@@ -3,7 +3,8 @@
 Exit codes:
 
 - 0: done (for ``transparency check`` and ``units verify``: the check passed);
-- 1: the check a command runs did not pass (``units verify``: lost or duplicated rows);
+- 1: the check a command runs did not pass (a drill's verdict: ``drill run``, ``drill job``; ``units verify``:
+  lost or duplicated rows; ``doctor``: something needs attention);
 - 2: bad input (a document, a flag) or a system ftops drives did not answer; nothing was started or
   written;
 - 3: the input is valid but infeasible (no plan meets the bound; streams not transparent);
@@ -62,7 +63,7 @@ def report_error(exc: BaseException, as_json: bool) -> int:
 def help_epilog() -> str:
     """The contract for ``--help``: exit codes, the error's shape and the limits in force."""
     return (
-        "exit codes: 0 done; 1 a check did not pass (units verify); 2 bad input or an unreachable system\n"
+        "exit codes: 0 done; 1 a check did not pass (a drill failed, units verify, doctor); 2 bad input or an\nunreachable system "
         "(nothing started or written); 3 valid but infeasible, the job is busy with another experiment, or\n"
         "experiments are halted (`ftops halt`);\n"
         "70 internal error (a bug; FTOPS_DEBUG=1 shows the traceback); 130 interrupted.\n"
