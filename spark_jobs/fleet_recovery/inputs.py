@@ -212,25 +212,34 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     measured = measured_catch_up(store, job)
     assumed = "assumed (no fleet recovery of the job measured it)"
     ratio = measured.get("ratio")
-    started = start_delay(store, job, started_ms) if "restart_s" not in measured else None
-    restart = measured.get("restart_s") or ((started, "start") if started is not None else (restart_s, None))
+    restart, restart_from = _restart(store, job, measured, started_ms, restart_s, assumed)
     resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
             "input_rate": round(input_rate, 3),
             "processing_rate": round(input_rate * (1 + 1 / ratio[0]) if ratio else input_rate * headroom, 3),
-            "restart_s": round(restart[0], 2), "resume_s": round(resume[0], 2),
+            "restart_s": round(restart, 2), "resume_s": round(resume[0], 2),
             "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
             "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
                         "processing_rate": _source(ratio, f"{assumed}: {headroom:g} x the input rate"),
-                        "restart_s": _source(restart[1], f"{assumed}: {restart_s:g} s"),
+                        "restart_s": restart_from,
                         "resume_s": _source(resume[1], f"{assumed}: {RESUME_S:g} s"),
                         "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
 
 
+def _restart(store, job: str, measured: dict[str, Any], started_ms: float | None, restart_s: float,
+             assumed: str) -> tuple[float, str]:
+    """The restart delay and where it came from: a fleet recovery's measurement, else the job's own start, else
+    ``restart_s`` (assumed)."""
+    if "restart_s" in measured:
+        return measured["restart_s"][0], _source(measured["restart_s"], assumed)
+    started = start_delay(store, job, started_ms)
+    if started is not None:
+        return started, "measured at its application's start (the master's record to its first micro-batch)"
+    return restart_s, f"{assumed}: {restart_s:g} s"
+
+
 def _source(measured, assumed: str) -> str:
     run = measured[1] if isinstance(measured, tuple) else measured
-    if run == "start":
-        return "measured at its application's start (the master's record to its first micro-batch)"
     return f"measured in fleet recovery #{run}" if run is not None else assumed
 
 
@@ -260,6 +269,13 @@ def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: fl
     return {"free_cores": float(free), "arrivals": arrivals}
 
 
+def gone_workers(workers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The workers a master lists not alive whose address no live worker holds again (a worker restarted on its
+    host and port is back, not gone)."""
+    live = {(w.get("host"), w.get("port")) for w in workers if w.get("state") == "ALIVE"}
+    return [w for w in workers if w.get("state") != "ALIVE" and (w.get("host"), w.get("port")) not in live]
+
+
 def dead_workers_back(workers: list[dict[str, Any]], failed_at: float, replacement_s: float) -> list[dict[str, float]]:
     """The workers the master lists dead that died with the domain (their last heartbeat within
     :data:`DEAD_AROUND_S` of the failure) and whose address no live worker holds again, back one every
@@ -272,9 +288,7 @@ def dead_workers_back(workers: list[dict[str, Any]], failed_at: float, replaceme
     >>> dead_workers_back(w, failed_at=1_000.0, replacement_s=60)
     [{'at_s': 60.0, 'cores': 2.0}]
     """
-    live = {(w.get("host"), w.get("port")) for w in workers if w.get("state") == "ALIVE"}
-    dead = [w for w in workers if w.get("state") != "ALIVE" and (w.get("host"), w.get("port")) not in live
-            and abs(w.get("lastheartbeat", 0) / 1000 - failed_at) <= DEAD_AROUND_S]
+    dead = [w for w in gone_workers(workers) if abs(w.get("lastheartbeat", 0) / 1000 - failed_at) <= DEAD_AROUND_S]
     arrivals = [{"at_s": float(replacement_s * (i + 1)), "cores": float(w["cores"])} for i, w in enumerate(dead)]
     if len(arrivals) > MAX_ARRIVALS:
         rest = sum(a["cores"] for a in arrivals[MAX_ARRIVALS - 1:])

@@ -74,10 +74,10 @@ class Loss(BaseModel):
 def dead_since(workers: list[dict[str, Any]], since: float) -> list[tuple[str, float]]:
     """The workers (``host:port``, last heartbeat in epoch seconds) the master lists not alive whose last heartbeat
     is at or after ``since``, and whose address no live worker holds again."""
-    live = {(w.get("host"), w.get("port")) for w in workers if w.get("state") == "ALIVE"}
-    return [(f"{w.get('host')}:{w.get('port')}", w.get("lastheartbeat", 0) / 1000) for w in workers
-            if w.get("state") != "ALIVE" and (w.get("host"), w.get("port")) not in live
-            and w.get("lastheartbeat", 0) / 1000 >= since]
+    from spark_jobs.fleet_recovery.inputs import gone_workers
+
+    return [(f"{w.get('host')}:{w.get('port')}", w.get("lastheartbeat", 0) / 1000) for w in gone_workers(workers)
+            if w.get("lastheartbeat", 0) / 1000 >= since]
 
 
 def find_losses(store, now: float | None = None) -> list[Loss]:

@@ -9,8 +9,8 @@ dead that was heartbeating when the job's last micro-batch ended
 (:mod:`spark_jobs.fleet_recovery.watch`). Once two polls in a row see the same loss, ``recover`` starts ``ftops_fleet_recovery``
 for it, one DAG run per master, with the lost jobs and the failure time (the dead workers' last heartbeat); the rest
 of that DAG's Params are its defaults (capacity back: each dead worker, one every ``replacement_s``). The run is
-named after the loss (``fleet_watch__<master>__<failed_at>``), so a loss is recovered once: a loss seen again is
-skipped, and a job whose newest fleet recovery is about this loss is left to whoever that run's outcome went to. A
+named after the loss (``fleet_watch__<master>__<failed_at>__<digest of its jobs>``), so a loss is recovered once: a
+loss seen again is skipped, and a job whose newest fleet recovery is about this loss is left to whoever that run's outcome went to. A
 watch with no loss ends after ``watch_s`` (30 minutes by default; ``watch`` and ``recover`` skipped) and the next
 run starts.
 """

@@ -7,6 +7,7 @@ poll, not the watch. Subclasses say the question (:meth:`StoreWatchTrigger.ask`)
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import time
@@ -33,9 +34,9 @@ class StoreWatchTrigger(BaseTrigger):
             "timeout_s": self.timeout_s, "poll_interval_s": self.poll_interval_s, "started_at": self.started_at,
             "ftops_db_conn_id": self.ftops_db_conn_id})
 
-    def ask(self, store) -> dict[str, Any] | None:  # pragma: no cover - every subclass defines it
+    @abc.abstractmethod
+    def ask(self, store) -> dict[str, Any] | None:
         """The answer to put in the event (None: nothing yet)."""
-        raise NotImplementedError(f"{type(self).__name__} must define ask")
 
     def _poll(self) -> dict[str, Any] | None:
         from ftops_provider.hooks.history import HistoryStoreHook
