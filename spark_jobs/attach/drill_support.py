@@ -149,7 +149,7 @@ def verify(store, dep, ctx, bound_s: float, max_recovery_s: float | None) -> tup
                                    "rerun_batches": a.rerun_batches} for s, a in audits.items()},
               "records_reprocessed": sum(a.records_reprocessed or 0 for a in audits.values()),
               "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
-              "peak_lag_s": _peak_lag(batches, ctx.t_fail), "throughput_dip": _dip(batches, ctx.t_fail),
+              "steady_lag_before_s": ctx.steady_lag_s, "peak_lag_s": _peak_lag(batches, ctx.t_fail), "throughput_dip": _dip(batches, ctx.t_fail),
               "queries_failed": [e for e in events if e["event"] == "terminated" and e.get("exception")
                                  and e["at"] > ctx.t_fail],
               "steady_after": {"lag_s": round(max(v for v in now_lags.values() if v is not None), 1), "bound_s": bound_s}

@@ -104,8 +104,10 @@ def test_a_command_drill_of_the_attached_job_passes_with_exactly_once_held(attac
     checks = {c["name"]: c for c in report["hypothesis_after"]}
     assert checks["exactly once"]["held"] and checks["failure domains as before"]["held"]
     measured = report["measurements"]
-    assert measured["exactly_once_held"] and measured["time_to_caught_up_s"] > 5 and measured["peak_lag_s"] > 5
+    assert measured["exactly_once_held"] and measured["time_to_caught_up_s"] > 5
     stored = store.drill_report(report["experiment_id"])
+    # the fault shows in the lag: the newest row of a batch in flight waits for capacity (5 s and an executor's start)
+    assert measured["peak_lag_s"] > stored["steady_lag_before_s"], (measured, stored["steady_lag_before_s"])
     assert stored["kind"] == "attached" and stored["exactly_once"]["ftops-clicks-clicks"]["failed"] == []
     assert stored["exactly_once"]["ftops-clicks-clicks"]["batches_audited"] >= 2
     assert cluster_of(dep).capacity() == before and store.open_faults(JOB) == []
