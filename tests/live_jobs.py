@@ -98,3 +98,28 @@ def repository_dag(dag_id: str):
     if module is not None:
         importlib.reload(module)
     return DagBag(dag_folder=str(ROOT / "dags")).get_dag(dag_id)
+
+
+@contextmanager
+def standby_holder(dep, name: str) -> Iterator:
+    """Another application holding the standby's one core while the block runs."""
+    import signal
+    import subprocess
+    import sys
+
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.waiting import wait_for
+
+    code = ("import time; from pyspark.sql import SparkSession; "
+            f"s = SparkSession.builder.master({dep.standby_master!r}).appName({name!r})"
+            ".config('spark.cores.max', '1').config('spark.executor.memory', '512m').getOrCreate(); time.sleep(900)")
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: any(a["name"] == name and a["state"] == "RUNNING" and a["cores"] == 1
+                             for a in master_state(dep.standby_ui)["activeapps"]) or None,
+                 timeout_s=120, interval_s=1, what=f"{name} to hold the standby's core")
+        yield proc
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -237,15 +238,47 @@ class LocalAirflow:
     def failed_task_logs(self, dag_id: str, run_id: str, lines: int = 15) -> str:
         """The last ``lines`` of the newest attempt's log of each task of the run that failed or waits for a
         retry (what explains a failed run in a test's or the demo's message); empty when none did."""
-        wanted = ("failed", "up_for_retry")
-        failed = [t for t, ti in self.task_instances(dag_id, run_id).items() if ti["state"] in wanted]
         parts = []
-        for task in failed:
-            # a mapped task's attempts are one level down, in map_index=N (the fleet DAGs map over jobs)
-            attempts = sorted((self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}").rglob("attempt=*.log"))
+        for task in self._tasks_in(dag_id, run_id, ("failed", "up_for_retry")):
+            attempts = self._attempt_logs(dag_id, run_id, task)
             tail = attempts[-1].read_text(errors="replace").splitlines()[-lines:] if attempts else ["(no log file)"]
             parts.append(f"--- {task} ({attempts[-1].name if attempts else '-'}):\n" + "\n".join(tail))
         return "\n".join(parts)
+
+    def task_errors(self, dag_id: str, run_id: str) -> dict[str, str]:
+        """Each failed task of the run and the error that failed its newest attempt (from the task log's
+        structured lines: ``error_detail``); a task whose log names none is left out."""
+        return self._log_events(dag_id, run_id, ("failed",), lambda e: next(
+            (f"{d['exc_value']}" for d in e.get("error_detail") or [] if d.get("exc_value")), None))
+
+    def skip_reasons(self, dag_id: str, run_id: str) -> dict[str, str]:
+        """Each skipped task of the run and why it was skipped (its log's ``Skipping task.`` line); a task skipped
+        by its trigger rule (it never ran) has no log and is left out."""
+        return self._log_events(dag_id, run_id, ("skipped",),
+                                lambda e: e.get("reason") if e.get("event") == "Skipping task." else None)
+
+    def _log_events(self, dag_id: str, run_id: str, states: tuple[str, ...], pick) -> dict[str, str]:
+        out = {}
+        for task in self._tasks_in(dag_id, run_id, states):
+            for log in self._attempt_logs(dag_id, run_id, task)[-1:]:
+                for line in log.read_text(errors="replace").splitlines():
+                    try:
+                        found = pick(json.loads(line))
+                    except (ValueError, AttributeError, TypeError):
+                        continue
+                    if found:
+                        out[task] = found
+        return out
+
+    def _tasks_in(self, dag_id: str, run_id: str, states: tuple[str, ...]) -> list[str]:
+        return [t for t, ti in self.task_instances(dag_id, run_id).items() if ti["state"] in states]
+
+    def _attempt_logs(self, dag_id: str, run_id: str, task: str) -> list[Path]:
+        # a mapped task's attempts are one level down, in map_index=N (the fleet DAGs map over jobs)
+        folder = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task}"
+        # a deferred attempt's trigger writes attempt=N.log.trigger.M.log beside it: the attempt's own log is the one
+        attempts = [p for p in folder.rglob("attempt=*.log") if re.fullmatch(r"attempt=\d+\.log", p.name)]
+        return sorted(attempts, key=lambda p: int(p.name[len("attempt="):-len(".log")]))
 
     def down(self, timeout_s: float = 60) -> list[str]:
         """SIGTERM each component's process group, SIGKILL what is left after ``timeout_s``, and return

@@ -5,12 +5,15 @@ A new user's job used to need five commands and a person at hand: ``job register
 drill. ``job protect`` takes ``job register``'s flags and:
 
 1. registers the job (a runnable job: a pipeline with ``--input`` and ``--master``);
-2. submits its primary unless it runs, and waits for its first committed micro-batch (the rates the plan needs);
-3. on the local stack (its Airflow runs, on the stack's history store): unless ``--apply`` or ``--test-job`` says
-   otherwise, sets the job's apply mode to ``auto`` (a sandbox applies at once), runs ``ftops_profile_and_plan``
-   (profile, plan, replica) and reports the plan and whether its replica runs, or why it waits (a standby without
-   free cores); with ``--drill``, runs a first ``ftops_chaos_drill`` of the job and reports its verdict;
-4. anywhere else, it says what waits for whom: ``ftops_profile_and_plan``'s next run plans the job and, per its
+2. on the local stack (its Airflow runs, on the stack's history store), before anything slow: when the standby has
+   no free core for the job's replica (after ``make demo`` the sample's replica holds the stack's only one), adds
+   a standby worker to the stack's cluster, or with ``--no-add-worker`` stops there naming who holds the cores;
+3. submits its primary unless it runs, and waits for its first committed micro-batch (the rates the plan needs);
+4. on the local stack: unless ``--apply`` or ``--test-job`` says otherwise, sets the job's apply mode to ``auto``
+   (a sandbox applies at once), runs ``ftops_profile_and_plan`` for the job (profile, plan, replica) and reports the
+   plan and whether its replica runs, or why not (the run's error); with ``--drill``, runs a first
+   ``ftops_chaos_drill`` of the job and reports its verdict, or why no drill ran;
+5. anywhere else, it says what waits for whom: ``ftops_profile_and_plan``'s next run plans the job and, per its
    apply mode, starts its replica (``auto``), asks a person in Airflow's Required actions (``approve``, the
    default) or only stores the plan (``recommend``).
 
@@ -37,6 +40,10 @@ NEXT_ELSEWHERE = {
 }
 
 
+NO_CHANGE = ("the run applied no replica change for the job: its replica_changes task's log says why (the job busy "
+             "with another experiment, apply mode recommend, or its primary not running)")
+
+
 def add_protect_command(sub) -> None:
     """``ftops job protect`` beside the other ``job`` commands (spark_jobs.cli.job creates the group)."""
     from ft_core.cli.registry import group_commands
@@ -49,6 +56,9 @@ def add_protect_command(sub) -> None:
     add_registration_arguments(protect)
     protect.add_argument("--drill", action="store_true", help="then run a first drill of the job (ftops_chaos_drill, "
                                                               "local stack only)")
+    protect.add_argument("--no-add-worker", action="store_true",
+                         help="on the local stack, when the standby has no free core for the job's replica, stop and say "
+                              "who holds them instead of adding a standby worker (the default adds one)")
     protect.add_argument("--first-batch-timeout-s", type=flag(PositiveSeconds), default=300.0,
                          help="how long to wait for the primary's first micro-batch (default 300)")
     protect.add_argument("--airflow-port", type=flag(Port), default=8080,
@@ -84,13 +94,23 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
         say("the local stack: apply mode auto (plans and drills apply at once; --apply approve asks a person first)")
     registered = register_job(args)
     say(f"1/4 registered {registered['job']} (id {registered['job_id']}, {registered['tasks']} tasks)")
+    dep = _deployment(args.name, args.db_dir)
+    added = None
+    no_room = _standby_room(dep, args.name) if airflow is not None and args.budget != 0 else None
+    if no_room is not None and dep.cluster_state and not args.no_add_worker:  # the stack's own cluster: a sandbox
+        added = _add_standby_worker(dep)
+        say(f"{no_room.split(';')[0]}: added standby worker {added} ({dep.replica_cores} core"
+            f"{'s' * (dep.replica_cores != 1)}) for its replica; `ftops cluster status` lists it")
+    elif no_room is not None:  # before any slow work: the replica would wait for cores nobody frees
+        say(f"not started: {no_room}")
+        return {"job": args.name, "registered": registered, "local_stack": True, "standby": no_room}
     started = start_job(args.name, args.db_dir)
     say(f"2/4 primary {'submitted' if started['submitted'] else 'already running'} ({started.get('app_id')})")
-    dep = _deployment(args.name, args.db_dir)
     first_batch_s = _first_batch(args.name, dep, args.first_batch_timeout_s)
     say(f"3/4 first micro-batch committed after {first_batch_s:.0f} s")
     doc = {"job": args.name, "registered": registered, "primary": started, "first_batch_s": round(first_batch_s, 1),
-           "local_stack": airflow is not None, "apply_mode": _apply_mode(args.name, args.db_dir)}
+           "local_stack": airflow is not None, "apply_mode": _apply_mode(args.name, args.db_dir),
+           **({"standby_worker_added": added} if added else {})}
     if airflow is None:
         doc["next"] = NEXT_ELSEWHERE[doc["apply_mode"]]
         say(f"4/4 no local stack: {doc['next']}")
@@ -104,6 +124,8 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
 def _protected(doc: dict, drilled: bool) -> bool:
     if not doc["local_stack"]:
         return True  # what follows is the DAG's, and said
+    if "standby" in doc:
+        return False  # refused before starting: no standby cores for the replica
     replica_runs = (doc.get("replica") or {}).get("state") == "RUNNING" or (doc.get("plan") or {}).get("tasks") == []
     return doc["plan_run"] == "success" and replica_runs and (not drilled or doc["drill"]["status"] == "passed")
 
@@ -158,10 +180,38 @@ def _first_batch(job: str, dep, timeout_s: float) -> float:
     return time.time() - t0
 
 
+def _standby_room(dep, job: str) -> str | None:
+    """Why the job's replica could not get cores on its standby now, and what to do (None: it fits). The job's own
+    replicas count as free (a new plan replaces them)."""
+    from spark_jobs.cluster.master_room import room
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.job_streams import app_job
+
+    state = master_state(dep.standby_ui, timeout_s=10)
+    free = room(state, also_free=tuple(a["name"] for a in state.get("activeapps", []) if app_job(a["name"]) == job))
+    if free.fits(dep.replica_cores):
+        return None
+    jobs = sorted({j for name, _ in free.holders if (j := app_job(name))})
+    stop = " or ".join(f"`ftops job stop {j}`" for j in jobs) or "stop the application holding them"
+    return (free.why_not(dep.replica_cores, f"the replica of {job}", f"the standby ({dep.standby_ui})") +
+            f"; free them ({stop}) or add a standby worker (`ftops cluster add-worker --pool standby --domain "
+            f"standby`), then run `ftops job protect` again")
+
+
+def _add_standby_worker(dep) -> str:
+    """One more worker in the job's local standby pool (as `ftops cluster add-worker --pool standby --domain
+    standby`), with the replica's cores; its name."""
+    from pathlib import Path
+
+    from spark_jobs.cluster.standalone import add_worker
+
+    return add_worker(Path(dep.cluster_state), "standby", "standby", cores=dep.replica_cores).name
+
+
 def _plan_and_replica(airflow, standby_ui: str, job: str, db_dir, say) -> dict:
     from spark_jobs.cli.job import open_store
 
-    run = airflow.run_dag("ftops_profile_and_plan", {}, timeout_s=1200, progress=say)
+    run = airflow.run_dag("ftops_profile_and_plan", {"job": job}, timeout_s=1200, progress=say)
     store = open_store(db_dir)
     try:
         plan = store.current_plan(job, "replication")
@@ -175,14 +225,26 @@ def _plan_and_replica(airflow, standby_ui: str, job: str, db_dir, say) -> dict:
         say(f"4/4 ftops_profile_and_plan {run['state']}, but no replication plan was stored for {job}")
         return out
     out["replica"] = _replica_state(standby_ui, job, replica)
+    if tasks and (out["replica"] or {}).get("state") != "RUNNING" and not (out["replica"] or {}).get("why"):
+        out["replica"] = {**(out["replica"] or {"state": "not running"}), "why": _failure(airflow, "ftops_profile_and_plan", run)
+                          if run["state"] == "failed" else NO_CHANGE}
     say(f"4/4 plan #{plan['plan_id']}: OF {plan['objective']:.4f}, replicating {len(tasks)} tasks; replica "
         + (out["replica"]["state"] if out["replica"] else "none (the plan replicates nothing)")
         + (f": {out['replica']['why']}" if out["replica"] and out["replica"].get("why") else ""))
     return out
 
 
+def _failure(airflow, dag_id: str, run: dict) -> str:
+    """What failed the run, in a line: its failed tasks' errors (their logs' last error), or where to look."""
+    errors = airflow.task_errors(dag_id, run["dag_run_id"])
+    if errors:
+        return "; ".join(f"{task}: {error}" for task, error in errors.items())
+    return f"{dag_id} run {run['dag_run_id']} {run['state']}: see its task logs in Airflow"
+
+
 def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | None:
     """The replica application's state on the job's standby master, and why it waits when it does."""
+    from spark_jobs.cluster.master_room import room
     from spark_jobs.cluster.web_ui import master_state
     from spark_jobs.runtime.job_streams import replica_app_name
 
@@ -193,22 +255,26 @@ def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | No
     app = next((a for a in doc.get("activeapps", []) if a["name"] == name), None)
     state = {"app": name, "state": app["state"] if app else "not running"}
     if app and app["state"] == "WAITING":
-        holders = [f"{a['name']} ({a.get('cores', '?')} cores)" for a in doc.get("activeapps", []) if a["name"] != name]
-        state["why"] = (f"the standby has {doc.get('coresfree', 0)} free of {doc.get('cores', 0)} cores; taken by "
-                        + (", ".join(holders) or "nothing listed") + ": stop one (`ftops job stop JOB`) or add workers")
+        state["why"] = room(doc, but=name).why_not(1, name, "the standby") + \
+            ": stop one (`ftops job stop JOB`) or add a standby worker"
     return state
 
 
 def _first_drill(airflow, job: str, db_dir, say) -> dict:
     from spark_jobs.cli.job import open_store
 
-    run = airflow.run_dag("ftops_chaos_drill", {"job": job}, timeout_s=1800, progress=say)
     store = open_store(db_dir)
     try:
-        drills = store.drills(job)
+        before = {d["drill_id"] for d in store.drills(job)}
+        run = airflow.run_dag("ftops_chaos_drill", {"job": job}, timeout_s=1800, progress=say)
+        drills = [d for d in store.drills(job) if d["drill_id"] not in before]
     finally:
         store.conn.close()
-    last = drills[-1] if drills else {}
-    out = {"run": run["state"], "drill_id": last.get("drill_id"), "status": last.get("status", "not recorded")}
+    if not drills:  # refused before it started (busy, halted, not steady): the skip or the failure says why
+        skipped = airflow.skip_reasons("ftops_chaos_drill", run["dag_run_id"])
+        why = "; ".join(dict.fromkeys(skipped.values())) or _failure(airflow, "ftops_chaos_drill", run)
+        say(f"no drill ran (ftops_chaos_drill {run['state']}): {why}")
+        return {"run": run["state"], "drill_id": None, "status": "not run", "why": why}
+    out = {"run": run["state"], "drill_id": drills[-1]["drill_id"], "status": drills[-1]["status"]}
     say(f"drill #{out['drill_id']}: {out['status']} (ftops_chaos_drill {run['state']}); `ftops job status {job}`")
     return out

@@ -149,6 +149,18 @@ def replica_app_name(job: str, plan_id: int) -> str:
     return f"ftops-{job}-replica-p{plan_id}"
 
 
+def app_job(app_name: str) -> str | None:
+    """The job whose primary or replica ``app_name`` is (None: not one of ftops's streams).
+
+    >>> app_job("ftops-topk-replica-p2"), app_job("ftops-shop-orders-primary-t2"), app_job("holder")
+    ('topk', 'shop-orders', None)
+    """
+    import re
+
+    found = re.fullmatch(r"ftops-(.+)-(?:primary(?:-t[0-9.e+-]+)?|replica-p[0-9]+)", app_name)
+    return found.group(1) if found else None
+
+
 def _common(dep: JobDeployment, trigger_s: float | None) -> list[str]:
     argv = ["--trigger-s", trigger_s or dep.trigger_s]
     for item in dep.params:

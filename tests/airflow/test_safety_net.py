@@ -190,6 +190,54 @@ def test_job_protect_through_airflow_plans_the_job_and_starts_its_replica(job, a
     assert any(m.startswith("4/4 plan #") and m.endswith("replica RUNNING") for m in said), said
 
 
+def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflow):
+    """Issue 37's new-user trial: after `make demo` the standby's one core was another job's, and `job protect` sat
+    20 minutes in a failing plan run and said nothing; its drill was then refused (a lease the failed run kept) and
+    it printed "drill #None: not recorded". Now it checks the standby before anything slow, names the holder and
+    what to do; a plan run meeting a full standby (a scheduled one) fails its wait naming the holder, stops the
+    replica and releases the job; a drill refused before it starts says why."""
+    from ft_core.cli.main import build_parser
+    from ftops_provider.protect_cli import _first_drill, _plan_and_replica, _protected, protect
+    from spark_jobs.cluster.web_ui import master_state
+    from spark_jobs.runtime.launch import stop_run
+    from tests.live_jobs import registration, standby_holder
+
+    dep, store = job
+    assert stop_run(dep.replica_output(store.running_replica_plan(JOB)["plan_id"]))  # the previous test's replica
+    said: list[str] = []
+    with standby_holder(dep, "standby-holder"):
+        flags = [*map(str, registration(JOB, dep.input.parent, BASE)[2:])]
+        doc = protect(build_parser().parse_args(["job", "protect", *flags, "--no-add-worker"]), airflow, said.append)
+        assert not _protected(doc, drilled=False) and "primary" not in doc  # stopped before starting anything
+        assert "has 0 of 1 cores free" in doc["standby"] and "held by standby-holder (1 core)" in doc["standby"]
+        assert "`ftops cluster add-worker --pool standby --domain standby`" in doc["standby"], doc["standby"]
+        assert said[-1] == f"not started: {doc['standby']}"
+
+        out = _plan_and_replica(airflow, dep.standby_ui, JOB, None, said.append)  # as a scheduled run meets it
+        assert out["plan_run"] == "failed" and out["replica"]["state"] == "not running", out
+        assert "wait_replica_running" in out["replica"]["why"] and "held by standby-holder (1 core)" in out["replica"]["why"]
+        assert store.lease(JOB) is None and store.running_replica_plan(JOB) is None  # released; no replica recorded
+        assert not [a for a in master_state(dep.standby_ui)["activeapps"] if a["name"].startswith(f"ftops-{JOB}-replica")]
+
+    store.acquire_lease(JOB, "recovery", "a test's recovery", ttl_s=600)
+    try:
+        drill = _first_drill(airflow, JOB, None, said.append)
+    finally:
+        store.release_lease(JOB, "a test's recovery")
+    assert drill["status"] == "not run" and drill["drill_id"] is None
+    assert "busy" in drill["why"] and "a test's recovery" in drill["why"], drill
+    assert said[-1].startswith("no drill ran (ftops_chaos_drill ")
+
+    # by default, on the stack's own cluster: a standby worker is added and the replica runs on it
+    before = cluster_of(dep).capacity()
+    with standby_holder(dep, "standby-holder"):
+        doc = protect(build_parser().parse_args(["job", "protect", *flags]), airflow, said.append)
+        assert _protected(doc, drilled=False) and doc["replica"]["state"] == "RUNNING", (doc, said)
+        assert doc["standby_worker_added"].startswith("worker-standby-standby-"), doc
+        assert any(m.startswith("the standby (") and "added standby worker" in m for m in said), said
+    assert cluster_of(dep).capacity() == before  # the primary's failure domains are untouched
+
+
 def test_a_primary_its_restarted_master_forgot_is_submitted_again_from_its_checkpoint(job):
     """A standalone master restarted without recovery forgets its running applications: the driver lives on with no
     executors (the self-chaos bench's spark-master-restarted left the job stalled). The repair every drill's finish,

@@ -20,6 +20,8 @@ RUNS = {"local_stack": True, "plan_run": "success", "plan": {"tasks": ["a[0]"]},
     ({"plan": {"tasks": []}, "replica": None}, False, True),  # nothing to replicate: nothing waits
     ({"drill": {"status": "passed"}}, True, True),
     ({"drill": {"status": "failed"}}, True, False),
+    ({"drill": {"status": "not run", "why": "job busy"}}, True, False),  # refused before it started
+    ({"standby": "the standby has 0 of 1 cores free"}, False, False),  # stopped before starting the job
     ({"local_stack": False}, False, True),
 ])
 def test_protected_when_planned_replicated_and_drilled_as_asked(change, drilled, protected):

@@ -10,7 +10,9 @@ plan beats the applied one by more than ``of_threshold`` output fidelity (or no 
 replica is resubmitted with the new plan (``submit_replica``, a SparkSubmitOperator through ftops's
 detached launcher), the DAG waits, deferred, until it runs (``wait_replica_running``), only then stops the
 old one (``stop_old_replica``) and records the applied plan, publishing the ``ftops://plans/replication``
-asset. ``undo_orphaned_faults`` undoes the faults of experiments whose holder died (the safety net's repair,
+asset; a replica that waits 30 s for standby cores other applications hold fails its wait at once, naming them.
+Whatever failed, ``undo_unapplied`` then stops each new replica not recorded and releases its change's lease
+(``watcher`` keeps such a run failed). ``undo_orphaned_faults`` undoes the faults of experiments whose holder died (the safety net's repair,
 ``ftops_safety_net``). Everything goes to the history store (connection ``ftops_db``). Nothing heavy runs at import time.
 
 Per job's apply mode: ``recommend`` stores plans and never resubmits; ``approve`` (the default for jobs
@@ -34,6 +36,7 @@ from ftops_provider.arguments import bounded_param, optional_name_param
 from ftops_provider.operators.accuracy import EstimateAccuracyOperator
 from ftops_provider.operators.planning import PlanReplicationOperator, UpgradeHistoryOperator
 from ftops_provider.operators.profiling import ProfileJobOperator, WhatIfRecoveryOperator
+from ftops_provider.operators.run_watcher import RunFailureWatcher
 from ftops_provider.operators.safety import ReconcileOperator
 from ftops_provider.operators.streams import StopStreamOperator, StreamSubmitOperator
 from ftops_provider.schedules import dag_schedule
@@ -121,8 +124,10 @@ with DAG(
     request >> approve >> decided >> applying
     submit = StreamSubmitOperator.partial(task_id="submit_replica", conn_id="spark_standby").expand_kwargs(
         applying.map(lambda c: {"app_name": c["app_name"], "run_args": c["run_args"], "master_ui": c["master_ui"]}))
+    # a replica waiting 30 s for standby cores other applications hold would wait until someone stops one: fail
+    # then, naming them, not after three 5-minute tries
     running = SparkAppSensor.partial(task_id="wait_replica_running", spark_master_conn_id="ftops_spark_standby",
-                                     timeout_s=300).expand(app_name=applying.map(lambda c: c["app_name"]))
+                                     timeout_s=300, no_room_after_s=30).expand(app_name=applying.map(lambda c: c["app_name"]))
     stop_old = StopStreamOperator.partial(task_id="stop_old_replica").expand(output_dir=applying.map(lambda c: c["old_output"]))
 
     @task(outlets=[REPLICATION_PLANS])
@@ -134,10 +139,20 @@ with DAG(
         outlet_events[REPLICATION_PLANS].extra = {"applied": [{"job": r["job"], "plan_id": r["plan_id"]} for r in recorded]}
         return recorded
 
+    # whatever failed or was rejected: a change not recorded is undone (its new replica stopped, its lease released)
+    @task(trigger_rule="all_done")
+    def undo_unapplied(ti=None, dag_run=None) -> list[dict]:
+        from ftops_provider.leases import run_holder
+        from ftops_provider.operators.replicas import undo_unapplied as undo
+
+        return undo(ti.xcom_pull(task_ids="replica_changes") or [], ti.xcom_pull(task_ids="record_applied") or [],
+                    holder=run_holder(dag_run.dag_id, dag_run.run_id))
+
     upgrade >> [repair, jobs]
     profiled >> planned >> what_if >> changes
     planned >> estimated
-    submit >> running >> stop_old >> record_applied(applying)
+    submit >> running >> stop_old >> record_applied(applying) >> undo_unapplied()
+    dag.tasks >> RunFailureWatcher()  # `undo_unapplied` runs after failures too: this leaf keeps such a run failed
 
 if __name__ == "__main__":
     print(f"{dag.dag_id}: {len(dag.tasks)} tasks")

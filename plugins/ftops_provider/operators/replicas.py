@@ -10,7 +10,11 @@ mode a change waits for a person (the DAG's human-in-the-loop step, with the pla
 job's replica changes at most once per ``replica_cooldown_s`` (a replica that died is replaced at once:
 that is a repair, not a change). A change holds the job's lease (kind ``replica_change``) from the moment
 it is proposed until it is recorded or rejected, so it never runs beside a drill or a recovery of the job;
-a job whose lease someone else holds gets no change this run (the next run proposes it again).
+a job whose lease someone else holds gets no change this run (the next run proposes it again). A change that
+is not recorded, whatever stopped it (its replica found no standby cores, a step failed, the run was ended), is
+undone when the run ends (:func:`undo_unapplied`): its new replica stopped, its lease released. A replica
+running unrecorded would be one no drill or recovery counts, and a lease left behind would refuse every
+experiment on the job for half an hour.
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ def _change(store, name: str, threshold: float) -> dict | None:
             "old_tasks": sorted(store.plan(applied["plan_id"])["payload"].get("tasks", [])) if applied else [],
             "run_args": [str(a) for a in replica_run_argv(dep, plan["plan_id"], tasks)], "master_ui": dep.standby_ui,
             "master_url": dep.standby_master, "old_plan_id": applied["plan_id"] if applied else None,
+            "new_output": str(dep.replica_output(plan["plan_id"])),
             # nothing to stop when the old replica is gone (its folder may even be the new one's: same plan)
             "old_output": str(dep.replica_output(applied["plan_id"])) if alive else ""}
 
@@ -184,3 +189,30 @@ def record_applied(changes: list[dict], holder: str, conn_id: str = "ftops_db") 
     finally:
         store.conn.close()
     return out
+
+
+def undo_unapplied(proposed: list[dict], recorded: list[dict], holder: str, conn_id: str = "ftops_db") -> list[dict]:
+    """At the run's end, whatever happened before: every proposed change not recorded as applied has its new
+    replica stopped (when this run submitted one), the record of the replica it replaced closed when that one was
+    already gone (the store says no replica runs, as none does), and its lease released. Returns the changes
+    undone."""
+    from pathlib import Path
+
+    from ftops_provider.hooks.history import HistoryStoreHook
+    from spark_jobs.runtime.launch import stop_run
+
+    done = {(r["job"], r["plan_id"]) for r in recorded}
+    undone = [c for c in proposed if (c["job"], c["plan_id"]) not in done]
+    store = HistoryStoreHook(conn_id).store()
+    try:
+        for c in undone:
+            new = Path(c["new_output"])
+            stopped = (new / "_submit.json").exists() and stop_run(new, timeout_s=30)
+            if c["old_plan_id"] is not None and not c["old_output"]:  # the replica it was to replace is gone
+                store.stop_applied_plan(c["job"], "replica", c["old_plan_id"])
+            store.release_lease(c["job"], holder)
+            log.warning("job %s: the change to plan #%s was not applied%s; its lease is released (the next run "
+                        "proposes it again)", c["job"], c["plan_id"], ": its new replica is stopped" if stopped else "")
+    finally:
+        store.conn.close()
+    return undone

@@ -143,24 +143,36 @@ class SparkCapacitySensor(_DeferredWait):
 
 
 class SparkAppSensor(_DeferredWait):
-    """Wait until the application named ``app_name`` is ``state`` (RUNNING, or ``absent``) on the master."""
+    """Wait until the application named ``app_name`` is ``state`` (RUNNING, or ``absent``) on the master. With
+    ``no_room_after_s``, an application that waits that long for cores other applications hold fails the task at
+    once, naming them (no retry: it would wait the same way until someone stops one or adds a worker)."""
 
     template_fields = ("app_name", "timeout_s")
 
     def __init__(self, *, app_name: str, spark_master_conn_id: str = "ftops_spark_master", state: str = "RUNNING",
-                 min_cores: int = 1, **kwargs):
+                 min_cores: int = 1, no_room_after_s: float | None = None, **kwargs):
         super().__init__(**kwargs)
         self.app_name = app_name
         self.spark_master_conn_id = spark_master_conn_id
         self.state = state
         self.min_cores = min_cores
+        self.no_room_after_s = no_room_after_s
 
     def make_trigger(self, context: Any):
         from ftops_provider.hooks.spark_master import SparkMasterHook
         from ftops_provider.triggers.spark_app import SparkAppTrigger
 
         return SparkAppTrigger(SparkMasterHook(self.spark_master_conn_id).ui_url(), self.app_name, state=self.state,
-                               min_cores=self.min_cores, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s)
+                               min_cores=self.min_cores, timeout_s=self.timeout_s, poll_interval_s=self.poll_interval_s,
+                               no_room_after_s=self.no_room_after_s)
+
+    def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> dict[str, Any]:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        if event and event.get("status") == "no_room":
+            raise AirflowFailException(f"{self.task_id}: {event['reason']}: stop one of them (a job's replica: "
+                                       "`ftops job stop JOB`) or add a worker to that master")
+        return super().execute_complete(context, event)
 
 
 class DrillWaitSensor(_DeferredWait):
