@@ -8,6 +8,13 @@ from ft_core.errors import InputError
 from ft_core.store.base import StoreBase
 from ft_core.store.records import DRILL_KEYS, JOB_LOCK_BASE, DrillMeasurement, DrillOutcome, jsonb, rows, validated
 
+# a drill's fault time (epoch s): its report's, else its experiment timeline's "failure injected" (older drills)
+_FAILED_AT = """coalesce((d.report->>'failed_at')::float8,
+                (SELECT (e->>'at')::float8 FROM jsonb_array_elements(d.experiment->'timeline') e
+                 WHERE e->>'event' = 'failure injected' LIMIT 1))"""
+# a job's cluster: its deployment's primary master (an attached job's: its master)
+_MASTER = "coalesce(j.deployment->>'primary_master', j.deployment->>'master')"
+
 
 class DrillRecords(StoreBase):
     """Drills: predicted output fidelity and predicted accuracy against measured tentative accuracy, per
@@ -143,16 +150,31 @@ class DrillRecords(StoreBase):
         next drill's catch-up prediction learns from (:mod:`ft_core.recovery.drill_catch_up`)."""
         with self.conn, self.conn.cursor() as cur:
             cur.execute(
-                """SELECT * FROM (
-                       SELECT d.drill_id, coalesce((d.report->>'failed_at')::float8,
-                                  (SELECT (e->>'at')::float8 FROM jsonb_array_elements(d.experiment->'timeline') e
-                                   WHERE e->>'event' = 'failure injected' LIMIT 1)) AS failed_at,
+                f"""SELECT * FROM (
+                       SELECT d.drill_id, {_FAILED_AT} AS failed_at,
                               (d.report->>'capacity_alive_s')::float8, d.time_to_caught_up_s, d.params
                        FROM ftops_drill d JOIN ftops_job j USING (job_id)
                        WHERE j.name = %s AND d.time_to_caught_up_s IS NOT NULL) measured
                    WHERE failed_at < %s ORDER BY failed_at DESC LIMIT %s""",
                 (job, before_ts, limit))
             return rows(cur, ("drill_id", "failed_at", "capacity_alive_s", "time_to_caught_up_s", "params"))
+
+    def cluster_capacity_timings(self, job: str, before_ts: float, limit: int = 5) -> list[dict[str, Any]]:
+        """The newest ``limit`` drills whose fault came before ``before_ts`` and whose capacity came back, of the job
+        and of every job on the same primary master (a worker's join is the cluster's, not a job's), newest first:
+        ``drill_id``, ``job``, ``failed_at``, ``capacity_alive_s`` and ``params``."""
+        with self.conn, self.conn.cursor() as cur:
+            cur.execute(
+                f"""SELECT * FROM (
+                       SELECT d.drill_id, j.name, {_FAILED_AT} AS failed_at,
+                              (d.report->>'capacity_alive_s')::float8 AS capacity_alive_s, d.params
+                       FROM ftops_drill d JOIN ftops_job j USING (job_id)
+                       WHERE d.report->>'capacity_alive_s' IS NOT NULL
+                         AND (j.name = %(job)s OR {_MASTER} = (SELECT {_MASTER} FROM ftops_job j WHERE j.name = %(job)s))
+                   ) measured
+                   WHERE failed_at < %(before)s ORDER BY failed_at DESC LIMIT %(limit)s""",
+                {"job": job, "before": before_ts, "limit": limit})
+            return rows(cur, ("drill_id", "job", "failed_at", "capacity_alive_s", "params"))
 
     @staticmethod
     def _plan_accuracy(cur, plan_id: int | None) -> float | None:

@@ -5,8 +5,9 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
 
 - the input rate and the time between batches: the job's batches in the :data:`STEADY_S` before the forecast;
 - the stall (the first batch after the fault ends ``replacement_delay_s + add_worker_s + resume_s`` after it):
-  ``add_worker_s`` (capacity back after the drill's delay) and ``resume_s`` (the stalled batch's end after that)
-  are the medians over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
+  ``add_worker_s`` (capacity back after the drill's delay) is the median over the last :data:`LEARN_FROM` drills on
+  the job's cluster, of any job there (a worker's join is the cluster's); ``resume_s`` (the stalled batch's end
+  after that) the median over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
@@ -63,7 +64,7 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = past[:LEARN_FROM]
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
-    add_worker = _learned_or_assumed(past, "add_worker_s", ASSUMED_ADD_WORKER_S, learned, sources)
+    add_worker = _add_worker(store, job, now, sources)
     resume = _learned_or_assumed(past, "resume_s", ASSUMED_RESUME_S[kill_driver], learned, sources)
     after = min(max(1, round(_learned_or_assumed(past, "batches_after", 2, learned, sources))), MAX_BATCHES_AFTER)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
@@ -125,6 +126,21 @@ def _main_stream(batches: dict[str, list[dict]]) -> tuple[str | None, list[dict]
 def _points(batches: list[dict]) -> list[tuple[float, float]]:
     """(rows read, seconds since the batch before ended) of each batch but the first."""
     return [(b["input_rows"], b["batch_end"] - a["batch_end"]) for a, b in zip(batches, batches[1:])]
+
+
+def _add_worker(store, job: str, now: float, sources: dict[str, str]) -> float:
+    """Capacity back after the drill's delay: the median over the newest :data:`LEARN_FROM` drills on the job's
+    cluster (this job's, stalled or not, and other jobs' on the same primary master: a worker's join is the
+    cluster's), else assumed."""
+    joins = [(d, d["capacity_alive_s"] - float(d["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)))
+             for d in store.cluster_capacity_timings(job, now, limit=LEARN_FROM)]
+    if not joins:
+        sources["add_worker_s"] = f"assumed ({ASSUMED_ADD_WORKER_S:g}: no earlier drill on the job's cluster measured it)"
+        return ASSUMED_ADD_WORKER_S
+    others = sorted({d["job"] for d, _ in joins} - {job})
+    sources["add_worker_s"] = ("median of drills " + ", ".join(f"#{d['drill_id']}" for d, _ in joins) + " on the job's "
+                               "cluster" + (f" (of {', '.join(others)} too)" if others else ""))
+    return statistics.median(max(0.0, s) for _, s in joins)
 
 
 def _learned_or_assumed(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
