@@ -236,7 +236,8 @@ def _plan_and_replica(airflow, standby_ui: str, job: str, db_dir, say) -> dict:
 
 def _failure(airflow, dag_id: str, run: dict) -> str:
     """What failed the run, in a line: its failed tasks' errors (their logs' last error), or where to look."""
-    errors = airflow.task_errors(dag_id, run["dag_run_id"])
+    errors = {task: error for task, error in airflow.task_errors(dag_id, run["dag_run_id"]).items()
+              if task != "watcher"}  # the leaf that only repeats which tasks failed
     if errors:
         return "; ".join(f"{task}: {error}" for task, error in errors.items())
     return f"{dag_id} run {run['dag_run_id']} {run['state']}: see its task logs in Airflow"
