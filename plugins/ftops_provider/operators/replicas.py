@@ -11,8 +11,9 @@ job's replica changes at most once per ``replica_cooldown_s`` (a replica that di
 that is a repair, not a change). A change holds the job's lease (kind ``replica_change``) from the moment
 it is proposed until it is recorded or rejected, so it never runs beside a drill or a recovery of the job;
 a job whose lease someone else holds gets no change this run (the next run proposes it again). A change that
-is not recorded, whatever stopped it (its replica found no standby cores, a step failed, the run was ended), is
-undone when the run ends (:func:`undo_unapplied`): its new replica stopped, its lease released. A replica
+is not recorded, whatever stopped it (its replica found no standby cores, a step failed, a person rejected it), is
+undone when the run's other tasks are done (:func:`undo_unapplied`): its new replica stopped, its lease released.
+(A run someone marks failed by hand skips that step: its lease then lapses after ``CHANGE_LEASE_S``.) A replica
 running unrecorded would be one no drill or recovery counts, and a lease left behind would refuse every
 experiment on the job for half an hour.
 """
