@@ -40,6 +40,7 @@ NEXT_ELSEWHERE = {
 }
 
 
+STEADY_BEFORE_DRILL_S = 900.0  # a replica just started reads its backlog first (minutes on a loaded machine)
 NO_CHANGE = ("the run applied no replica change for the job: its replica_changes task's log says why (the job busy "
              "with another experiment, apply mode recommend, or its primary not running)")
 
@@ -117,7 +118,7 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
         return doc
     doc.update(_plan_and_replica(airflow, dep.standby_ui, args.name, args.db_dir, say))
     if args.drill:
-        doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say)
+        doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say, dep)
     return doc
 
 
@@ -261,11 +262,17 @@ def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | No
     return state
 
 
-def _first_drill(airflow, job: str, db_dir, say) -> dict:
+def _first_drill(airflow, job: str, db_dir, say, dep) -> dict:
     from spark_jobs.cli.job import open_store
 
     store = open_store(db_dir)
     try:
+        replica = store.running_replica_plan(job)
+        not_steady = _wait_steady(dep, dep.replica_output(replica["plan_id"]) if replica else None, say)
+        if not_steady is not None:  # a drill would refuse it too, after its own wait: say it now, with what to do
+            why = f"{not_steady}; once it keeps up, `ftops drill job {job}` drills it"
+            say(f"no drill ran: {why}")
+            return {"run": None, "drill_id": None, "status": "not run", "why": why}
         before = {d["drill_id"] for d in store.drills(job)}
         run = airflow.run_dag("ftops_chaos_drill", {"job": job}, timeout_s=1800, progress=say)
         drills = [d for d in store.drills(job) if d["drill_id"] not in before]
@@ -276,6 +283,38 @@ def _first_drill(airflow, job: str, db_dir, say) -> dict:
         why = "; ".join(dict.fromkeys(skipped.values())) or _failure(airflow, "ftops_chaos_drill", run)
         say(f"no drill ran (ftops_chaos_drill {run['state']}): {why}")
         return {"run": run["state"], "drill_id": None, "status": "not run", "why": why}
-    out = {"run": run["state"], "drill_id": drills[-1]["drill_id"], "status": drills[-1]["status"]}
-    say(f"drill #{out['drill_id']}: {out['status']} (ftops_chaos_drill {run['state']}); `ftops job status {job}`")
+    last = drills[-1]
+    report = dep.path / "drills" / f"drill-{last['drill_id']}" / "experiment.json"
+    out = {"run": run["state"], "drill_id": last["drill_id"], "status": last["status"],
+           **({"why": last["error"]} if last.get("error") else {})}
+    say(f"drill #{out['drill_id']}: {out['status']}" + (f": {last['error']}" if last.get("error") else "")
+        + f" (ftops_chaos_drill {run['state']}); its report: {report}")
     return out
+
+
+def _wait_steady(dep, replica_output, say, timeout_s: float = STEADY_BEFORE_DRILL_S) -> str | None:
+    """Wait until the job keeps up as a drill's steady state asks (the primary, and the replica that has just started
+    and reads the input from its beginning, within the drill's bound); None once it does, else why not. Progress
+    every 30 s."""
+    from ft_core.errors import InputError
+    from spark_jobs.drills.probes import STEADY_LAG_S, check_steady
+    from spark_jobs.runtime.waiting import wait_for
+
+    last = {"why": None, "said": time.time()}
+
+    def steady() -> bool | None:
+        try:
+            check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S, replica_output)
+            return True
+        except InputError as exc:
+            last["why"] = str(exc)
+            if time.time() - last["said"] >= 30:
+                say(f"before the drill, waiting for the job to keep up: {exc}")
+                last["said"] = time.time()
+            return None
+
+    try:
+        wait_for(steady, timeout_s=timeout_s, interval_s=5, what="the job to keep up with its input")
+    except ExternalError:
+        return f"after {timeout_s:.0f} s, {last['why']}"
+    return None

@@ -295,17 +295,19 @@ def start_job(name: str, db_dir) -> dict:
         from spark_jobs.drills.reconcile import driver_env, resubmit_primary
 
         return {"submitted": resubmit_primary(name, dep, driver_env(db_dir)), "job": name, "control": str(dep.control)}
-    return _start_primary(name, dep)
+    return _start_primary(name, dep, db_dir)
 
 
-def _start_primary(name: str, dep) -> dict:
+def _start_primary(name: str, dep, db_dir) -> dict:
     """Submit the primary unless its driver runs (:func:`spark_jobs.drills.reconcile.submit_primary`: an orphaned one
-    is stopped and submitted again from its checkpoint), waiting until it runs."""
-    from spark_jobs.drills.reconcile import submit_primary
+    is stopped and submitted again from its checkpoint), waiting until it runs. Its driver writes its progress to
+    the store this command uses (a shell without ``FTOPS_DATABASE_URL``: the embedded one), so the console's charts,
+    the fleet watch and the drills' forecasts see its micro-batches."""
+    from spark_jobs.drills.reconcile import driver_env, submit_primary
     from spark_jobs.runtime.job_streams import primary_app_name
 
     dep.input.mkdir(parents=True, exist_ok=True)
-    done = submit_primary(name, dep, None, wait=True)
+    done = submit_primary(name, dep, driver_env(db_dir), wait=True)
     return done if done is not None else {"submitted": False, "app_id": None, "name": primary_app_name(name),
                                           "state": "its driver runs (registering with its master, or running)"}
 

@@ -163,7 +163,8 @@ def settled_lag_s(pipeline: str | None, params: list[str], input_dir: Path, outp
 def _checked_lag(what: str, pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
     lag = event_lag_s(pipeline, params, input_dir, output)
     if lag is None:
-        raise InputError(f"steady state: {what} has no watermark yet (no micro-batch done): not drilling")
+        raise InputError(f"steady state: {what} has no watermark yet (no micro-batch has passed event time): "
+                         "not drilling")
     if lag > bound_s:
         raise InputError(f"steady state: {what} is {lag:.0f} s behind its input, more than {bound_s:.0f} s: "
                          "not drilling a job that is not keeping up")

@@ -71,7 +71,8 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
     feed = threading.Thread(target=run_generator, args=(workload, dep.input), kwargs={"stop": stop}, daemon=True)
     feed.start()
     try:
-        res = run_cli("job", "start", JOB, env=env)
+        # as from a shell on the local stack: no FTOPS_DATABASE_URL, the embedded server the store is
+        res = run_cli("job", "start", JOB, "--db-dir", pg_server.state_dir, env={"FTOPS_DATABASE_URL": ""})
         assert res.code == 0, res.err
         yield dep, store
     finally:
@@ -105,6 +106,8 @@ def test_profile_and_plan_profiles_plans_and_starts_the_replica_once(live_job):
     run = repository_dag("ftops_profile_and_plan").test()
     assert run.state == "success"
 
+    # the driver `job start` submitted writes its micro-batches to the command's store (the console, the forecasts)
+    assert len(store.job_batches(JOB, 0)[f"ftops-{JOB}-primary"]) >= 3
     profile = store.latest_profile(JOB, "rates")
     assert profile["doc"]["source"].startswith("measured over")
     assert sum(profile["doc"]["rates"].values()) > 0

@@ -221,7 +221,7 @@ def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflo
 
     store.acquire_lease(JOB, "recovery", "a test's recovery", ttl_s=600)
     try:
-        drill = _first_drill(airflow, JOB, None, said.append)
+        drill = _first_drill(airflow, JOB, None, said.append, dep)
     finally:
         store.release_lease(JOB, "a test's recovery")
     assert drill["status"] == "not run" and drill["drill_id"] is None

@@ -92,3 +92,26 @@ def test_a_drill_that_lost_its_lease_stops_waiting(store, tmp_path):
     with pytest.raises(DrillAborted, match="lost its lease on alerts"):
         _sensor(5).execute(context)
     assert context["ti"].pushed["abort_probe"] == "lease_lost"
+
+
+def test_a_steady_wait_that_timed_out_hands_its_reason_to_the_drills_finish(store, tmp_path):
+    """A new user's first drill was recorded "not drilled: the steady state did not hold (see wait_steady's log)":
+    the reason (the replica 70 s behind its input) was only in the task log. The wait now hands it on; the finish
+    records it."""
+    from ftops_provider.operators.drills import FinishDrillOperator
+    from ftops_provider.sensors.waits import WaitTimeout
+
+    context = _due_in(tmp_path, 120)
+    steady = DrillWaitSensor(task_id="wait_steady", wait="steady", state_task_id="preflight", timeout_s=180)
+    why = "steady state: the replica is 70 s behind its input, more than 60 s: not drilling a job that is not keeping up"
+    with pytest.raises(WaitTimeout, match="gave up after 180 s"):
+        steady.execute_complete(context, {"status": "timeout", "missing": [why]})
+    assert context["ti"].pushed["missing"] == why
+
+    class _Finish(_Run):  # what the finish pulls: the wait's reason
+        def xcom_pull(self, task_ids: str, key: str = "return_value", map_indexes: int | None = None):
+            return context["ti"].pushed.get(key) if task_ids == "wait_steady" else None
+
+    outcome = FinishDrillOperator(task_id="finish")._outcome(drill_state(tmp_path), {"wait_steady": "failed"},
+                                                             _Finish(drill_state(tmp_path)))
+    assert outcome.verdict == "aborted" and outcome.reasons == [f"not drilled: the steady state did not hold: {why}"]

@@ -54,6 +54,14 @@ def test_a_replica_still_behind_its_input_refuses_the_drill(job):
         check_steady("topk", PARAMS, job / "in", primary, 60, job / "fresh")
 
 
+def test_a_replica_whose_batches_have_passed_no_event_time_yet_has_no_watermark_not_an_epoch_sized_lag(job):
+    """Spark reports the watermark as the epoch until event time passes one: a replica reading its backlog was
+    said to be 1,700,000,572 s behind its input (a new user's trial)."""
+    primary = _ran_until(job / "p", START_MS + 90_000)
+    with pytest.raises(InputError, match="the replica has no watermark yet"):
+        check_steady("topk", PARAMS, job / "in", primary, 60, _ran_until(job / "r", 0))
+
+
 def test_a_primary_behind_its_input_refuses_the_drill(job):
     with pytest.raises(InputError, match=r"steady state: the primary is \d+ s behind its input, more than 30 s"):
         check_steady("topk", PARAMS, job / "in", _ran_until(job / "p", START_MS + 20_000), 30)

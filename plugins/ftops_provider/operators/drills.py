@@ -307,7 +307,8 @@ class FinishDrillOperator(_DrillStep):
             return Outcome(verdict="aborted", reasons=[f"abort probe {fired[0]}: {fired[1]}"], fired=fired)
         failed = sorted(t for t, s in states.items() if s in ("failed", "upstream_failed") and t != self.task_id)
         if states.get("wait_steady") == "failed":
-            return Outcome(verdict="aborted", reasons=["not drilled: the steady state did not hold (see wait_steady's log)"])
+            why = pulled(ti, "wait_steady", "missing") or "see wait_steady's log"
+            return Outcome(verdict="aborted", reasons=[f"not drilled: the steady state did not hold: {why}"])
         if failed:
             return Outcome(verdict="failed", reasons=[f"step {', '.join(failed)} failed; see the DAG run"])
         if state.ctx.t_fail is None:

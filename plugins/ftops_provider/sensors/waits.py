@@ -107,6 +107,7 @@ class _DeferredWait(BaseOperator):
             raise DrillAborted(f"{self.task_id}: abort probe fired: {event['reason']}")
         if not event or event.get("status") != "ok":
             missing = "; ".join((event or {}).get("missing", ["no event"]))
+            context["ti"].xcom_push(key="missing", value=missing)  # what a run's last step reports (a drill's finish)
             raise WaitTimeout(f"{self.task_id}: gave up after {self.timeout_s:.0f} s: {missing}")
         self.log.info("%s: done: %s", self.task_id, event)
         return event
