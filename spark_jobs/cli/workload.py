@@ -143,6 +143,9 @@ def _generate(args: argparse.Namespace) -> int:
     if args.json:  # a generator runs until stopped: say what runs now, the final count goes to stderr
         print_json({"input": str(args.input), "sources": sources, "realtime": True, "pid": os.getpid(),
                     "duration_s": args.duration_s, "speedup": args.speedup})
+    else:  # it writes silently from here: say what and how it ends
+        until = f"for {args.duration_s:g} s" if args.duration_s else "until stopped (Ctrl-C, or `kill " f"{os.getpid()}`)"
+        print(f"writing {', '.join(sources)} to {args.input} in real time (x{args.speedup:g}) {until}", flush=True)
     try:
         end = sample_input.run_generator(workload, args.input, args.duration_s, args.speedup)
     except KeyboardInterrupt:
@@ -164,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
     if code != 0:
         tail = log.read_text().strip().splitlines()[-5:]
         print("\n".join(tail), file=sys.stderr)
+    elif not args.json:
+        print(f"{args.role} run done: its output in {args.output} (log: {log})")
     if args.json:  # the run's own exit status, also in the document (spark-submit's, not one of ftops's errors)
         print_json({"output": str(args.output), "log": str(log), "exit_code": code})
     return code
