@@ -117,6 +117,7 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
         say(f"4/4 no local stack: {doc['next']}")
         return doc
     doc.update(_plan_and_replica(airflow, dep.standby_ui, args.name, args.db_dir, say))
+    _budget_hint(doc.get("plan"), args.budget, say)
     if args.drill:
         doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say, dep)
     return doc
@@ -179,6 +180,16 @@ def _first_batch(job: str, dep, timeout_s: float) -> float:
         raise ExternalError(f"{exc}: see `ftops job status {job}` and its driver log in "
                             f"{dep.primary_output / '_logs'}") from None
     return time.time() - t0
+
+
+def _budget_hint(plan: dict | None, budget, say) -> None:
+    """A plan below the default target accuracy, from a budget the user chose: say how to choose one."""
+    from ft_core.replication.budget_advice import DEFAULT_TARGET
+
+    if plan and budget != "auto" and plan["output_fidelity"] < DEFAULT_TARGET:
+        say(f"budget {budget} keeps OF {plan['output_fidelity']:.3f} under a worst-case correlated failure: "
+            "`--budget auto --target-accuracy A` picks the smallest budget reaching A (`ftops plan budget` lists what "
+            "each budget buys)")
 
 
 def _standby_room(dep, job: str) -> str | None:

@@ -31,3 +31,14 @@ def test_protected_when_planned_replicated_and_drilled_as_asked(change, drilled,
 def test_every_apply_mode_says_what_waits_for_whom():
     assert set(NEXT_ELSEWHERE) == {"auto", "approve", "recommend"}
     assert "Required actions" in NEXT_ELSEWHERE["approve"] and "nothing is applied" in NEXT_ELSEWHERE["recommend"]
+
+
+def test_a_plan_below_the_default_target_from_a_chosen_budget_says_how_to_choose_one():
+    from ftops_provider.protect_cli import _budget_hint
+
+    said: list[str] = []
+    for plan, budget in (({"output_fidelity": 0.125}, 3), ({"output_fidelity": 0.6}, 3), ({"output_fidelity": 0.1}, "auto"),
+                         (None, 3)):
+        _budget_hint(plan, budget, said.append)
+    assert said == ["budget 3 keeps OF 0.125 under a worst-case correlated failure: `--budget auto --target-accuracy A` "
+                    "picks the smallest budget reaching A (`ftops plan budget` lists what each budget buys)"]
