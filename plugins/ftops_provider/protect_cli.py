@@ -106,7 +106,8 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
         say(f"not started: {no_room}")
         return {"job": args.name, "registered": registered, "local_stack": True, "standby": no_room}
     started = start_job(args.name, args.db_dir)
-    say(f"2/4 primary {'submitted' if started['submitted'] else 'already running'} ({started.get('app_id')})")
+    say(f"2/4 primary {'submitted' if started['submitted'] else 'already running'}"
+        + (f" ({started['app_id']})" if started.get("app_id") else ""))
     first_batch_s = _first_batch(args.name, dep, args.first_batch_timeout_s)
     say(f"3/4 first micro-batch committed after {first_batch_s:.0f} s")
     doc = {"job": args.name, "registered": registered, "primary": started, "first_batch_s": round(first_batch_s, 1),
@@ -178,7 +179,9 @@ def _first_batch(job: str, dep, timeout_s: float) -> float:
                  what=f"the primary of {job} to commit its first micro-batch")
     except ExternalError as exc:
         raise ExternalError(f"{exc}: see `ftops job status {job}` and its driver log in "
-                            f"{dep.primary_output / '_logs'}") from None
+                            f"{dep.primary_output / '_logs'}; the job stays registered and its primary running: a "
+                            "first batch reading a long backlog of input takes longer (give more with "
+                            "--first-batch-timeout-s), and `ftops job protect` again goes on from here") from None
     return time.time() - t0
 
 

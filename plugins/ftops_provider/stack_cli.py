@@ -236,7 +236,7 @@ def _summary(stack) -> dict:
 
 DRILL_FIELDS = ("drill_id", "status", "predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy",
                 "time_to_first_tentative_s", "time_to_caught_up_s", "predicted_caught_up_s", "lost_windows",
-                "duplicated_windows")
+                "duplicated_windows", "error")
 
 
 def _fraction(value: float | None) -> str:
@@ -254,10 +254,13 @@ def _print_summary(summary: dict) -> None:
         caught = "-" if d["time_to_caught_up_s"] is None else f"{d['time_to_caught_up_s']:.1f} s"
         if d.get("predicted_caught_up_s") is not None:  # the drill's own forecast, made before its fault
             caught += f" (forecast {d['predicted_caught_up_s']:.1f} s)"
+        if d["status"] != "passed" and d.get("error"):  # an aborted or failed drill measured little: say why first
+            print(f"topk: drill #{d['drill_id']} {d['status']}: {d['error']}")
         print(f"topk: drill #{d['drill_id']} {d['status']}: measured tentative accuracy {_fraction(d['tentative_accuracy'])} "
               f"(predicted {_fraction(d['predicted_accuracy'])}, output fidelity {_fraction(d['predicted_output_fidelity'])}), "
               f"first tentative output after {first}, primary caught up after {caught}, lost/duplicated windows "
-              f"{d['lost_windows']}/{d['duplicated_windows']}")
+              f"{'-' if d['lost_windows'] is None else d['lost_windows']}/"
+              f"{'-' if d['duplicated_windows'] is None else d['duplicated_windows']}")
 
 
 def _addresses(stack) -> dict:

@@ -280,7 +280,7 @@ def job_measurements(m: dict) -> list[list[str]]:
         ...                   "caught_up_error": 0.12, "lost_windows": 0, "duplicated_windows": 0,
         ...                   "output_equals_reference": True})  # doctest: +NORMALIZE_WHITESPACE
         [['tentative accuracy', '0.210 (OF 0.340)', '0.206'],
-         ['primary caught up', '80.1 s', '71.5 s after the failure (+12% off)'],
+         ['primary caught up', '80.1 s', '71.5 s after the failure (forecast 12% long)'],
          ['first tentative output', '-', '3.2 s after the failure'], ['windows lost', '-', '0'],
          ['windows duplicated', '-', '0'], ['output equals the reference', '-', 'yes']]
     """
@@ -294,7 +294,8 @@ def job_measurements(m: dict) -> list[list[str]]:
         rows.append(["tentative accuracy", predicted, num("tentative_accuracy", none="- (no failure window)")])
         shown |= {"predicted_output_fidelity", "predicted_accuracy", "tentative_accuracy"}
     if "predicted_caught_up_s" in m or "time_to_caught_up_s" in m:
-        error = "" if m.get("caught_up_error") is None else f" ({m['caught_up_error']:+.0%} off)"
+        err = m.get("caught_up_error")  # (forecast - measured) / measured
+        error = "" if err is None else f" (forecast {abs(err):.0%} {'long' if err > 0 else 'short'})"
         rows.append(["primary caught up", num("predicted_caught_up_s", "{:.1f} s", none="not forecast"),
                      num("time_to_caught_up_s", "{:.1f} s after the failure") + error])
         shown |= {"predicted_caught_up_s", "time_to_caught_up_s", "caught_up_error"}

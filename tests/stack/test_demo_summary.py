@@ -45,3 +45,16 @@ def test_the_summary_shows_predicted_accuracy_beside_of_and_the_measured_accurac
     assert (f"drill #{drill_id} passed: measured tentative accuracy 0.750 (predicted 0.600, output fidelity "
             f"{summary['drill']['predicted_output_fidelity']:.3f})") in out
     assert "primary caught up after 91.9 s (forecast 100.8 s)" in out  # the drill's forecast beside its measurement
+
+
+def test_an_aborted_drill_says_why_first_and_shows_no_none(pg_conn, capsys):
+    """A new user's demo printed "drill #1 aborted: ... lost/duplicated windows None/None" and nothing of why."""
+    store = _store(pg_conn)
+    plan_id = _replication_plan(store)
+    drill_id = store.start_drill("topk", plan_id, {"failure_domain": "rack-a"}, "manual__1")
+    why = "not drilled: the steady state did not hold: steady state: the replica has no watermark yet"
+    store.finish_drill(drill_id, {"error": why}, "aborted")
+    _print_summary(_summary(_Stack(store)))
+    out = capsys.readouterr().out
+    assert f"topk: drill #{drill_id} aborted: {why}\n" in out
+    assert "None" not in out and "lost/duplicated windows -/-" in out
