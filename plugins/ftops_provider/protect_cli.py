@@ -206,11 +206,18 @@ def _standby_room(dep, job: str) -> str | None:
     free = room(state, also_free=tuple(a["name"] for a in state.get("activeapps", []) if app_job(a["name"]) == job))
     if free.fits(dep.replica_cores):
         return None
+    return (free.why_not(dep.replica_cores, f"the replica of {job}", f"the standby ({dep.standby_ui})") +
+            f"; {_free_them(free)}, then run `ftops job protect` again")
+
+
+def _free_them(free) -> str:
+    """What frees standby cores (a :class:`~spark_jobs.cluster.master_room.Room` that lacks them): stopping the jobs
+    whose applications hold them, or another standby worker."""
+    from spark_jobs.runtime.job_streams import app_job
+
     jobs = sorted({j for name, _ in free.holders if (j := app_job(name))})
     stop = " or ".join(f"`ftops job stop {j}`" for j in jobs) or "stop the application holding them"
-    return (free.why_not(dep.replica_cores, f"the replica of {job}", f"the standby ({dep.standby_ui})") +
-            f"; free them ({stop}) or add a standby worker (`ftops cluster add-worker --pool standby --domain "
-            f"standby`), then run `ftops job protect` again")
+    return f"free them ({stop}) or add a standby worker (`ftops cluster add-worker --pool standby --domain standby`)"
 
 
 def _add_standby_worker(dep) -> str:
@@ -271,8 +278,8 @@ def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | No
     app = next((a for a in doc.get("activeapps", []) if a["name"] == name), None)
     state = {"app": name, "state": app["state"] if app else "not running"}
     if app and app["state"] == "WAITING":
-        state["why"] = room(doc, but=name).why_not(1, name, "the standby") + \
-            ": stop one (`ftops job stop JOB`) or add a standby worker"
+        free = room(doc, but=name)
+        state["why"] = f"{free.why_not(1, name, 'the standby')}; {_free_them(free)}"
     return state
 
 

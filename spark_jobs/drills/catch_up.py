@@ -85,7 +85,7 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
-    ``add_worker_s``, ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
+    ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
     caught up; None when its batches are not in the store (a job whose driver does not write there) or the job did
     not stall (a batch ended before the capacity was back: its executors elsewhere went on)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
@@ -99,8 +99,7 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
         return None
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
-    return {"drill_id": drill["drill_id"], "stall_s": stall, "add_worker_s": drill["capacity_alive_s"] -
-            float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)), "resume_s": stall - drill["capacity_alive_s"],
+    return {"drill_id": drill["drill_id"], "stall_s": stall, "resume_s": stall - drill["capacity_alive_s"],
             "batches_after": len(catching), "points": _points(after)[:max(len(catching), 1)]}
 
 
