@@ -62,6 +62,9 @@ def add_protect_command(sub) -> None:
                               "who holds them instead of adding a standby worker (the default adds one)")
     protect.add_argument("--first-batch-timeout-s", type=flag(PositiveSeconds), default=300.0,
                          help="how long to wait for the primary's first micro-batch (default 300)")
+    protect.add_argument("--steady-timeout-s", type=flag(PositiveSeconds), default=STEADY_BEFORE_DRILL_S,
+                         help="with --drill, how long to wait for the job (and its replica, which reads its backlog "
+                              f"first) to keep up before the drill (default {STEADY_BEFORE_DRILL_S:.0f})")
     protect.add_argument("--airflow-port", type=flag(Port), default=8080,
                          help="the local stack's Airflow api-server port (default 8080)")
     protect.set_defaults(func=_protect)
@@ -120,7 +123,7 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
     doc.update(_plan_and_replica(airflow, dep.standby_ui, args.name, args.db_dir, say))
     _budget_hint(doc.get("plan"), args.budget, say)
     if args.drill:
-        doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say, dep)
+        doc["drill"] = _first_drill(airflow, args.name, args.db_dir, say, dep, args.steady_timeout_s)
     return doc
 
 
@@ -283,15 +286,17 @@ def _replica_state(standby_ui: str, job: str, replica: dict | None) -> dict | No
     return state
 
 
-def _first_drill(airflow, job: str, db_dir, say, dep) -> dict:
+def _first_drill(airflow, job: str, db_dir, say, dep, steady_timeout_s: float = STEADY_BEFORE_DRILL_S) -> dict:
     from spark_jobs.cli.job import open_store
 
     store = open_store(db_dir)
     try:
         replica = store.running_replica_plan(job)
-        not_steady = _wait_steady(dep, dep.replica_output(replica["plan_id"]) if replica else None, say)
+        not_steady = _wait_steady(dep, dep.replica_output(replica["plan_id"]) if replica else None, say,
+                                 steady_timeout_s)
         if not_steady is not None:  # a drill would refuse it too, after its own wait: say it now, with what to do
-            why = f"{not_steady}; once it keeps up, `ftops drill job {job}` drills it"
+            why = (f"{not_steady}; once it keeps up, `ftops drill job {job}` drills it (or wait longer: "
+                   "--steady-timeout-s)")
             say(f"no drill ran: {why}")
             return {"run": None, "drill_id": None, "status": "not run", "why": why}
         before = {d["drill_id"] for d in store.drills(job)}

@@ -42,3 +42,13 @@ def test_a_plan_below_the_default_target_from_a_chosen_budget_says_how_to_choose
         _budget_hint(plan, budget, said.append)
     assert said == ["budget 3 keeps OF 0.125 under a worst-case correlated failure: `--budget auto --target-accuracy A` "
                     "picks the smallest budget reaching A (`ftops plan budget` lists what each budget buys)"]
+
+
+def test_the_wait_for_the_job_to_keep_up_before_the_drill_is_a_flag():
+    from ft_core.cli.main import UsageError, build_parser
+
+    base = ["job", "protect", "--name", "j", "--pipeline", "p.py", "--input", "in", "--drill"]
+    assert build_parser().parse_args(base).steady_timeout_s == 900.0
+    assert build_parser().parse_args([*base, "--steady-timeout-s", "1800"]).steady_timeout_s == 1800.0
+    with pytest.raises(UsageError, match="--steady-timeout-s: Input should be greater than 0"):
+        build_parser().parse_args([*base, "--steady-timeout-s", "0"])
