@@ -39,6 +39,7 @@ import json
 import statistics
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -140,6 +141,9 @@ class ScenarioResult(BaseModel):
     output_ok: bool | None = None
     faults_applied: int = 0
     paused_s: float = 0.0
+    durations_ms: list[float] = Field(default_factory=list, description="the measured batches' durations, in order")
+    missed_causes: dict[str, int] = Field(default_factory=dict, description="missed batches by cause "
+                                          "(spark_jobs.redundancy.misses.miss_causes)")
     error: str | None = None
 
 
@@ -172,9 +176,16 @@ def latency(durations_ms: list[float], deadline_ms: float) -> Latency:
 def batch_durations(metrics: Path, first: int, last: int) -> dict[int, float]:
     """Duration (ms) per batch id in ``[first, last]``; a batch recorded twice (re-run after a
     restart) keeps its last record."""
+    return {batch: ms for batch, (_start, ms) in batch_spans(metrics, first, last).items()}
+
+
+def batch_spans(metrics: Path, first: int, last: int) -> dict[int, tuple[float, float]]:
+    """(start epoch s, duration ms) per batch id in ``[first, last]``, as :func:`batch_durations`."""
+    from ft_core.store.stream_progress import iso_epoch_s
     from spark_jobs.pipeline.metrics import read_metrics
 
-    return {r["batch_id"]: float(r["batch_duration_ms"]) for r in read_metrics(metrics) if first <= r["batch_id"] <= last}
+    return {r["batch_id"]: (iso_epoch_s(r["timestamp"]) or 0.0, float(r["batch_duration_ms"]))
+            for r in read_metrics(metrics) if first <= r["batch_id"] <= last}
 
 
 def run_bench(config: BenchRedundancyConfig, progress: Progress, command: str) -> BenchResult:
@@ -306,6 +317,8 @@ class _Bench:
                 report = injection.stop()
                 result.faults_applied = report.applied.get("slowdown", 0)
                 result.paused_s = sum(report.paused_s.values())
+                run.pauses = [(report.started_at + f.applied_at_s, f.magnitude_ms) for f in report.faults
+                              if f.kind == "slowdown" and f.outcome == "applied" and f.magnitude_ms]
         except FtopsError as exc:
             result.error = str(exc)
             self.say(f"  {name} failed: {exc}")
@@ -318,9 +331,19 @@ class _Bench:
         return result
 
     def _measure(self, result: ScenarioResult, run: _ScenarioRun) -> None:
+        from spark_jobs.redundancy.misses import miss_causes
+        from spark_jobs.runtime.event_log import speculative_attempts
+
         durations = self._durations(result.name)
+        result.durations_ms = durations
         result.latency = latency(durations, self.deadline_ms) if self.deadline_ms else None
-        result.costs = task_costs(self._dir(result.name) / "events", self.config.warmup_batches, self.last_batch)
+        events = self._dir(result.name) / "events"
+        result.costs = task_costs(events, self.config.warmup_batches, self.last_batch)
+        if self.deadline_ms:
+            spans = batch_spans(self._dir(result.name) / "output" / "_metrics" / "metrics.jsonl",
+                                self.config.warmup_batches, self.last_batch)
+            copies = Counter(a["batch"] for a in speculative_attempts(events) if a["batch"] is not None)
+            result.missed_causes = miss_causes(spans, run.pauses, dict(copies), self.deadline_ms)
         result.restarts = run.restarts()
         result.levels_used = run.levels_used(self.config.warmup_batches, self.last_batch)
         result.output_ok = self._output_ok(self._dir(result.name) / "output")
@@ -348,6 +371,7 @@ class _ScenarioRun:
         self.metrics = self.out / "output" / "_metrics" / "metrics.jsonl"
         self.state_file = self.out / "controller.json"
         self.procs: list[subprocess.Popen] = []
+        self.pauses: list[tuple[float, float]] = []  # (start epoch s, ms) of each executor pause applied
         self.injection = None
         self.deadline = None
 

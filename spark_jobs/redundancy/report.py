@@ -19,6 +19,7 @@ def render(result: BenchResult, out: Path | None = None) -> str:
     lines = ["# Adaptive redundancy against slowdowns: speculative execution on Spark (thesis 002)", "",
              f"Produced by `{result.command}` ({result.elapsed_s / 60:.0f} minutes on the project's 2-core machine).",
              "", *_setup(result), "", *_table(result), "", *plots, "## Targets", "", *_targets(result), ""]
+    lines += _why_missed(result) + _period_odds(result)
     if result.drill is not None:
         lines += ["## Serving view during a drill", "", *_drill_lines(result.drill), ""]
     return "\n".join(lines)
@@ -159,6 +160,51 @@ def _controller_target(result: BenchResult, ctl: ScenarioResult, smallest: Scena
                  f"{ctl.costs.speculative_cpu_s:.2f} s; total task CPU {smallest.costs.cpu_s:.1f} s vs {ctl.costs.cpu_s:.1f} s)")
         met = meets and ctl.costs.speculative_cpu_s < smallest.costs.speculative_cpu_s
     return line + f". **{'Met' if met else 'Not met'}**."
+
+
+def _why_missed(result: BenchResult) -> list[str]:
+    """Missed batches by cause (:func:`spark_jobs.redundancy.misses.miss_causes`), for the runs that recorded them."""
+    from spark_jobs.redundancy.misses import CAUSES
+
+    classed = [s for s in _measured(result) if s.missed_causes and s.faults]
+    if not classed:
+        return []
+    rows = ["## Why batches missed", "",
+            "Each missed batch of a faulty scenario, by the executor pauses overlapping it and the speculative copies "
+            "Spark ran for it (event log): `no pause` is the machine itself; `pause, no copy`: speculation did not act "
+            "(level 0, or the stalled task did not qualify in time); `pause, copy`: a copy ran and the batch still "
+            "missed (it started too late, or the stall was not in a task a copy replaces: a shuffle read from the "
+            "paused executor waits for it whoever reads).", "",
+            f"| scenario | missed | {' | '.join(CAUSES)} |", "|---|---|" + "---|" * len(CAUSES)]
+    rows += [f"| {s.name} | {s.latency.missed} | " + " | ".join(str(s.missed_causes.get(c, 0)) for c in CAUSES) + " |"
+             for s in classed]
+    return [*rows, ""]
+
+
+def _period_odds(result: BenchResult) -> list[str]:
+    """How often one controller period ranks two measured scenarios right (:func:`~spark_jobs.redundancy.misses.ranking_odds`)."""
+    from spark_jobs.redundancy.misses import PERIODS, period_needed, ranking_odds
+
+    none = _scenario(result, "none")
+    statics = [s for s in _measured(result) if s.name.startswith("static") and s.durations_ms]
+    if none is None or not none.durations_ms or not statics:
+        return []
+    best = min(statics, key=lambda s: s.latency.missed)
+    pairs = [(best, none), *[(best, s) for s in statics if s is not best]]
+    period = result.config.controller.period_batches if result.config.controller else None
+    rows = ["## What one controller period can see", "",
+            "Algorithm 2 moves the level by comparing one period's p90 with the last one's. The chance that the p90 "
+            "of one period at the better level is below that at the worse level, with the periods drawn from the "
+            "measured batches of both (bootstrap, 2,000 pairs; 0.5 is a coin flip)"
+            + (f"; the controllers above used periods of {period} batches" if period else "") + ":", "",
+            f"| better | worse | {' | '.join(f'{p} batches' for p in PERIODS)} | period for 0.9 |",
+            "|---|---|" + "---|" * (len(PERIODS) + 1)]
+    for better, worse in pairs:
+        odds = [ranking_odds(better.durations_ms, worse.durations_ms, p) for p in PERIODS]
+        needed = period_needed(better.durations_ms, worse.durations_ms)
+        rows.append(f"| {better.name} | {worse.name} | " + " | ".join(f"{o:.2f}" for o in odds)
+                    + f" | {needed if needed else f'over {PERIODS[-1]}'} |")
+    return [*rows, ""]
 
 
 def _drill_lines(drill: dict) -> list[str]:
