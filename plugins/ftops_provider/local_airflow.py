@@ -205,20 +205,32 @@ class LocalAirflow:
     def run_dag(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900,
                 progress=lambda _m: None) -> dict:
         """Trigger a run of ``dag_id`` (:meth:`trigger`) and wait until it ends; returns the run. Each change of its
-        state goes to ``progress``."""
+        state, and while it runs of the tasks at work (running or deferred), goes to ``progress``."""
         run_id = self.trigger(dag_id, conf)
         progress(f"{dag_id}: run {run_id} triggered")
-        state = None
+        state, said = None, None
 
         def finished() -> dict | None:
-            nonlocal state
+            nonlocal state, said
             run = self.dag_run(dag_id, run_id)
-            if run["state"] != state:
-                state = run["state"]
-                progress(f"{dag_id}: {state}")
+            state = run["state"]
+            line = f"{dag_id}: {state}" + (self._at_work(dag_id, run_id) if state == "running" else "")
+            if line != said:
+                said = line
+                progress(line)
             return run if state in ("success", "failed") else None
 
         return wait_for(finished, timeout_s=timeout_s, interval_s=3, what=lambda: f"{dag_id} run {run_id} to finish (state {state})")
+
+    def _at_work(self, dag_id: str, run_id: str) -> str:
+        """`` (task_a, task_b deferred)``: the run's tasks running or deferred now; empty when none is."""
+        try:
+            tis = self.task_instances(dag_id, run_id)
+        except ExternalError:  # the next poll asks again
+            return ""
+        busy = sorted(f"{task}{' deferred' if ti['state'] == 'deferred' else ''}" for task, ti in tis.items()
+                      if ti["state"] in ("running", "deferred"))
+        return f" ({', '.join(busy)})" if busy else ""
 
     def _dag_parsed(self, dag_id: str, token: str) -> bool:
         try:

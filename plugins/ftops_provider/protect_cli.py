@@ -97,7 +97,9 @@ def protect(args: argparse.Namespace, airflow, say) -> dict:
         args.apply = "auto"  # a sandbox: plans and drills apply at once
         say("the local stack: apply mode auto (plans and drills apply at once; --apply approve asks a person first)")
     registered = register_job(args)
-    say(f"1/4 registered {registered['job']} (id {registered['job_id']}, {registered['tasks']} tasks)")
+    say(f"1/4 registered {registered['job']} (id {registered['job_id']}, {registered['tasks']} tasks"
+        + (f"; budget auto: {registered['budget']}, the smallest whose plan keeps OF >= "
+           f"{registered['budget_choice']['target_accuracy']:g}" if registered.get("budget_choice") else "") + ")")
     dep = _deployment(args.name, args.db_dir)
     added = None
     no_room = _standby_room(dep, args.name) if airflow is not None and args.budget != 0 else None
@@ -137,9 +139,16 @@ def _protected(doc: dict, drilled: bool) -> bool:
 
 
 def _say(quiet: bool):
+    """Progress lines, each with the time since the command started (protect takes 10-25 minutes with a drill)."""
     import sys
 
-    return (lambda _m: None) if quiet else (lambda m: print(m, file=sys.stdout, flush=True))
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        minutes, seconds = divmod(int(time.monotonic() - started), 60)
+        print(f"[{minutes:2d}:{seconds:02d}] {message}", file=sys.stdout, flush=True)
+
+    return (lambda _m: None) if quiet else say
 
 
 def _on_local_stack(stack) -> bool:
@@ -300,7 +309,10 @@ def _first_drill(airflow, job: str, db_dir, say, dep, steady_timeout_s: float = 
             say(f"no drill ran: {why}")
             return {"run": None, "drill_id": None, "status": "not run", "why": why}
         before = {d["drill_id"] for d in store.drills(job)}
-        run = airflow.run_dag("ftops_chaos_drill", {"job": job}, timeout_s=1800, progress=say)
+        delay, why_delay = drill_outage(dep)
+        say(f"the drill's outage: {why_delay}")
+        run = airflow.run_dag("ftops_chaos_drill", {"job": job, "replacement_delay_s": delay}, timeout_s=1800,
+                              progress=say)
         drills = [d for d in store.drills(job) if d["drill_id"] not in before]
     finally:
         store.conn.close()
@@ -315,7 +327,55 @@ def _first_drill(airflow, job: str, db_dir, say, dep, steady_timeout_s: float = 
            **({"why": last["error"]} if last.get("error") else {})}
     say(f"drill #{out['drill_id']}: {out['status']}" + (f": {last['error']}" if last.get("error") else "")
         + f" (ftops_chaos_drill {run['state']}); its report: {report}")
+    measured = _measurements(report)
+    if measured:
+        out["measurements"] = measured
+        say(measurements_text(measured))
     return out
+
+
+def drill_outage(dep) -> tuple[float, str]:
+    """The first drill's replacement delay: the drill's default, or longer when the job's windows need it for
+    :data:`~spark_jobs.drills.design.SURE_ENOUGH` of them to end while the primary is down (the check of
+    :mod:`spark_jobs.drills.design`, with the input in real time); and why, in a line. A job whose windows are
+    as long as the default outage otherwise measures its accuracy on one window or none."""
+    import math
+
+    from spark_jobs.drills.design import SURE_ENOUGH, sure_windows
+    from spark_jobs.drills.engine import DrillSettings
+    from spark_jobs.pipeline.loading import load_workload
+
+    default = float(DrillSettings.model_fields["replacement_delay_s"].default)
+    workload = load_workload(dep.pipeline, dep.params)
+    windowing = workload.windowing()
+    if windowing is None:
+        return default, (f"{default:g} s (the pipeline declares no window length, so the outage is not checked "
+                         "against its windows)")
+    _window, slide = windowing
+    file_s = workload.file_s if workload.sample is not None else 1.0  # your own producer: its files' span unknown
+    delay = max(default, float(math.ceil(SURE_ENOUGH * slide + file_s)))
+    held = sure_windows(delay, file_s, slide)
+    return delay, (f"{delay:g} s before its capacity comes back, so that {held} of {workload.name}'s windows (one "
+                   f"every {slide:g} s) end while the primary is down" + ("" if delay == default else
+                   f" (longer than the default {default:g} s)"))
+
+
+def _measurements(report) -> dict:
+    """The drill's measurements from its experiment report (predicted beside measured); empty when it wrote none."""
+    import json
+
+    try:
+        return json.loads(report.read_text()).get("measurements") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def measurements_text(measurements: dict) -> str:
+    """The measurements as ``ftops drill job`` prints them: a table of measurement, predicted, measured."""
+    from ft_core.cli.output import format_table
+    from spark_jobs.cli.drill import job_measurements
+
+    return format_table(["measurement", "predicted", "measured"], job_measurements(measurements))
 
 
 def _wait_steady(dep, replica_output, say, timeout_s: float = STEADY_BEFORE_DRILL_S) -> str | None:
@@ -326,16 +386,18 @@ def _wait_steady(dep, replica_output, say, timeout_s: float = STEADY_BEFORE_DRIL
     from spark_jobs.drills.probes import STEADY_LAG_S, check_steady
     from spark_jobs.runtime.waiting import wait_for
 
-    last = {"why": None, "said": time.time()}
+    started = time.time()
+    last = {"why": None, "said": started}
 
     def steady() -> bool | None:
         try:
             check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S, replica_output)
             return True
         except InputError as exc:
-            last["why"] = str(exc)
+            last["why"] = str(exc).removesuffix(": not drilling")  # the drill's own refusal; here we wait on
             if time.time() - last["said"] >= 30:
-                say(f"before the drill, waiting for the job to keep up: {exc}")
+                say(f"before the drill, waiting for the job to keep up ({time.time() - started:.0f} of "
+                    f"{timeout_s:.0f} s, --steady-timeout-s): {last['why']}")
                 last["said"] = time.time()
             return None
 

@@ -188,6 +188,8 @@ def test_job_protect_through_airflow_plans_the_job_and_starts_its_replica(job, a
     assert doc["apply_mode"] == "auto"  # the local stack's default when neither --apply nor --test-job says
     assert said[0].startswith("the local stack: apply mode auto") and said[1].startswith("1/4 registered")
     assert any(m.startswith("4/4 plan #") and m.endswith("replica RUNNING") for m in said), said
+    # while the run works, its progress names the tasks at work (a 20-minute wait said only "running")
+    assert any(m.startswith("ftops_profile_and_plan: running (") and m.endswith(")") for m in said), said
 
 
 def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflow):

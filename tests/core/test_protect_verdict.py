@@ -52,3 +52,48 @@ def test_the_wait_for_the_job_to_keep_up_before_the_drill_is_a_flag():
     assert build_parser().parse_args([*base, "--steady-timeout-s", "1800"]).steady_timeout_s == 1800.0
     with pytest.raises(UsageError, match="--steady-timeout-s: Input should be greater than 0"):
         build_parser().parse_args([*base, "--steady-timeout-s", "0"])
+
+
+def test_a_drills_verdict_comes_with_its_measurements_predicted_beside_measured(tmp_path):
+    """Trial 4: protect printed only "drill #2: passed"; the numbers were in experiment.json alone."""
+    import json
+
+    from ftops_provider.protect_cli import _measurements, measurements_text
+
+    report = tmp_path / "experiment.json"
+    assert _measurements(report) == {}  # no report written (a drill refused before it started)
+    measured = {"predicted_output_fidelity": 0.5, "predicted_accuracy": 0.4175, "tentative_accuracy": 0.4086,
+                "predicted_caught_up_s": 91.8, "time_to_caught_up_s": 222.2, "caught_up_error": -0.587,
+                "lost_windows": 0, "duplicated_windows": 0}
+    report.write_text(json.dumps({"title": "drill #2 passed", "measurements": measured}))
+    assert _measurements(report) == measured
+    text = measurements_text(measured)
+    row = next(line for line in text.splitlines() if line.startswith("tentative accuracy"))
+    assert "0.417 (OF 0.500)" in row and "0.409" in row
+    assert "222.2 s after the failure (forecast 59% short)" in text and "windows lost" in text
+
+
+def test_progress_lines_carry_the_time_since_the_command_started(capsys):
+    from ftops_provider.protect_cli import _say
+
+    _say(False)("1/4 registered j")
+    _say(True)("not printed with --json")
+    assert capsys.readouterr().out == "[ 0:00] 1/4 registered j\n"
+
+
+@pytest.mark.parametrize("params, delay, held", [
+    (["window_s=4", "slide_s=2"], 30.0, 14),   # short windows: the default outage holds many
+    (["window_s=30"], 61.0, 2),                # trial 4's 30-s windows: none sure at 30 s, two at 61 s
+    (["window_s=60", "slide_s=20"], 41.0, 2),  # a slide shorter than the window: the slide counts
+])
+def test_the_first_drills_outage_holds_two_of_the_jobs_windows(params, delay, held):
+    """Trial 4: a job of 30-s windows was drilled with the default 30-s outage, which is sure of no window (it
+    measured some only because the capacity came back late under load)."""
+    from types import SimpleNamespace
+
+    from ftops_provider.protect_cli import drill_outage
+    from spark_jobs.drills.design import sure_windows
+
+    got, why = drill_outage(SimpleNamespace(pipeline="topk", params=params))
+    assert got == delay and sure_windows(got, 1.0, float(params[-1].split("=")[1])) == held
+    assert f"{held} of topk's windows" in why and ("longer than the default" in why) == (delay > 30)
