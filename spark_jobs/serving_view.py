@@ -304,13 +304,16 @@ def _write_atomic(path: Path, text: str) -> None:
 
 # --- the view in a drill ---------------------------------------------------------------------
 
-def start_serving(primary: Path, replica: Path | None, out: Path, predicted_of: float,
+def start_serving(primary: Path, replica: Path | None, out: Path, predicted_of: float, key_fields: tuple[str, ...],
                   poll_s: float = 0.25) -> subprocess.Popen:
-    """``ftops transparency serve`` as its own process group (what consumers would run)."""
+    """``ftops transparency serve`` as its own process group (what consumers would run). The key fields are given:
+    the view may start before the runs have written the ``_run.json`` it would read them from."""
     out.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "ft_core.cli.main", "transparency", "serve", "--primary", str(primary), "--out", str(out),
            "--predicted-of", f"{predicted_of:.6g}", "--poll-s", f"{poll_s:g}"]
     cmd += ["--replica", str(replica)] if replica is not None else []
+    for key in key_fields:
+        cmd += ["--key", key]
     with (out / "_serve.log").open("w") as log:
         return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 

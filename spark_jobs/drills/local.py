@@ -320,7 +320,8 @@ class _Drill:
             from spark_jobs.serving_view import start_serving
 
             self.serving = start_serving(self.dirs["primary"], self.dirs["replica"] if "replica" in self.procs else None,
-                                         self.dirs["view"], self.setup.predicted_output_fidelity)
+                                         self.dirs["view"], self.setup.predicted_output_fidelity,
+                                         tuple(self.workload.pipeline.output.key))
 
     def _submit(self, role: str) -> None:
         from spark_jobs.runtime.launch import launch_run, run_args
