@@ -314,6 +314,7 @@ def _first_drill(airflow, job: str, db_dir, say, dep, steady_timeout_s: float = 
         run = airflow.run_dag("ftops_chaos_drill", {"job": job, "replacement_delay_s": delay}, timeout_s=1800,
                               progress=say)
         drills = [d for d in store.drills(job) if d["drill_id"] not in before]
+        experiment = store.experiment("drill", drills[-1]["drill_id"]) if drills else None
     finally:
         store.conn.close()
     if not drills:  # refused before it started (busy, halted, not steady): the skip or the failure says why
@@ -327,7 +328,7 @@ def _first_drill(airflow, job: str, db_dir, say, dep, steady_timeout_s: float = 
            **({"why": last["error"]} if last.get("error") else {})}
     say(f"drill #{out['drill_id']}: {out['status']}" + (f": {last['error']}" if last.get("error") else "")
         + f" (ftops_chaos_drill {run['state']}); its report: {report}")
-    measured = _measurements(report)
+    measured = _measurements(experiment)
     if measured:
         out["measurements"] = measured
         say(measurements_text(measured))
@@ -341,7 +342,7 @@ def drill_outage(dep) -> tuple[float, str]:
     as long as the default outage otherwise measures its accuracy on one window or none."""
     import math
 
-    from spark_jobs.drills.design import SURE_ENOUGH, sure_windows
+    from spark_jobs.drills.design import span_needed_s, sure_windows
     from spark_jobs.drills.engine import DrillSettings
     from spark_jobs.pipeline.loading import load_workload
 
@@ -353,21 +354,17 @@ def drill_outage(dep) -> tuple[float, str]:
                          "against its windows)")
     _window, slide = windowing
     file_s = workload.file_s if workload.sample is not None else 1.0  # your own producer: its files' span unknown
-    delay = max(default, float(math.ceil(SURE_ENOUGH * slide + file_s)))
+    delay = max(default, float(math.ceil(span_needed_s(slide, file_s))))  # real-time input: event s = wall s
     held = sure_windows(delay, file_s, slide)
     return delay, (f"{delay:g} s before its capacity comes back, so that {held} of {workload.name}'s windows (one "
                    f"every {slide:g} s) end while the primary is down" + ("" if delay == default else
                    f" (longer than the default {default:g} s)"))
 
 
-def _measurements(report) -> dict:
-    """The drill's measurements from its experiment report (predicted beside measured); empty when it wrote none."""
-    import json
-
-    try:
-        return json.loads(report.read_text()).get("measurements") or {}
-    except (OSError, ValueError):
-        return {}
+def _measurements(experiment) -> dict:
+    """The drill's measurements from its stored experiment report (predicted beside measured; the report file may
+    be on another host); empty when it wrote none."""
+    return experiment.measurements if experiment is not None else {}
 
 
 def measurements_text(measurements: dict) -> str:
@@ -382,8 +379,7 @@ def _wait_steady(dep, replica_output, say, timeout_s: float = STEADY_BEFORE_DRIL
     """Wait until the job keeps up as a drill's steady state asks (the primary, and the replica that has just started
     and reads the input from its beginning, within the drill's bound); None once it does, else why not. Progress
     every 30 s."""
-    from ft_core.errors import InputError
-    from spark_jobs.drills.probes import STEADY_LAG_S, check_steady
+    from spark_jobs.drills.probes import STEADY_LAG_S, NotSteady, check_steady
     from spark_jobs.runtime.waiting import wait_for
 
     started = time.time()
@@ -393,8 +389,8 @@ def _wait_steady(dep, replica_output, say, timeout_s: float = STEADY_BEFORE_DRIL
         try:
             check_steady(dep.pipeline, dep.params, dep.input, dep.primary_output, STEADY_LAG_S, replica_output)
             return True
-        except InputError as exc:
-            last["why"] = str(exc).removesuffix(": not drilling")  # the drill's own refusal; here we wait on
+        except NotSteady as exc:
+            last["why"] = exc.situation  # without the drill's refusal: here we wait on
             if time.time() - last["said"] >= 30:
                 say(f"before the drill, waiting for the job to keep up ({time.time() - started:.0f} of "
                     f"{timeout_s:.0f} s, --steady-timeout-s): {last['why']}")

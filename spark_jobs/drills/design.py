@@ -80,9 +80,14 @@ def check_design(workload: Workload, new_capacity_after_s: float, speedup: float
     return DrillDesign(window_s=window, slide_s=slide, span_s=span, sure_windows=sure, warnings=warnings)
 
 
+def span_needed_s(slide_s: float, file_s: float) -> float:
+    """The event seconds an outage must hold for :data:`SURE_ENOUGH` windows to be sure (:func:`sure_windows`)."""
+    return SURE_ENOUGH * slide_s + file_s
+
+
 def _advice(new_capacity_after_s: float, speedup: float, file_s: float, slide_s: float) -> str:
     """The flags that make :data:`SURE_ENOUGH` windows sure."""
-    need = SURE_ENOUGH * slide_s + file_s  # event seconds the outage must hold
+    need = span_needed_s(slide_s, file_s)
     options = [f"--new-capacity-after {math.ceil(need / speedup - 1e-9)}"]
     if new_capacity_after_s > 0:
         options.append(f"--speedup {math.ceil(10 * need / new_capacity_after_s - 1e-9) / 10:g} (the input rate "

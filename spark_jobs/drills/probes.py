@@ -160,14 +160,22 @@ def settled_lag_s(pipeline: str | None, params: list[str], input_dir: Path, outp
     return lag, time.monotonic() - t0
 
 
+class NotSteady(InputError):
+    """The steady-state hypothesis does not hold: the drill's refusal, and ``situation``, where the job stands
+    (what a caller that waits on, rather than refuses, says)."""
+
+    def __init__(self, situation: str, refusal: str):
+        super().__init__(f"steady state: {situation}: {refusal}")
+        self.situation = situation
+
+
 def _checked_lag(what: str, pipeline: str, params: list[str], input_dir: Path, output: Path, bound_s: float) -> float:
     lag = event_lag_s(pipeline, params, input_dir, output)
     if lag is None:
-        raise InputError(f"steady state: {what} has no watermark yet (no micro-batch has passed event time): "
-                         "not drilling")
+        raise NotSteady(f"{what} has no watermark yet (no micro-batch has passed event time)", "not drilling")
     if lag > bound_s:
-        raise InputError(f"steady state: {what} is {lag:.0f} s behind its input, more than {bound_s:.0f} s: "
-                         "not drilling a job that is not keeping up")
+        raise NotSteady(f"{what} is {lag:.0f} s behind its input, more than {bound_s:.0f} s",
+                        "not drilling a job that is not keeping up")
     return lag
 
 

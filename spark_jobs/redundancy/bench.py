@@ -173,19 +173,19 @@ def latency(durations_ms: list[float], deadline_ms: float) -> Latency:
                    stddev_ms=statistics.pstdev(durations_ms))
 
 
-def batch_durations(metrics: Path, first: int, last: int) -> dict[int, float]:
-    """Duration (ms) per batch id in ``[first, last]``; a batch recorded twice (re-run after a
-    restart) keeps its last record."""
-    return {batch: ms for batch, (_start, ms) in batch_spans(metrics, first, last).items()}
-
-
 def batch_spans(metrics: Path, first: int, last: int) -> dict[int, tuple[float, float]]:
-    """(start epoch s, duration ms) per batch id in ``[first, last]``, as :func:`batch_durations`."""
+    """(start epoch s, duration ms) per batch id in ``[first, last]``; a batch recorded twice (re-run after a
+    restart) keeps its last record."""
     from ft_core.store.stream_progress import iso_epoch_s
     from spark_jobs.pipeline.metrics import read_metrics
 
     return {r["batch_id"]: (iso_epoch_s(r["timestamp"]) or 0.0, float(r["batch_duration_ms"]))
             for r in read_metrics(metrics) if first <= r["batch_id"] <= last}
+
+
+def _in_order(spans: dict[int, tuple[float, float]]) -> list[float]:
+    """The durations (ms) of :func:`batch_spans`, in batch order."""
+    return [spans[b][1] for b in sorted(spans)]
 
 
 def run_bench(config: BenchRedundancyConfig, progress: Progress, command: str) -> BenchResult:
@@ -282,10 +282,12 @@ class _Bench:
             self.faults = FaultModel.scaled(self.config.pause_per_batch * statistics.median(durations))
             self.say(f"faults: pauses of {self.faults.magnitude_ms:.0f} ms every {self.faults.mean_gap_s:.1f} s per executor")
 
+    def _spans(self, name: str) -> dict[int, tuple[float, float]]:
+        return batch_spans(self._dir(name) / "output" / "_metrics" / "metrics.jsonl", self.config.warmup_batches,
+                           self.last_batch)
+
     def _durations(self, name: str) -> list[float]:
-        found = batch_durations(self._dir(name) / "output" / "_metrics" / "metrics.jsonl", self.config.warmup_batches,
-                                self.last_batch)
-        return [found[b] for b in sorted(found)]
+        return _in_order(self._spans(name))
 
     def _dir(self, name: str) -> Path:
         return self.config.work_dir / name.replace(" ", "-")
@@ -317,8 +319,6 @@ class _Bench:
                 report = injection.stop()
                 result.faults_applied = report.applied.get("slowdown", 0)
                 result.paused_s = sum(report.paused_s.values())
-                run.pauses = [(report.started_at + f.applied_at_s, f.magnitude_ms) for f in report.faults
-                              if f.kind == "slowdown" and f.outcome == "applied" and f.magnitude_ms]
         except FtopsError as exc:
             result.error = str(exc)
             self.say(f"  {name} failed: {exc}")
@@ -334,16 +334,15 @@ class _Bench:
         from spark_jobs.redundancy.misses import miss_causes
         from spark_jobs.runtime.event_log import speculative_attempts
 
-        durations = self._durations(result.name)
+        spans = self._spans(result.name)
+        durations = _in_order(spans)
         result.durations_ms = durations
         result.latency = latency(durations, self.deadline_ms) if self.deadline_ms else None
         events = self._dir(result.name) / "events"
         result.costs = task_costs(events, self.config.warmup_batches, self.last_batch)
         if self.deadline_ms:
-            spans = batch_spans(self._dir(result.name) / "output" / "_metrics" / "metrics.jsonl",
-                                self.config.warmup_batches, self.last_batch)
             copies = Counter(a["batch"] for a in speculative_attempts(events) if a["batch"] is not None)
-            result.missed_causes = miss_causes(spans, run.pauses, dict(copies), self.deadline_ms)
+            result.missed_causes = miss_causes(spans, run.pauses(), dict(copies), self.deadline_ms)
         result.restarts = run.restarts()
         result.levels_used = run.levels_used(self.config.warmup_batches, self.last_batch)
         result.output_ok = self._output_ok(self._dir(result.name) / "output")
@@ -371,7 +370,6 @@ class _ScenarioRun:
         self.metrics = self.out / "output" / "_metrics" / "metrics.jsonl"
         self.state_file = self.out / "controller.json"
         self.procs: list[subprocess.Popen] = []
-        self.pauses: list[tuple[float, float]] = []  # (start epoch s, ms) of each executor pause applied
         self.injection = None
         self.deadline = None
 
@@ -424,6 +422,14 @@ class _ScenarioRun:
 
         wait_for(done, timeout_s=max(0.0, self.deadline - time.monotonic()), interval_s=1.0, error=BenchError,
                  what=f"batch {batch_id} of scenario {self.name} (the scenario's {self.bench.config.timeout_s:.0f} s)")
+
+    def pauses(self) -> list[tuple[float, float]]:
+        """(start epoch s, ms) of each executor pause the injection applied (none without faults)."""
+        report = self.injection.report if self.injection is not None else None
+        if report is None:
+            return []
+        return [(report.started_at + f.applied_at_s, f.magnitude_ms) for f in report.faults
+                if f.kind == "slowdown" and f.outcome == "applied" and f.magnitude_ms]
 
     def stop_injection(self) -> None:
         if self.injection is not None and self.injection.report is None:

@@ -14,8 +14,8 @@ Algorithms:
 - :func:`ranking_odds`: the chance that the nearest-rank p90 of ``period`` batches drawn (with replacement) from the
   better scenario's measured durations is below that of ``period`` batches from the worse one: how often one
   controller period (Algorithm 2 compares a period with the one before it, Sec. 4.2) points the right way.
-  Bootstrap of ``trials`` pairs, O(trials x period log period). :func:`period_needed`: the smallest period whose
-  odds reach a confidence.
+  Bootstrap of ``trials`` pairs, O(trials x period log period). :func:`period_odds` for several periods;
+  :func:`period_needed` (:func:`first_confident` of those odds): the smallest period whose odds reach a confidence.
 
     >>> miss_causes({0: (0.0, 3000), 1: (10.0, 3000), 2: (20.0, 1000)}, [(1.0, 1500)], {}, 2000)
     {'no pause': 1, 'pause, no copy': 1, 'pause, copy': 0}
@@ -67,7 +67,17 @@ def ranking_odds(better: list[float], worse: list[float], period: int, q: float 
     return round(score / trials, 3)
 
 
+def period_odds(better: list[float], worse: list[float], periods: tuple[int, ...] = PERIODS) -> dict[int, float]:
+    """:func:`ranking_odds` for each of ``periods``."""
+    return {p: ranking_odds(better, worse, p) for p in periods}
+
+
+def first_confident(odds: dict[int, float], confidence: float = 0.9) -> int | None:
+    """The smallest period of :func:`period_odds`'s whose odds reach ``confidence``; None if none does."""
+    return min((p for p, o in odds.items() if o >= confidence), default=None)
+
+
 def period_needed(better: list[float], worse: list[float], confidence: float = 0.9,
                   periods: tuple[int, ...] = PERIODS) -> int | None:
     """The smallest of ``periods`` whose :func:`ranking_odds` reach ``confidence``; None if none does."""
-    return next((p for p in periods if ranking_odds(better, worse, p) >= confidence), None)
+    return first_confident(period_odds(better, worse, periods), confidence)

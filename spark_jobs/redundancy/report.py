@@ -183,7 +183,7 @@ def _why_missed(result: BenchResult) -> list[str]:
 
 def _period_odds(result: BenchResult) -> list[str]:
     """How often one controller period ranks two measured scenarios right (:func:`~spark_jobs.redundancy.misses.ranking_odds`)."""
-    from spark_jobs.redundancy.misses import PERIODS, period_needed, ranking_odds
+    from spark_jobs.redundancy.misses import PERIODS, first_confident, period_odds
 
     none = _scenario(result, "none")
     statics = [s for s in _measured(result) if s.name.startswith("static") and s.durations_ms]
@@ -200,9 +200,9 @@ def _period_odds(result: BenchResult) -> list[str]:
             f"| better | worse | {' | '.join(f'{p} batches' for p in PERIODS)} | period for 0.9 |",
             "|---|---|" + "---|" * (len(PERIODS) + 1)]
     for better, worse in pairs:
-        odds = [ranking_odds(better.durations_ms, worse.durations_ms, p) for p in PERIODS]
-        needed = period_needed(better.durations_ms, worse.durations_ms)
-        rows.append(f"| {better.name} | {worse.name} | " + " | ".join(f"{o:.2f}" for o in odds)
+        odds = period_odds(better.durations_ms, worse.durations_ms)
+        needed = first_confident(odds)
+        rows.append(f"| {better.name} | {worse.name} | " + " | ".join(f"{o:.2f}" for o in odds.values())
                     + f" | {needed if needed else f'over {PERIODS[-1]}'} |")
     return [*rows, ""]
 

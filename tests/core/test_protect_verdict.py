@@ -54,18 +54,16 @@ def test_the_wait_for_the_job_to_keep_up_before_the_drill_is_a_flag():
         build_parser().parse_args([*base, "--steady-timeout-s", "0"])
 
 
-def test_a_drills_verdict_comes_with_its_measurements_predicted_beside_measured(tmp_path):
+def test_a_drills_verdict_comes_with_its_measurements_predicted_beside_measured():
     """Trial 4: protect printed only "drill #2: passed"; the numbers were in experiment.json alone."""
-    import json
-
+    from ft_core.store.experiments import ExperimentReport
     from ftops_provider.protect_cli import _measurements, measurements_text
 
-    report = tmp_path / "experiment.json"
-    assert _measurements(report) == {}  # no report written (a drill refused before it started)
+    assert _measurements(None) == {}  # no report stored (a drill refused before it started)
     measured = {"predicted_output_fidelity": 0.5, "predicted_accuracy": 0.4175, "tentative_accuracy": 0.4086,
                 "predicted_caught_up_s": 91.8, "time_to_caught_up_s": 222.2, "caught_up_error": -0.587,
                 "lost_windows": 0, "duplicated_windows": 0}
-    report.write_text(json.dumps({"title": "drill #2 passed", "measurements": measured}))
+    report = ExperimentReport(kind="drill", job="payments", experiment_id=2, verdict="passed", measurements=measured)
     assert _measurements(report) == measured
     text = measurements_text(measured)
     row = next(line for line in text.splitlines() if line.startswith("tentative accuracy"))
