@@ -47,7 +47,9 @@ def back_since(store, job: str, since: float, streams: list[str], steady_lag_s: 
                 if (b["lag_s"] is None and steady_lag_s is None) or (b["lag_s"] is not None and b["lag_s"] <= band)]
         if len(good) < 2:
             return f"{stream}: {len(good)} of 2 micro-batches within {band:.0f} s of its input since its restart"
-        firsts.append(rows[0].get("batch_start") or rows[0]["batch_end"])  # the first batch's start: its work is catch-up
+        # the first batch's start: its work is catch-up; a batch in flight across the restart (a job kept waiting:
+        # its stalled batch resumes on the new executors) started before it, and had no restart delay
+        firsts.append(max(since, rows[0].get("batch_start") or rows[0]["batch_end"]))
         ends.append(good[0])
     if not ends:
         return "no stream of the job is known"

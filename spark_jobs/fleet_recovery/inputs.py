@@ -162,7 +162,8 @@ def measured_catch_up(store, job: str) -> dict[str, Any]:
     never measured is missing."""
     out: dict[str, Any] = {}
     for row in store.job_fleet_recoveries(job, limit=10):
-        if row["measured_back_s"] is None or row["restarted_at"] is None or row["restart_delay_s"] is None:
+        if row["measured_back_s"] is None or row["restarted_at"] is None or row["restart_delay_s"] is None \
+                or row["restart_delay_s"] < 0:  # negative: measured before back_since ended it at the restart
             continue
         delay = "restart_s" if row["inputs"].get("held", True) else "resume_s"
         out.setdefault(delay, (row["restart_delay_s"], row["run_id"]))

@@ -154,6 +154,24 @@ def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catc
     assert store.job_batches("billing", failed)["ftops-billing-primary"][0]["batch_start"] == pytest.approx(failed + 35)
 
 
+def test_a_batch_in_flight_across_the_restart_has_no_restart_delay_and_a_negative_delay_stored_is_ignored(store):
+    """A job kept waiting (not held down): its batch stalled by the failure started before the restart and ended
+    after it; measured to its start the delay was -98.34 s (the fleet-recovery benchmark of 2026-11-30 stored it
+    and the next plan refused it)."""
+    failed = time.time() - 300
+    run = store.open_fleet_recovery("manual__5", "fifo", failed, {}, [_row("billing", 1)])
+    store.fleet_restarted(run, "billing", failed + 100, predicted_back_s=50.0)
+    for i, (start, end, lag) in enumerate([(failed + 2, failed + 130, 60.0), (failed + 131, failed + 132, 3.0),
+                                            (failed + 134, failed + 135, 3.0)]):
+        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-5", batch_id=i, role="primary",
+                                         batch_start=start, batch_end=end, input_rows=50, watermark_ms=1_000_000,
+                                         input_watermark_ms=1_000_000 + int(lag * 1000)))
+    back, _ = back_times(store, run)
+    assert back["billing"]["restart_delay_s"] == 0.0
+    store.fleet_back(run, "billing", back["billing"]["back_at"], -98.34)  # what the old measure stored
+    assert "restart_s" not in measured_catch_up(store, "billing")
+
+
 def test_a_restart_never_measured_in_a_recovery_is_taken_from_the_jobs_own_start(store, monkeypatch):
     """A job's first fleet recovery planned with an assumed 20 s restart missed by +83 % and +114 % (the benchmark of
     2026-11-30): the cluster showed the job's restart delay when its application started; that is used first."""
