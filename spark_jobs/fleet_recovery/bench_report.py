@@ -97,16 +97,27 @@ def _outputs(outputs: dict[str, OutputCheck], failures: int) -> list[str]:
                     "in the benchmark's output)."]
     lines = ["", f"Each job's output over the whole benchmark ({failures} losses of `rack-a`, with every hold and restart "
                  "they caused) against the batch reference of its input:", "",
-             "| job | windows compared | lost | duplicated | not in the reference | other rows (window starts, ms) "
-             "| equal to the reference |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {job} | {c.windows_compared} | {c.lost_windows} | {c.duplicated_windows} | {c.unexpected_windows} | "
-              f"{len(c.changed_windows)}{_starts(c.changed_windows)} | {'yes' if c.equal else 'no'} |"
-              for job, c in outputs.items()]
+             "| job | windows compared (starts, ms) | lost | duplicated | not in the reference (starts, ms) "
+             "| other rows (starts, ms) | equal to the reference |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {job} | {c.windows_compared}{_span(c.reference_span_ms)} | {c.lost_windows} | {c.duplicated_windows} | "
+              f"{c.unexpected_windows}{_starts(c.unexpected_starts)} | {len(c.changed_windows)}{_starts(c.changed_windows)} "
+              f"| {'yes' if c.equal else 'no'} |" for job, c in outputs.items()]
     clean = all(not c.lost_windows and not c.duplicated_windows for c in outputs.values())
     equal = all(c.equal for c in outputs.values())
     return lines + ["", f"**Target: 0 lost and 0 duplicated windows: {'met' if clean else 'not met'}**; every output "
                         f"equal to the reference: {'yes' if equal else 'no'}."]
 
 
-def _starts(starts: list[int], most: int = 3) -> str:
-    return "" if not starts else " (" + ", ".join(map(str, starts[:most])) + (", ..." if len(starts) > most else "") + ")"
+def _span(span: tuple[int, int] | None) -> str:
+    return "" if span is None else f" ({span[0]} to {span[1]})"
+
+
+def _starts(starts: list[int], ends: int = 2) -> str:
+    """The first and last ``ends`` starts: whether the odd windows are the first ones, the last ones or between.
+
+    >>> _starts([1, 2, 3, 4, 5])
+    ' (1, 2, ..., 4, 5)'
+    """
+    shown = [str(s) for s in starts] if len(starts) <= 2 * ends else \
+        [*map(str, starts[:ends]), "...", *map(str, starts[-ends:])]
+    return f" ({', '.join(shown)})" if starts else ""
