@@ -46,11 +46,12 @@ def register(sub, groups) -> None:
     chaos = groups["bench"].add_parser("self-chaos", help="kill a piece of ftops mid-drill on the local stack and time "
                                        "how long until the job is whole again (issue 35); writes docs/benchmarks/self-chaos.md")
     chaos.add_argument("--scenarios", type=_scenario_list, default=None,
-                       help="comma-separated, in order (default all; a subset replaces those rows of the last "
-                            "report and keeps the others): " + ", ".join(_scenario_names()))
+                       help="comma-separated, in order (default all the stack's network allows; a subset replaces "
+                            "those rows of the last report and keeps the others): " + ", ".join(_scenario_names()))
     chaos.add_argument("--out", default="docs/benchmarks/self-chaos.md", help="report path")
     chaos.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     chaos.add_argument("--airflow-port", type=flag(Port), default=8080, help="Airflow's api-server port (default 8080)")
+    _network_argument(chaos)
     chaos.set_defaults(func=_self_chaos)
 
 
@@ -205,11 +206,11 @@ def _scenario_list(text: str) -> list[str]:
 
 
 def _self_chaos(args: argparse.Namespace) -> int:
-    from ftops_provider.self_chaos import ChaosResult, merged, run_self_chaos, self_chaos_report
+    from ftops_provider.self_chaos import ChaosResult, merged, run_self_chaos, scenarios_for, self_chaos_report, stack_network
 
     stack = _stack(args)
+    scenarios = scenarios_for(stack_network(stack), args.scenarios)  # refused before anything starts
     stack.up()
-    scenarios = args.scenarios or list(_scenario_names())
     progress = Progress("self-chaos", total=len(scenarios))
     result = run_self_chaos(stack, scenarios, command_line(["bench", "self-chaos"]), progress=progress)
     raw = stack.state / "self-chaos.json"  # the raw rows, beside the stack: a scenario run again replaces its row only

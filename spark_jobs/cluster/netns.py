@@ -11,6 +11,8 @@ the drivers run. Processes are started in a host with ``ip netns exec`` (:func:`
 
 - :func:`cut` (a *network partition*): the host's link goes down; its processes keep running, and every
   connection to or from it times out instead of being refused; :func:`restore` heals it;
+- :func:`separate` (a partition between one host and this machine only): the host keeps reaching the other
+  hosts, but nothing passes between it and the gateway; :func:`rejoin` heals it;
 - :func:`kill_host` (a *host down*): every process in the namespace is killed and the link cut, so
   the host answers nothing at all, as a powered-off machine.
 
@@ -142,6 +144,29 @@ def cut(host: Host) -> None:
 def restore(host: Host) -> None:
     """Heal a partition: the link comes back up."""
     _ip("link", "set", host.link, "up")
+
+
+def separate(host: Host, gateway: str) -> None:
+    """A partition between ``host`` and this machine alone (the gateway: where ftops, Airflow and the drivers run):
+    the host drops every packet from the gateway and routes none to it, while it keeps reaching every other host.
+    Policy rules in the host's namespace, ahead of its local table (else packets to the host's own address would
+    be delivered before any rule saw them); :func:`rejoin` removes them."""
+    for selector in ("from", "to"):
+        _ip("-n", host.netns, "rule", "add", "pref", str(_SEPARATE_PREF), selector, gateway, "blackhole")
+    _ip("-n", host.netns, "rule", "add", "pref", str(_LOCAL_PREF), "lookup", "local")
+    _ip("-n", host.netns, "rule", "del", "pref", "0", "lookup", "local")
+
+
+def rejoin(host: Host, gateway: str) -> None:
+    """Heal :func:`separate` (safe to call when the host is not separated)."""
+    if "lookup local" in _ip("-n", host.netns, "rule", "show", "pref", str(_LOCAL_PREF)).stdout:  # moved by separate
+        _ip("-n", host.netns, "rule", "add", "pref", "0", "lookup", "local")
+        _ip("-n", host.netns, "rule", "del", "pref", str(_LOCAL_PREF), "lookup", "local")
+    for selector in ("from", "to"):
+        _ip("-n", host.netns, "rule", "del", "pref", str(_SEPARATE_PREF), selector, gateway, "blackhole", check=False)
+
+
+_SEPARATE_PREF, _LOCAL_PREF = 1, 2
 
 
 def pids(host: Host) -> list[int]:

@@ -152,17 +152,14 @@ class DrillReport(BaseModel):
             >>> r = DrillReport.model_construct(output_equals_reference=False, lost_windows=2, duplicated_windows=0,
             ...                                 tentative_accuracy_per_window=[], serve=False)
             >>> r.verdict, r.verdict_reasons  # doctest: +NORMALIZE_WHITESPACE
-            ('failed', ['the final output differs from the batch reference: 2 windows lost, 0 duplicated',
+            ('failed', ['the output differs from the batch reference: 2 windows lost, 0 duplicated',
                         'no failure window measured: no window ended while the primary was down (lengthen
                         --new-capacity-after or raise --speedup)'])
         """
-        reasons = []
-        if not self.output_equals_reference:
-            changed = "" if self.lost_windows or self.duplicated_windows else " (other rows in its windows)"
-            reasons.append(f"the final output differs from the batch reference: {self.lost_windows} windows lost, "
-                           f"{self.duplicated_windows} duplicated{changed}")
-        elif self.lost_windows or self.duplicated_windows:
-            reasons.append(f"{self.lost_windows} windows lost, {self.duplicated_windows} duplicated")
+        from spark_jobs.drills.engine import output_problem
+
+        output = output_problem(self.lost_windows, self.duplicated_windows, self.output_equals_reference)
+        reasons = [output] if output else []
         if not self.tentative_accuracy_per_window:
             reasons.append("no failure window measured: no window ended while the primary was down (lengthen "
                            "--new-capacity-after or raise --speedup)")

@@ -84,7 +84,6 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
     """The drill report (the fields of ``ftops drill run --json`` that a live job can measure); the
     batch reference runs in ``work_dir``."""
     from spark_jobs.drills.progress import first_batch_reaching, watermark_of
-    from spark_jobs.pipeline.accuracy import window_of
     from spark_jobs.pipeline.sink import closed_rows, compare_output
     from spark_jobs.runtime.reference import batch_reference
 
@@ -95,9 +94,8 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
                                        event_index=None if since is None else dep.path / "drills" / "event-index.json")
     expected = closed_rows(reference, until)
     comparison = compare_output(dep.primary_output, expected, until_ms=until, from_ms=since)
-    windows = sorted({window_of(r) for r in expected if ctx.failure_end_ms < r["window_end"] <= (ctx.backlog_ms or 0)})
-    tentative = _rows(Path(ctx.replica_output)) if ctx.replica_output else []
-    per_window = workload.accuracy(tentative, expected, windows)
+    per_window = failure_window_accuracy(workload, expected, Path(ctx.replica_output) if ctx.replica_output else None,
+                                         ctx.failure_end_ms, ctx.backlog_ms or 0)
     values = [per_window[w] for w in sorted(per_window)]
     caught = first_batch_reaching(dep.primary_output, ctx.backlog_ms, ctx.t_fail) if ctx.backlog_ms else None
     return {
@@ -105,7 +103,8 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
         "predicted_accuracy": ctx.predicted_accuracy,
         "tentative_accuracy": sum(values) / len(values) if values else None,
         "tentative_accuracy_per_window": values, "failure_window_starts_ms": [w[0] for w in sorted(per_window)],
-        "time_to_first_tentative_s": _first_tentative_s(ctx), "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
+        "time_to_first_tentative_s": first_tentative_s(Path(ctx.replica_output), ctx.t_fail, ctx.failure_end_ms)
+        if ctx.replica_output else None, "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
         "lost_windows": len(comparison.lost_windows), "duplicated_windows": len(comparison.duplicated_windows),
         "output_equals_reference": comparison.equal, "windows_compared": comparison.expected_windows,
         "compared_from_ms": since, "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,
@@ -124,17 +123,23 @@ def query_failures(dep: JobDeployment, ctx: DrillContext) -> dict[str, list[dict
                           ctx.t_fail or 0.0)
 
 
-def _rows(folder: Path) -> list[dict]:
+def failure_window_accuracy(workload, expected: list[dict], replica_output: Path | None, failure_end_ms: int,
+                            backlog_ms: int) -> dict:
+    """Per failure window (the reference's windows ending after the primary's last output before the fault and no
+    later than the input's watermark when capacity came back), the replica's accuracy with the pipeline's accuracy
+    function; a window the replica lacks (or no replica) scores 0. One rule for every drill."""
+    from spark_jobs.drills.progress import window_files
+    from spark_jobs.pipeline.accuracy import window_of
+
+    windows = sorted({window_of(r) for r in expected if failure_end_ms < r["window_end"] <= backlog_ms})
+    tentative = [r for _, rows in window_files(replica_output) for r in rows] if replica_output else []
+    return workload.accuracy(tentative, expected, windows)
+
+
+def first_tentative_s(replica_output: Path, t_fail: float, failure_end_ms: int) -> float | None:
+    """Seconds from the fault to the replica's first output file holding a window the primary had not delivered."""
     from spark_jobs.drills.progress import window_files
 
-    return [r for _, rows in window_files(folder) for r in rows]
-
-
-def _first_tentative_s(ctx: DrillContext) -> float | None:
-    from spark_jobs.drills.progress import window_files
-
-    if not ctx.replica_output:
-        return None
-    times = [mtime for mtime, rows in window_files(Path(ctx.replica_output))
-             if mtime >= ctx.t_fail and any(r["window_end"] > ctx.failure_end_ms for r in rows)]
-    return min(times) - ctx.t_fail if times else None
+    times = [mtime for mtime, rows in window_files(replica_output)
+             if mtime >= t_fail and any(r["window_end"] > failure_end_ms for r in rows)]
+    return min(times) - t_fail if times else None

@@ -53,6 +53,13 @@ records, not from the polling loop):
 - ``lost_windows``, ``duplicated_windows``, ``output_equals_reference``: the primary's final sink
   against the reference's windows closed by the whole input (:func:`sink.compare_output`).
 
+What it shares with the drill engine (:mod:`spark_jobs.drills.engine`, the drills of running jobs): the fault and
+its undo (the cluster seam's ``lose`` and ``give_back``), the failure windows and their accuracy, the first
+tentative output (:mod:`spark_jobs.drills.live`), the first batch reaching the backlog, and the output rule of the
+verdict (:func:`~spark_jobs.drills.engine.output_problem`). What is its own: it starts and stops a private
+cluster, the input and both jobs, and keeps no history store, so it holds no lease and journals no fault (nothing
+outlives it: :meth:`_Drill.teardown` stops the whole cluster).
+
 Whatever happens (an exception, Ctrl-C), everything the drill started is stopped
 (:meth:`_Drill.teardown`); a failure raises :class:`DrillError` naming the step.
 """
@@ -72,6 +79,7 @@ from ft_core.errors import ExternalError, FtopsError, InputError
 from ft_core.replication.predicted_accuracy import AccuracyEstimate
 from spark_jobs.cluster.seam import LostDomain
 from spark_jobs.drills.documents import DrillConfig, DrillPorts, DrillReport
+from spark_jobs.drills.live import failure_window_accuracy, first_tentative_s
 from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
 from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
 from spark_jobs.pipeline.accuracy import window_of
@@ -474,16 +482,16 @@ class _Drill:
 
         expected = closed_rows(self.reference_rows, self.final_ms)
         comparison = compare_output(self.dirs["primary"], expected)
-        windows = sorted({window_of(r) for r in expected if self.failure_end_ms < r["window_end"] <= self.backlog_ms})
-        tentative = [r for _, rows in window_files(self.dirs["replica"]) for r in rows]
-        per_window = self.workload.accuracy(tentative, expected, windows)
-        values = [per_window[w] for w in sorted(per_window)]
+        per_window = failure_window_accuracy(self.workload, expected, self.dirs["replica"], self.failure_end_ms,
+                                             self.backlog_ms)
+        windows, values = sorted(per_window), [per_window[w] for w in sorted(per_window)]
         return self._serve_measures(expected, windows, DrillReport(
             workload=self.workload.name, plan_tasks=self.setup.plan_tasks,
             predicted_output_fidelity=self.setup.predicted_output_fidelity,
             predicted_accuracy=self.estimate.mean if self.estimate else None, predicted_accuracy_estimate=self.estimate,
             objective=self.config.objective, tentative_accuracy=sum(values) / len(values) if values else None,
-            tentative_accuracy_per_window=values, time_to_first_tentative_s=self._first_tentative_s(),
+            tentative_accuracy_per_window=values,
+            time_to_first_tentative_s=first_tentative_s(self.dirs["replica"], self.t_fail, self.failure_end_ms),
             time_to_caught_up_s=self.t_caught_up - self.t_fail, lost_windows=len(comparison.lost_windows),
             duplicated_windows=len(comparison.duplicated_windows), output_equals_reference=comparison.equal,
             predicted_internal_completeness=self.setup.predicted_internal_completeness,
@@ -520,11 +528,6 @@ class _Drill:
             serve_gap_windows=len(view.gap_windows), serve_gap_window_starts_ms=view.gap_windows,
             serve_max_staleness_s=view.max_staleness_s, serve_tentative_windows=view.tentative_windows,
             serve_equals_reference=view.equals_reference))
-
-    def _first_tentative_s(self) -> float | None:
-        times = [mtime for mtime, rows in window_files(self.dirs["replica"])
-                 if mtime >= self.t_fail and any(r["window_end"] > self.failure_end_ms for r in rows)]
-        return min(times) - self.t_fail if times else None
 
     # waiting and stopping
     def _wait(self, done: Callable[[], bool], what: str, watch: list[str], deadline_s: float | None = None) -> None:

@@ -33,7 +33,7 @@ def test_a_drill_fails_on_lost_or_duplicated_output_a_missed_bound_or_no_steady_
     assert verdict(CLEAN, max_recovery_s=60, steady_bound_s=60, lag_after_s=5.0) == []
     assert verdict(CLEAN, max_recovery_s=None, steady_bound_s=60, lag_after_s=5.0) == []
     lost = verdict({**CLEAN, "lost_windows": 2, "output_equals_reference": False}, 60, 60, 5.0)
-    assert lost == ["output differs from the reference: 2 windows lost, 0 duplicated"]
+    assert lost == ["the output differs from the batch reference: 2 windows lost, 0 duplicated"]
     assert verdict({**CLEAN, "time_to_caught_up_s": None}, 60, 60, 5.0) == ["the primary did not catch up"]
     assert verdict(CLEAN, 20, 60, 5.0) == ["recovery took 30.0 s, over the job's bound of 20 s"]
     assert verdict(CLEAN, 60, 60, 75.0) == ["not back to steady state: the primary is 75.0 s behind its input (bound 60 s)"]

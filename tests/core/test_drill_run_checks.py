@@ -199,10 +199,10 @@ def test_a_drill_report_has_a_verdict_with_its_reasons():
     nothing = _report(tentative_accuracy=None, tentative_accuracy_per_window=[], failure_window_starts_ms=[])
     assert nothing.verdict == "failed" and nothing.verdict_reasons[0].startswith("no failure window measured")
     lost = _report(output_equals_reference=False, lost_windows=2, duplicated_windows=1)
-    assert lost.verdict_reasons == ["the final output differs from the batch reference: 2 windows lost, 1 duplicated"]
-    assert summary(lost).splitlines()[0].startswith("drill topk: FAILED: the final output differs")
+    assert lost.verdict_reasons == ["the output differs from the batch reference: 2 windows lost, 1 duplicated"]
+    assert summary(lost).splitlines()[0].startswith("drill topk: FAILED: the output differs")
     rows = _report(output_equals_reference=False)
-    assert rows.verdict_reasons == ["the final output differs from the batch reference: 0 windows lost, 0 duplicated "
+    assert rows.verdict_reasons == ["the output differs from the batch reference: 0 windows lost, 0 duplicated "
                                     "(other rows in its windows)"]
     view = _report(serve=True, serve_equals_reference=False, serve_expected_windows_per_s=0.5, serve_gap_windows=0)
     assert view.verdict_reasons == ["the serving view's final content differs from the batch reference"]

@@ -58,3 +58,26 @@ def test_a_scenario_run_again_replaces_its_row_and_keeps_the_others():
     assert by["postgres-down-60s"].whole_after_s == 80.0 and by["drill-command-killed"].measured_at == 100
     assert whole.command == "ftops bench self-chaos, then ftops bench self-chaos --scenarios postgres-down-60s"
     assert merged(None, again) is again
+
+
+def test_the_partition_scenario_runs_only_on_a_namespace_stack_and_is_refused_before_anything_starts():
+    from ft_core.errors import InputError
+    from ftops_provider.self_chaos import NAMESPACES_ONLY, scenarios_for
+
+    assert "airflow-master-partition" in NAMESPACES_ONLY
+    assert scenarios_for("namespaces", None) == list(SCENARIOS)
+    assert scenarios_for("loopback", None) == [n for n in SCENARIOS if n != "airflow-master-partition"]
+    assert scenarios_for("namespaces", ["airflow-master-partition"]) == ["airflow-master-partition"]
+    with pytest.raises(InputError, match="--scenarios: airflow-master-partition needs the stack on a namespace network"):
+        scenarios_for("loopback", ["postgres-down-60s", "airflow-master-partition"])
+
+
+def test_the_report_shows_each_rows_network_and_lists_as_not_run_only_scenarios_without_a_row():
+    rows = [ChaosRow(scenario="postgres-down-60s", **WHOLE),
+            ChaosRow(scenario="airflow-master-partition", network="namespaces", **WHOLE)]
+    text = self_chaos_report(ChaosResult(command="ftops bench self-chaos", started_at=0, elapsed_s=600, rows=rows))
+    line = next(t for t in text.splitlines() if t.startswith("airflow-master-partition"))
+    assert line.split()[1] == "namespaces"
+    assert next(t for t in text.splitlines() if t.startswith("postgres-down-60s")).split()[1] == "loopback"
+    not_run = next(t for t in text.splitlines() if t.startswith("Not run: "))
+    assert "airflow-master-partition" not in not_run and "recovery-worker-killed-between-stages" in not_run

@@ -1,7 +1,8 @@
 """A Spark standalone cluster whose daemons are separate network hosts (issue 14): each master and worker in a
 network namespace of its own on a private bridge (198.18.<subnet>.0/24), this machine the gateway where the
 drivers run. Both host faults at the cluster level, on real Spark: a network partition (the rack's worker
-keeps running, cut off; the master declares it dead; healed, it registers again) and a host down (everything
+keeps running, cut off; the master declares it dead; healed, it registers again), this machine cut off from the
+masters' host alone (the master keeps its workers) and a host down (everything
 in its namespace killed, its link cut); replacement capacity on a new host; nothing left behind, also when
 a start fails. The drill and the staged recovery across such a cluster are in test_drill.py and
 test_units.py. Needs root and iproute2 (CI runs as root); elsewhere these tests are skipped, saying why."""
@@ -9,12 +10,14 @@ test_units.py. Needs root and iproute2 (CI runs as root); elsewhere these tests 
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
 from spark_jobs.cluster import netns
 from spark_jobs.cluster.standalone import (ClusterConfig, ClusterError, add_worker, cluster_down, cluster_up, heal_domain,
-                                           kill_domain, master_json, partition_domain)
+                                           kill_domain, master_json, partition_domain, rejoin_masters,
+                                           separate_masters)
 from spark_jobs.runtime.processes import pid_alive
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import WORKER_INDEX, namespaces_missing, namespaces_of, test_network, test_port
@@ -35,6 +38,10 @@ def _config(state_dir, **kw) -> ClusterConfig:
 def _worker_state(state, worker) -> str | None:
     listed = [w for w in master_json(state.master_ui("primary"))["workers"] if (w["host"], w["port"]) == (worker.host, worker.port)]
     return listed[-1]["state"] if listed else None
+
+
+def _dead_listed(state) -> int:
+    return sum(w["state"] == "DEAD" for w in master_json(state.master_ui("primary"))["workers"])
 
 
 def _wait_state(state, worker, wanted: str) -> None:
@@ -59,6 +66,19 @@ def test_partition_heal_and_host_down_on_a_namespace_cluster(tmp_path):
             socket.create_connection((cut.host, cut.ui_port), timeout=2).close()
         heal_domain(state_dir, "rack-a")
         _wait_state(state, cut, "ALIVE")  # healed, it registers with the master again
+
+        # this machine cut off from the masters' host alone: the master keeps its workers (none declared dead
+        # across three worker timeouts), while nothing from here reaches it; healed, it answers again
+        dead_before = _dead_listed(state)
+        separate_masters(state_dir)
+        try:
+            with pytest.raises(OSError):
+                socket.create_connection((state.master("primary").host, state.master("primary").ui_port), timeout=2).close()
+            time.sleep(9)
+        finally:
+            rejoin_masters(state_dir)
+        rejoin_masters(state_dir)  # healing twice is harmless
+        assert _dead_listed(state) == dead_before and all(_worker_state(state, w) == "ALIVE" for w in workers.values())
 
         [down] = kill_domain(state_dir, "rack-b")
         wait_for(lambda: not pid_alive(down.pid), timeout_s=30, what="rack-b's worker to die")
