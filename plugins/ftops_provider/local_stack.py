@@ -114,20 +114,27 @@ class LocalStack:
         state = self._cluster()
         return local_masters() if state is None else state.masters()
 
+    def spark_network(self) -> str:
+        """Where the stack's Spark daemons run (``namespaces``: hosts of their own, or ``loopback``), or will when
+        :meth:`up` starts them: the running clusters', else the network asked for, else loopback."""
+        state = self._cluster()
+        if state is None:
+            return self.network or "loopback"
+        return "namespaces" if state.network else "loopback"
+
     def up(self) -> None:
         from spark_jobs.cluster.standalone import ClusterConfig, cluster_up
 
         postgres = self.postgres
         self.progress(f"starting PostgreSQL (embedded, {postgres.host}:{postgres.port})")
         postgres.start()
-        state = self._cluster()
-        if state is None:
-            network = self.network or "loopback"
+        network = self.spark_network()
+        if self._cluster() is None:
             self.progress(f"starting the Spark clusters (primary: rack-a, rack-b; standby) on {network}")
             cluster_up(ClusterConfig(state_dir=self.spark_state, network=network))
-        elif self.network and self.network != ("namespaces" if state.network else "loopback"):
-            raise InputError(f"--network {self.network}: the stack's Spark clusters already run on "
-                             f"{'namespaces' if state.network else 'loopback'}; `ftops stack down` first")
+        elif self.network and self.network != network:
+            raise InputError(f"--network {self.network}: the stack's Spark clusters already run on {network}; "
+                             "`ftops stack down` first")
         self.register_sample_jobs()
         self.start_running_job()
         if not any(self.airflow.alive().values()):

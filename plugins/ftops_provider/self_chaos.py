@@ -89,7 +89,7 @@ class _Scenario:
         self.stack, self.name, self.say, self.job = stack, name, say, RUNNING_JOB
         self.dep = stack.deployment(next(j for j in SAMPLE_JOBS if j.name == RUNNING_JOB))
         self.cluster = cluster_of(self.dep)
-        self.network = stack_network(stack)
+        self.network = stack.spark_network()
 
     def run(self, whole_within_s: float) -> ChaosRow:
         from spark_jobs.drills.live import delivered_until
@@ -228,17 +228,6 @@ class _Scenario:
                                        event_index=self.dep.path / "drills" / "event-index.json")
         comparison = compare_output(self.dep.primary_output, closed_rows(reference, until), until_ms=until, from_ms=since_ms)
         return len(comparison.lost_windows), len(comparison.duplicated_windows)
-
-
-def stack_network(stack) -> str:
-    """Where the stack's Spark daemons run, or will when it starts: ``namespaces`` (hosts of their own) or
-    ``loopback`` (its running clusters', else the network it was asked for, else loopback)."""
-    from spark_jobs.cluster.standalone import ClusterState
-
-    state = ClusterState.load(stack.spark_state.resolve())
-    if state is not None and state.processes:
-        return "namespaces" if state.network else "loopback"
-    return stack.network or "loopback"
 
 
 def scenarios_for(network: str, chosen: list[str] | None) -> list[str]:

@@ -206,10 +206,10 @@ def _scenario_list(text: str) -> list[str]:
 
 
 def _self_chaos(args: argparse.Namespace) -> int:
-    from ftops_provider.self_chaos import ChaosResult, merged, run_self_chaos, scenarios_for, self_chaos_report, stack_network
+    from ftops_provider.self_chaos import ChaosResult, merged, run_self_chaos, scenarios_for, self_chaos_report
 
     stack = _stack(args)
-    scenarios = scenarios_for(stack_network(stack), args.scenarios)  # refused before anything starts
+    scenarios = scenarios_for(stack.spark_network(), args.scenarios)  # refused before anything starts
     stack.up()
     progress = Progress("self-chaos", total=len(scenarios))
     result = run_self_chaos(stack, scenarios, command_line(["bench", "self-chaos"]), progress=progress)

@@ -389,14 +389,13 @@ def heal_domain(state_dir: Path, domain: str) -> list[Process]:
     return healed
 
 
-def separate_masters(state_dir: Path) -> netns.Host:
+def separate_masters(state_dir: Path) -> None:
     """A network partition between this machine (ftops, Airflow, the drivers) and the masters' host (namespace
     networks only): the masters keep their workers, but nothing passes between them and this machine;
-    :func:`rejoin_masters` heals it. Returns the host."""
+    :func:`rejoin_masters` heals it."""
     state = require_state(state_dir)
     net = _namespace_network(state, "a partition from the masters")
     netns.separate(net.host("master"), net.gateway)
-    return net.host("master")
 
 
 def rejoin_masters(state_dir: Path) -> None:

@@ -403,8 +403,8 @@ def verdict(report: dict, max_recovery_s: float | None, steady_bound_s: float, l
     ...          "time_to_caught_up_s": 50.0}, 40, 60, 3.0)
     ["recovery took 50.0 s, over the job's bound of 40 s"]
     """
-    problems = [p for p in [output_problem(report["lost_windows"], report["duplicated_windows"],
-                                           report["output_equals_reference"])] if p]
+    output = output_problem(report["lost_windows"], report["duplicated_windows"], report["output_equals_reference"])
+    problems = [output] if output else []
     caught = report["time_to_caught_up_s"]
     if caught is None:
         problems.append("the primary did not catch up")

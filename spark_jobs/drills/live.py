@@ -94,8 +94,8 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
                                        event_index=None if since is None else dep.path / "drills" / "event-index.json")
     expected = closed_rows(reference, until)
     comparison = compare_output(dep.primary_output, expected, until_ms=until, from_ms=since)
-    per_window = failure_window_accuracy(workload, expected, Path(ctx.replica_output) if ctx.replica_output else None,
-                                         ctx.failure_end_ms, ctx.backlog_ms or 0)
+    replica = Path(ctx.replica_output) if ctx.replica_output else None
+    per_window = failure_window_accuracy(workload, expected, replica, ctx.failure_end_ms, ctx.backlog_ms or 0)
     values = [per_window[w] for w in sorted(per_window)]
     caught = first_batch_reaching(dep.primary_output, ctx.backlog_ms, ctx.t_fail) if ctx.backlog_ms else None
     return {
@@ -103,8 +103,8 @@ def measure(dep: JobDeployment, ctx: DrillContext, work_dir: Path) -> dict:
         "predicted_accuracy": ctx.predicted_accuracy,
         "tentative_accuracy": sum(values) / len(values) if values else None,
         "tentative_accuracy_per_window": values, "failure_window_starts_ms": [w[0] for w in sorted(per_window)],
-        "time_to_first_tentative_s": first_tentative_s(Path(ctx.replica_output), ctx.t_fail, ctx.failure_end_ms)
-        if ctx.replica_output else None, "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
+        "time_to_first_tentative_s": first_tentative_s(replica, ctx.t_fail, ctx.failure_end_ms) if replica else None,
+        "time_to_caught_up_s": None if caught is None else caught - ctx.t_fail,
         "lost_windows": len(comparison.lost_windows), "duplicated_windows": len(comparison.duplicated_windows),
         "output_equals_reference": comparison.equal, "windows_compared": comparison.expected_windows,
         "compared_from_ms": since, "compared_until_ms": until, "fail_domain": ctx.domain, "killed": ctx.killed, "kill_driver": ctx.kill_driver,

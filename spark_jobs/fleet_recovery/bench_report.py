@@ -100,7 +100,7 @@ def _outputs(outputs: dict[str, OutputCheck], failures: int) -> list[str]:
              "| job | windows compared (starts, ms) | lost | duplicated | not in the reference (starts, ms) "
              "| other rows (starts, ms) | equal to the reference |", "|---|---|---|---|---|---|---|"]
     lines += [f"| {job} | {c.windows_compared}{_span(c.reference_span_ms)} | {c.lost_windows} | {c.duplicated_windows} | "
-              f"{c.unexpected_windows}{_starts(c.unexpected_starts)} | {len(c.changed_windows)}{_starts(c.changed_windows)} "
+              f"{len(c.unexpected_windows)}{_starts(c.unexpected_windows)} | {len(c.changed_windows)}{_starts(c.changed_windows)} "
               f"| {'yes' if c.equal else 'no'} |" for job, c in outputs.items()]
     clean = all(not c.lost_windows and not c.duplicated_windows for c in outputs.values())
     equal = all(c.equal for c in outputs.values())

@@ -24,6 +24,14 @@ def _batches(store: HistoryStore, job: str, app: str, ends: list[float], rows: i
                                          input_watermark_ms=1_000_000 + int(lag_s * 1000)))
 
 
+def _timed_batches(store: HistoryStore, app: str, spans: list[tuple[float, float, float]]) -> None:
+    """billing's primary batches, each (start, end, lag s)."""
+    for i, (start, end, lag) in enumerate(spans):
+        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id=app, batch_id=i, role="primary",
+                                         batch_start=start, batch_end=end, input_rows=50, watermark_ms=1_000_000,
+                                         input_watermark_ms=1_000_000 + int(lag * 1000)))
+
+
 def _row(job: str, stage: int, lag_s: float = 2.0) -> dict:
     inputs = {"job": job, "priority": 1.0, "cores": 1, "input_rate": 50.0, "processing_rate": 100.0, "restart_s": 10.0,
               "pending_s": 3.0, "sources": {"streams": [f"ftops-{job}-primary"], "steady_lag_s": lag_s}}
@@ -144,11 +152,8 @@ def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catc
     failed = time.time() - 300
     run = store.open_fleet_recovery("manual__4", "staged", failed, {}, [_row("billing", 1)])
     store.fleet_restarted(run, "billing", failed + 20, predicted_back_s=50.0)
-    for i, (start, end, lag) in enumerate([(failed + 35, failed + 110, 60.0), (failed + 112, failed + 113, 3.0),
-                                            (failed + 115, failed + 116, 3.0)]):
-        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-4", batch_id=i, role="primary",
-                                         batch_start=start, batch_end=end, input_rows=50, watermark_ms=1_000_000,
-                                         input_watermark_ms=1_000_000 + int(lag * 1000)))
+    _timed_batches(store, "app-4", [(failed + 35, failed + 110, 60.0), (failed + 112, failed + 113, 3.0),
+                                    (failed + 115, failed + 116, 3.0)])
     back, _ = back_times(store, run)
     assert back == {"billing": {"back_at": pytest.approx(failed + 113, abs=0.01), "restart_delay_s": 15.0}}
     assert store.job_batches("billing", failed)["ftops-billing-primary"][0]["batch_start"] == pytest.approx(failed + 35)
@@ -161,11 +166,8 @@ def test_a_batch_in_flight_across_the_restart_has_no_restart_delay_and_a_negativ
     failed = time.time() - 300
     run = store.open_fleet_recovery("manual__5", "fifo", failed, {}, [_row("billing", 1)])
     store.fleet_restarted(run, "billing", failed + 100, predicted_back_s=50.0)
-    for i, (start, end, lag) in enumerate([(failed + 2, failed + 130, 60.0), (failed + 131, failed + 132, 3.0),
-                                            (failed + 134, failed + 135, 3.0)]):
-        store.record_batch(BatchProgress(stream="ftops-billing-primary", app_id="app-5", batch_id=i, role="primary",
-                                         batch_start=start, batch_end=end, input_rows=50, watermark_ms=1_000_000,
-                                         input_watermark_ms=1_000_000 + int(lag * 1000)))
+    _timed_batches(store, "app-5", [(failed + 2, failed + 130, 60.0), (failed + 131, failed + 132, 3.0),
+                                    (failed + 134, failed + 135, 3.0)])
     back, _ = back_times(store, run)
     assert back["billing"]["restart_delay_s"] == 0.0
     store.fleet_back(run, "billing", back["billing"]["back_at"], -98.34)  # what the old measure stored
