@@ -14,10 +14,17 @@ with other work, its measured free share of it). It is back at::
 
     back = r + input_rate * (pending_s + r) / (processing_rate - input_rate)
 
-An application holds its cores alone (Spark standalone schedules cores, not shares), so jobs restarted together
-do not slow each other; a job whose processing rate does not exceed its input rate is never back. ``back`` is
-linear in ``s`` with slope ``a = processing_rate / (processing_rate - input_rate)``: each second a job waits costs
-it ``a`` seconds of time back.
+An application holds its cores alone (Spark standalone schedules cores, not shares), so where every core is a CPU
+of its own jobs restarted together do not slow each other; a job whose processing rate does not exceed its input
+rate is never back. ``back`` is then linear in ``s`` with slope ``a = processing_rate / (processing_rate -
+input_rate)``: each second a job waits costs it ``a`` seconds of time back.
+
+Where the returning cores share fewer CPUs (``FleetCapacity.cpus``: workers that advertise more cores than their
+hosts have free, as on a one-machine cluster; measured when the plan is made), the jobs catching up share those
+CPUs: processor sharing, each job catching up getting the same fraction of its cores, a caught-up one using
+``cores * input_rate / processing_rate`` (:func:`ft_core.recovery.catch_up.node_catch_up`, the model paper 003's
+catch-up policy uses for partitions on one node). ``processing_rate`` is then the job's rate with its cores'
+whole CPUs. Times back are no longer independent: :func:`predict_back` predicts them together.
 
 Algorithm: the jobs are paper 003's queries, each with one failed partition (its application) of cost
 ``cores``; no partition is shared (``f_p = 1``), so BestDensity's profit density (Definition 3) is ``priority /
@@ -31,8 +38,8 @@ weighted mean time back wins (``policy="staged"``). Baselines, for the benchmark
 no job starting before the one ahead of it, as a standalone master grants cores in submission order) and
 ``density`` (paper 003's order alone).
 
-Complexity: O(J log J) to order J jobs, O(J S) to pack them into S stages, O(J) to predict: 5,000 jobs over 100
-stages in about a second of CPython.
+Complexity: O(J log J) to order J jobs, O(J S) to pack them into S stages, O(J) to predict (O(J^2) with shared
+CPUs: an event simulation): 5,000 jobs over 100 stages in about a second of CPython.
 
 Example: two workers of 4 cores come back 60 s and 120 s after the failure. ``billing`` (priority 3) needs 4
 cores; ``clicks`` (priority 1) needs 4 and barely outpaces its input (110 against 100 records/s: slope 11), so
@@ -49,6 +56,14 @@ first and lowers the weighted mean::
     ([('clicks', 60.0, 770.0), ('billing', 120.0, 144.444)], 'catch-up-weighted density')
     >>> plan.predicted_weighted_mean_s  # against (3 x 77.778 + 1430) / 4 = 415.8 by density
     300.833
+
+Two one-core jobs restarted together on one free CPU each run at half their rate while both catch up::
+
+    >>> pair = [FleetJob(job=n, cores=1, input_rate=10, processing_rate=40) for n in ("a", "b")]
+    >>> predict_back(pair, [0.0, 0.0]), predict_back(pair, [0.0, 0.0], cpus=1)
+    ([0.0, 0.0], [0.0, 0.0])
+    >>> predict_back([p.model_copy(update={"pending_s": 30}) for p in pair], [0.0, 0.0], cpus=1)
+    [30.0, 30.0]
 """
 
 from __future__ import annotations
@@ -63,6 +78,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ft_core.errors import InputError
 from ft_core.input.names import named
 from ft_core.input.quantities import NonNegative, Positive, Seconds
+from ft_core.recovery.catch_up import UnitRates, node_catch_up
 
 Policy = Literal["staged", "density", "fifo"]
 POLICIES = ("staged", "density", "fifo")
@@ -94,11 +110,13 @@ class Arrival(BaseModel):
 
 
 class FleetCapacity(BaseModel):
-    """Free cores on the surviving workers now, and the workers coming back."""
+    """Free cores on the surviving workers now, the workers coming back, and ``cpus``: the CPUs the restarted jobs
+    share (None: each core a CPU of its own; see the module docstring)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     free_cores: NonNegative = 0.0
     arrivals: list[Arrival] = Field(default_factory=list, max_length=MAX_STAGES)
+    cpus: Positive | None = None
 
 
 class FleetRecoveryProblem(BaseModel):
@@ -145,7 +163,11 @@ def plan_fleet_recovery(jobs: Sequence[FleetJob], capacity: FleetCapacity, polic
     best = None
     for rule, order, backfill in candidates:
         stage_of = _pack([jobs[i].cores for i in order], cores, backfill)
-        restarts = [_restart(jobs[i], s, times) for i, s in zip(order, stage_of)]
+        starts = [None if s is None else times[s] for s in stage_of]
+        backs = predict_back([jobs[i] for i in order], starts, capacity.cpus)
+        restarts = [JobRestart(job=jobs[i].job, priority=jobs[i].priority, stage=s, start_s=start,
+                               predicted_back_s=None if b is None else round(b, 3))
+                    for i, s, start, b in zip(order, stage_of, starts, backs)]
         mean = weighted_mean_back(restarts)
         score = (math.fsum(r.priority for r in restarts if r.predicted_back_s is None), math.inf if mean is None else mean)
         if best is None or score < best[3]:  # fewer jobs (by priority) never back first, then the lower mean
@@ -171,6 +193,24 @@ def predicted_back_s(job: FleetJob, start_s: float) -> float | None:
         return None
     running = start_s + job.restart_s
     return running + job.input_rate * (job.pending_s + running) / spare
+
+
+def predict_back(jobs: Sequence[FleetJob], starts: Sequence[float | None], cpus: float | None = None) -> list[float | None]:
+    """When each job, restarted at its start (None: never), is back; ``cpus``: the CPUs the jobs catching up share
+    (None: each core its own; see the module docstring). None: never back."""
+    if cpus is None:
+        return [None if s is None else predicted_back_s(j, s) for j, s in zip(jobs, starts)]
+    rates, runs, demand = {}, [], {}
+    for i, (job, start) in enumerate(zip(jobs, starts)):
+        if start is None or math.isinf(catch_up_slope(job)):
+            continue
+        key = str(i)
+        rates[key] = UnitRates(input_rate=job.input_rate, processing_rate=job.processing_rate)
+        running = start + job.restart_s
+        runs.append((key, running, job.input_rate * (job.pending_s + running)))
+        demand[key] = job.cores
+    caught = node_catch_up(runs, rates, size=cpus, demand=demand) if runs else {}
+    return [caught.get(str(i)) for i in range(len(jobs))]
 
 
 def _check(jobs: Sequence[FleetJob], policy: str) -> None:
@@ -228,13 +268,6 @@ def _pack(demands: list[float], stage_cores: list[float], backfill: bool) -> lis
         if not backfill:
             floor = chosen
     return stages
-
-
-def _restart(job: FleetJob, stage: int | None, times: list[float]) -> JobRestart:
-    start = None if stage is None else times[stage]
-    back = None if start is None else predicted_back_s(job, start)
-    return JobRestart(job=job.job, priority=job.priority, stage=stage, start_s=start,
-                      predicted_back_s=None if back is None else round(back, 3))
 
 
 def weighted_mean_back(restarts: Sequence[JobRestart]) -> float | None:

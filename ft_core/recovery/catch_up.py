@@ -45,7 +45,7 @@ second one like it on the same node each gets half: 20 - 10 = 10 rows/s, caught 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -101,22 +101,26 @@ class CatchUpPrediction(BaseModel):
     weighted_mean_s: float | None
 
 
-def node_catch_up(starts: list[tuple[str, float, float]], rates: dict[str, UnitRates], size: float) -> dict[str, float | None]:
+def node_catch_up(starts: list[tuple[str, float, float]], rates: dict[str, UnitRates], size: float,
+                  demand: dict[str, float] | None = None) -> dict[str, float | None]:
     """When each partition on one node is caught up: ``starts`` holds (partition, time it runs, backlog rows
-    then); ``size`` is the node's processing in whole nodes (see the module docstring)."""
-    pending = sorted(starts, key=lambda s: s[1])
+    then); ``size`` is the node's processing in whole nodes (see the module docstring). ``demand``: what a
+    partition's processing rate was measured on, in the same units as ``size`` (default 1, one node); the
+    partitions catching up then get the same fraction of their demand (a fleet's jobs of different cores
+    sharing a host's CPUs: :mod:`ft_core.fleet.recovery_order`)."""
+    pending = deque(sorted(starts, key=lambda s: s[1]))
     backlog: dict[str, float] = {}
     done: dict[str, float | None] = {}
     t = pending[0][1] if pending else 0.0
     while pending or backlog:
         while pending and pending[0][1] <= t + _EPS:
-            pid, _, rows = pending.pop(0)
+            pid, _, rows = pending.popleft()
             backlog[pid] = rows
         next_start = pending[0][1] if pending else math.inf
         if not backlog:
             t = next_start
             continue
-        drain = _drains(backlog, done, rates, size)
+        drain = _drains(backlog, done, rates, size, demand or {})
         caught = [p for p, rows in backlog.items() if rows <= _EPS and drain[p] >= -_EPS]  # empty and keeping up
         if caught:
             for p in caught:
@@ -134,11 +138,14 @@ def node_catch_up(starts: list[tuple[str, float, float]], rates: dict[str, UnitR
     return done
 
 
-def _drains(backlog: dict[str, float], done: dict[str, float | None], rates: dict[str, UnitRates], size: float) -> dict[str, float]:
-    """Rows per second each catching-up partition drains: the node less what the caught-up ones use, split
-    evenly, at most one whole node each (a partition's processing rate is measured on one node)."""
-    steady = math.fsum(rates[p].input_rate / rates[p].processing_rate for p, at in done.items() if at is not None)
-    share = min(1.0, max(0.0, size - steady) / len(backlog))
+def _drains(backlog: dict[str, float], done: dict[str, float | None], rates: dict[str, UnitRates], size: float,
+            demand: dict[str, float]) -> dict[str, float]:
+    """Rows per second each catching-up partition drains: the node less what the caught-up ones use, split in
+    proportion to demand (evenly by default), at most its whole demand each (its processing rate is measured
+    on that)."""
+    steady = math.fsum(demand.get(p, 1.0) * rates[p].input_rate / rates[p].processing_rate
+                       for p, at in done.items() if at is not None)
+    share = min(1.0, max(0.0, size - steady) / math.fsum(demand.get(p, 1.0) for p in backlog))
     return {p: share * rates[p].processing_rate - rates[p].input_rate for p in backlog}
 
 

@@ -41,6 +41,9 @@ class EngineNative:
     def executor_domains(self, app: str, pool: str = "primary") -> dict[str, int]:
         return self.capacity()
 
+    def shared_cpus(self) -> float | None:
+        return None  # the executors' hosts are not this machine: their cores are taken as CPUs of their own
+
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:
         return {}  # no daemon of another domain is ftops's to watch: the second-domain probe has nothing here
 

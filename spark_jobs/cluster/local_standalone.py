@@ -90,6 +90,12 @@ class LocalStandalone:
         hit = (partition_domain if fault == "partition" else kill_domain)(self.state_dir, domain)
         return LostDomain(domain=domain, fault=fault, hit=[p.name for p in hit], undo=undo)
 
+    def shared_cpus(self) -> float | None:
+        """Every daemon runs on this machine (a namespace host has no CPUs of its own): the CPUs idle here now."""
+        from spark_jobs.cluster.host_cpu import idle_cpus
+
+        return idle_cpus()
+
     def _require_fault(self, fault: str) -> None:
         if fault not in self.faults:
             raise InputError(f"fault {fault!r}: a {self.kind} cluster can take {', '.join(self.faults)} "

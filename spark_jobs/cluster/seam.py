@@ -19,6 +19,8 @@ The interface (:class:`Cluster`):
 - ``check_blast_radius(domain)``: refuse a domain whose loss would take what must survive;
 - ``undo_of(domain, fault)``: the undo document, before anything is touched;
 - ``lose(domain, fault)``: apply the fault; returns what it did (names) and the undo document, completed;
+- ``shared_cpus()``: the CPUs restarted executors share, measured now (None: each core is a CPU of its own, as
+  on hosts that advertise their own CPUs): what a fleet recovery's jobs catch up on;
 - :func:`give_back` (module level, from the undo document alone): capacity back *in the same failure domain*
   (a rack whose power returns, a zone's instance group replacing its instances in that zone), the partition
   healed, or the executors asked back. Idempotent: it brings the domain back to what the document recorded,
@@ -28,7 +30,7 @@ Implementations: :class:`~spark_jobs.cluster.local_standalone.LocalStandalone` (
 loopback), :class:`~spark_jobs.cluster.local_standalone.NamespaceHosts` (each daemon on a host of its own:
 ``host-down`` powers hosts off, ``partition`` cuts them off) and
 :class:`~spark_jobs.cluster.engine_native.EngineNative` (any cluster manager: the driver kills its own
-executors). Kubernetes and YARN would implement the same six methods and a ``give_back`` with their own APIs
+executors). Kubernetes and YARN would implement the same seven methods and a ``give_back`` with their own APIs
 (docs/spark.md, "One seam for clusters").
 
     >>> undo = {"seam": "standalone", "state_dir": "/no/such/cluster", "domain": "rack-a", "fault": "host-down",
@@ -74,6 +76,8 @@ class Cluster(Protocol):
     def undo_of(self, domain: str, fault: FaultMode) -> dict[str, Any]: ...
 
     def lose(self, domain: str, fault: FaultMode) -> LostDomain: ...
+
+    def shared_cpus(self) -> float | None: ...
 
 
 def cluster_of(dep) -> Cluster:

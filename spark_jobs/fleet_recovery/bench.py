@@ -71,6 +71,8 @@ class RunResult(BaseModel):
     weighted_mean_s: float | None
     held: list[str] = []  # staged and fifo: the jobs held down (restarted from their checkpoints)
     order_rule: str | None = None
+    predicted_back_s: dict[str, float | None] = {}  # staged and fifo: as predicted at each job's restart
+    shared_cpus: float | None = None  # staged and fifo: the CPUs free when the plan was made
 
 
 def priorities(n: int) -> dict[str, float]:
@@ -331,7 +333,8 @@ def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: in
                  for j, r in rows.items()}
     say(f"  {result['status']}: {result['outcome']}")
     return back, restarted, {j: r["planned_back_s"] for j, r in rows.items()}, \
-        {"held": planned["held"], "order_rule": planned["order_rule"]}
+        {"held": planned["held"], "order_rule": planned["order_rule"], "shared_cpus": planned["shared_cpus"],
+         "predicted_back_s": {j: r["predicted_back_s"] for j, r in rows.items()}}
 
 
 def _stage_ready(planned: dict, stage: str) -> bool:

@@ -30,7 +30,7 @@ def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: Fl
         "(the `ftops_fleet_recovery` DAG's definition); a run's score is the priority-weighted mean. The jobs were "
         "submitted in priority order, the least important first.",
         "",
-        f"| run | policy | {head} | weighted mean (s) | best of the run | plan: order, held down |",
+        f"| run | policy | {head} | weighted mean (s) | best of the run | plan: order, held down, CPUs free when planned |",
         "|---|---|" + "---|" * len(jobs) + "---|---|---|",
     ]
     by_run: dict[int, list[RunResult]] = {}
@@ -44,6 +44,7 @@ def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: Fl
         for r in sorted(rows, key=lambda r: config.policies.index(r.policy)):
             cells = " | ".join(_s(r.back_s.get(j)) for j in jobs)
             plan = f"{r.order_rule}; {', '.join(r.held) or 'none'}" if r.order_rule else "-"
+            plan += "" if r.shared_cpus is None else f"; {r.shared_cpus:g} CPUs free"
             lines.append(f"| {run} | {r.policy} | {cells} | {_s(r.weighted_mean_s)} | {'yes' if r.policy == best else ''} "
                          f"| {plan} |")
     lines += ["", "| policy | mean of the weighted means (s) | runs |", "|---|---|---|"]
@@ -60,20 +61,29 @@ def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: Fl
 
 
 def _predictions(results: list[RunResult], jobs: dict[str, float]) -> list[str]:
-    rows = [(r, j) for r in results if r.policy == "staged" for j in jobs
+    rows = [(r, j) for r in results if r.policy != "all-at-once" for j in jobs
             if r.planned_back_s.get(j) is not None and r.back_s.get(j) is not None]
     if not rows:
         return []
-    misses = [abs(r.back_s[j] - r.planned_back_s[j]) / r.planned_back_s[j] for r, j in rows]
-    out = ["", "Staged runs, each job's time back as planned (before any worker returned, from the arrivals expected) "
-               "against measured:", "", "| run | job | restarted (s) | planned back (s) | measured back (s) | miss |",
-           "|---|---|---|---|---|---|"]
-    for (r, j), miss in zip(rows, misses):
-        out.append(f"| {r.run} | {j} | {_s(r.restarted_s.get(j))} | {_s(r.planned_back_s[j])} | {_s(r.back_s[j])} | "
-                   f"{(r.back_s[j] - r.planned_back_s[j]) / r.planned_back_s[j]:+.0%} |")
-    within = sum(m <= 0.25 for m in misses)
-    out += ["", f"Within 25 %: {within} of {len(misses)} (median miss {statistics.median(misses):.0%})."]
+    out = ["", "Staged and fifo runs, each job's time back as planned (before any worker returned, from the arrivals "
+               "expected) and as predicted at its restart (the restarts so far as they happened), against measured:", "",
+           "| run | policy | job | restarted (s) | planned back (s) | miss | predicted at restart (s) | miss | "
+           "measured back (s) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r, j in rows:
+        at_restart = r.predicted_back_s.get(j)
+        out.append(f"| {r.run} | {r.policy} | {j} | {_s(r.restarted_s.get(j))} | {_s(r.planned_back_s[j])} | "
+                   f"{_miss(r.planned_back_s[j], r.back_s[j])} | {_s(at_restart)} | {_miss(at_restart, r.back_s[j])} | "
+                   f"{_s(r.back_s[j])} |")
+    for what, key in (("planned", "planned_back_s"), ("predicted at restart", "predicted_back_s")):
+        misses = [abs(r.back_s[j] - getattr(r, key)[j]) / getattr(r, key)[j] for r, j in rows if getattr(r, key).get(j)]
+        if misses:
+            out += ["", f"{what.capitalize()} within 25 %: {sum(m <= 0.25 for m in misses)} of {len(misses)} "
+                        f"(median miss {statistics.median(misses):.0%})."]
     return out
+
+
+def _miss(predicted: float | None, measured: float) -> str:
+    return "-" if not predicted else f"{(measured - predicted) / predicted:+.0%}"
 
 
 def _plot(results: list[RunResult], config: FleetRecoveryBenchConfig, table: Path) -> str:

@@ -33,28 +33,27 @@ def choose_plan(planned: list[dict[str, Any]], capacity, policy: str, submitted:
     dead = {j for j in order if submitted.get(j) is None}
     plan = plan_fleet_recovery([as_fleet_job(by_job[j]) for j in order], capacity, policy=policy)
     held = queue_jumpers([(r.job, r.stage) for r in plan.jobs], submitted)
-    plan = costed(plan, by_job, held)
+    plan = costed(plan, by_job, held, capacity.cpus)
     if policy != "staged" or not set(held) - dead:
         return plan, held
     master = plan_fleet_recovery([as_fleet_job(by_job[j]) for j in order], capacity, policy="fifo")
     master_held = queue_jumpers([(r.job, r.stage) for r in master.jobs], submitted)
-    master = costed(master, by_job, master_held).model_copy(update={"order_rule": MASTER_ORDER})
+    master = costed(master, by_job, master_held, capacity.cpus).model_copy(update={"order_rule": MASTER_ORDER})
     better = (master.predicted_weighted_mean_s is not None and plan.predicted_weighted_mean_s is not None
               and master.predicted_weighted_mean_s < plan.predicted_weighted_mean_s)
     return (master, master_held) if better else (plan, held)
 
 
-def costed(plan, by_job: dict[str, dict[str, Any]], held: list[str]):
+def costed(plan, by_job: dict[str, dict[str, Any]], held: list[str], cpus: float | None = None):
     """``plan`` with each job's time back predicted with its own restart cost (held: from its checkpoint; kept: its
-    executors' start)."""
-    from ft_core.fleet.recovery_order import predicted_back_s, weighted_mean_back
+    executors' start), the jobs sharing ``cpus`` (:func:`ft_core.fleet.recovery_order.predict_back`)."""
+    from ft_core.fleet.recovery_order import predict_back, weighted_mean_back
     from spark_jobs.fleet_recovery.inputs import as_fleet_job
 
-    jobs = []
-    for r in plan.jobs:
-        back = None if r.start_s is None else predicted_back_s(as_fleet_job(by_job[r.job], kept=r.job not in held),
-                                                               r.start_s)
-        jobs.append(r.model_copy(update={"predicted_back_s": None if back is None else round(back, 3)}))
+    backs = predict_back([as_fleet_job(by_job[r.job], kept=r.job not in held) for r in plan.jobs],
+                         [r.start_s for r in plan.jobs], cpus)
+    jobs = [r.model_copy(update={"predicted_back_s": None if b is None else round(b, 3)})
+            for r, b in zip(plan.jobs, backs)]
     mean = weighted_mean_back(jobs)
     return plan.model_copy(update={"jobs": jobs, "predicted_weighted_mean_s": None if mean is None else round(mean, 3),
                                    "never_back": [r.job for r in jobs if r.predicted_back_s is None]})

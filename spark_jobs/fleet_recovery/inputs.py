@@ -12,8 +12,8 @@ traced to the input that missed:
 - **input rate**: rows per second its streams read in the :data:`LOOK_BACK_S` before the failure (the span from
   the first to the last batch of each stream, summed over streams); **steady lag**: the median event-time lag then;
 - **pending**: input not processed at the failure: the seconds since its last batch ended, plus that lag;
-- **processing rate** and **restart delays**: measured in the job's newest fleet recoveries (the catch-up it showed:
-  ``processing = input * (1 + down / catch-up)``; the restart from its checkpoint when it was held down, the resume
+- **processing rate** and **restart delays**: measured in the job's newest fleet recoveries (the catch-up it showed,
+  with the share of the CPUs it had beside the others taken out: :mod:`ft_core.fleet.catch_up_rate`; the restart from its checkpoint when it was held down, the resume
   of its executors when it kept its driver); a restart never measured so is taken from the job's current application
   as the cluster showed it starting (:func:`start_delay`: the master's record of its start to its first micro-batch's
   start); else the run's assumptions (``headroom`` times the input rate; ``restart_s``; :data:`RESUME_S`), said as
@@ -156,8 +156,9 @@ def steady_before(store, job: str, failed_at: float) -> dict[str, Any]:
 
 
 def measured_catch_up(store, job: str) -> dict[str, Any]:
-    """What the job's newest fleet recoveries measured: ``ratio`` (seconds of catching up per second it was down, from
-    the newest with a time back), ``restart_s`` (from its checkpoint, the newest in which it was held down) and
+    """What the job's newest fleet recoveries measured: ``processing_rate`` (with its whole CPUs, from the newest with a
+    time back, the share of the CPUs it had beside the run's other jobs taken out:
+    :mod:`ft_core.fleet.catch_up_rate`), ``restart_s`` (from its checkpoint, the newest in which it was held down) and
     ``resume_s`` (executors back, the newest in which it kept its driver), each with the run it came from; a value
     never measured is missing."""
     out: dict[str, Any] = {}
@@ -167,11 +168,34 @@ def measured_catch_up(store, job: str) -> dict[str, Any]:
             continue
         delay = "restart_s" if row["inputs"].get("held", True) else "resume_s"
         out.setdefault(delay, (row["restart_delay_s"], row["run_id"]))
-        down = (row["restarted_at"] - row["failed_at"]).total_seconds() + row["restart_delay_s"]
-        catch_up = row["measured_back_s"] - down
-        if down > 0 and catch_up > 0:
-            out.setdefault("ratio", (catch_up / down, row["run_id"]))
+        if "processing_rate" not in out:
+            rate = rate_alone(store, row["run_id"], job)
+            if rate is not None:
+                out["processing_rate"] = (rate, row["run_id"])
     return out
+
+
+def rate_alone(store, run_id: int, job: str) -> float | None:
+    """``job``'s processing rate with its whole CPUs as fleet recovery ``run_id`` measured it (None: it did not)."""
+    from ft_core.fleet.catch_up_rate import processing_rate_alone
+
+    run = store.fleet_recovery(run_id)
+    failed = run["failed_at"].timestamp()
+    jobs = [recovered(r, failed) for r in run["jobs"] if r["inputs"].get("cores")]
+    mine = next((j for j in jobs if j.job == job), None)
+    return None if mine is None else processing_rate_alone(mine, jobs, run["plan"].get("capacity", {}).get("cpus"))
+
+
+def recovered(row: dict[str, Any], failed_at: float):
+    """A fleet recovery's job row as :class:`~ft_core.fleet.catch_up_rate.RecoveredJob` (seconds after the failure)."""
+    from ft_core.fleet.catch_up_rate import RecoveredJob
+
+    inputs, delay = row["inputs"], row["restart_delay_s"]
+    running = None if row["restarted_at"] is None or delay is None or delay < 0 else \
+        row["restarted_at"].timestamp() - failed_at + delay
+    return RecoveredJob(job=row["job"], cores=inputs["cores"], input_rate=inputs["input_rate"],
+                        processing_rate=inputs["processing_rate"], pending_s=inputs.get("pending_s", 0.0),
+                        running_s=running, back_s=row["measured_back_s"])
 
 
 def start_delay(store, job: str, started_ms: float | None, now: float | None = None) -> float | None:
@@ -212,16 +236,16 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     lag = steady["lag_s"] or 0.0
     measured = measured_catch_up(store, job)
     assumed = "assumed (no fleet recovery of the job measured it)"
-    ratio = measured.get("ratio")
+    rate = measured.get("processing_rate")
     restart, restart_from = _restart(store, job, measured, started_ms, restart_s, assumed)
     resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
             "input_rate": round(input_rate, 3),
-            "processing_rate": round(input_rate * (1 + 1 / ratio[0]) if ratio else input_rate * headroom, 3),
+            "processing_rate": round(rate[0] if rate else input_rate * headroom, 3),
             "restart_s": round(restart, 2), "resume_s": round(resume[0], 2),
             "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
             "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
-                        "processing_rate": _source(ratio, f"{assumed}: {headroom:g} x the input rate"),
+                        "processing_rate": _source(rate, f"{assumed}: {headroom:g} x the input rate"),
                         "restart_s": restart_from,
                         "resume_s": _source(resume[1], f"{assumed}: {RESUME_S:g} s"),
                         "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}

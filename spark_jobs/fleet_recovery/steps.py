@@ -76,7 +76,7 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     submitted = submitted_at(ui, jobs, deps)
     planned = [fleet_job(store, job, deps[job], failed_at, restart_s=restart_s, headroom=headroom,
                          started_ms=submitted[job]) for job in jobs]
-    cap = FleetCapacity(**capacity(ui, arrivals, replacement_s, failed_at))
+    cap = FleetCapacity(**capacity(ui, arrivals, replacement_s, failed_at), cpus=shared_cpus(deps))
     plan, held = choose_plan(planned, cap, policy, submitted)
     by_job = {p["job"]: {**p, "held": p["job"] in held} for p in planned}
     rows = [{"job": r.job, "priority": r.priority, "stage": r.stage, "planned_start_s": r.start_s,
@@ -87,9 +87,20 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     return run_id, held
 
 
+def shared_cpus(deps: dict) -> float | None:
+    """The CPUs the lost jobs' executors will share as their capacity returns, measured now on their cluster (one
+    master: one cluster); None where each core is a CPU of its own."""
+    from spark_jobs.cluster.seam import cluster_of
+
+    cpus = cluster_of(next(iter(deps.values()))).shared_cpus()
+    if cpus is not None:
+        log.info("the lost jobs will share %.2f free CPUs as their capacity returns (measured now)", cpus)
+    return cpus
+
+
 def summary(store, run_id: int) -> dict[str, Any]:
     """What the DAG's tasks need of a run, from the store: ``run_id``, ``master_ui``, ``failed_at``, ``held``,
-    ``order_rule``, ``predicted_weighted_mean_s``, ``lease_ttl_s`` and each stage's needs
+    ``order_rule``, ``predicted_weighted_mean_s``, ``lease_ttl_s``, ``shared_cpus`` and each stage's needs
     (:func:`spark_jobs.fleet_recovery.holding.stage_needs`)."""
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.fleet_recovery.holding import stage_needs
@@ -102,7 +113,8 @@ def summary(store, run_id: int) -> dict[str, Any]:
                         {r["job"]: r["inputs"]["cores"] for r in rows}, apps)
     return {"run_id": run_id, "master_ui": plan["master_ui"], "failed_at": run["failed_at"].timestamp(),
             "held": plan["held"], "order_rule": plan["order_rule"],
-            "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], "lease_ttl_s": lease_ttl(plan), **needs}
+            "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], "lease_ttl_s": lease_ttl(plan),
+            "shared_cpus": plan.get("capacity", {}).get("cpus"), **needs}
 
 
 def _resumed(store, run_id: int, dag_run_id: str) -> dict[str, Any]:
@@ -151,15 +163,15 @@ def open_fault(store, job: str, holder: str) -> dict[str, Any] | None:
 def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, driver_env: dict[str, str]) -> list[dict]:
     """Resubmit the stage's held jobs from their checkpoints (each fault closed with what happened), record every
     job's restart with its time back as predicted now, then wait until each holds executors."""
-    from ft_core.fleet.recovery_order import predicted_back_s
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.drills.reconcile import submit_primary
-    from spark_jobs.fleet_recovery.inputs import as_fleet_job
 
     holder = holder_of(dag_run_id)
     renew_leases(store, run_id, holder)
     run = store.fleet_recovery(run_id)
-    rows = {r["job"]: r for r in run["jobs"]}
+    failed_at = run["failed_at"].timestamp()
+    starts = {r["job"]: r["planned_start_s"] if r["restarted_at"] is None else r["restarted_at"].timestamp() - failed_at
+              for r in run["jobs"]}
     done = []
     for job in jobs:
         started = time.time()
@@ -168,9 +180,8 @@ def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, driver_e
         if fault is not None:
             store.close_fault(fault["fault_id"], holder, "primary resubmitted from its checkpoint in its stage"
                               if submitted and submitted.get("submitted") else "its primary was running again")
-        inputs = rows[job]["inputs"]
-        since_failure = started - run["failed_at"].timestamp()
-        predicted = predicted_back_s(as_fleet_job(inputs, kept=not inputs.get("held", True)), since_failure)
+        starts[job] = since_failure = started - failed_at
+        predicted = predicted_now(run, starts)[job]
         store.fleet_restarted(run_id, job, started, None if predicted is None else round(predicted, 2))
         done.append({"job": job, "resubmitted": bool(submitted and submitted.get("submitted")),
                      "predicted_back_s": predicted})
@@ -181,6 +192,18 @@ def restart_stage(store, run_id: int, jobs: list[str], dag_run_id: str, driver_e
         _await_executors(job, registered_deployment(store, job), lambda: renew_leases(store, run_id, holder),
                          lease_ttl(run["plan"]) / 3)
     return done
+
+
+def predicted_now(run: dict[str, Any], starts: dict[str, float | None]) -> dict[str, float | None]:
+    """Each job's time back predicted from ``starts`` (seconds after the failure: the restarts so far as they happened,
+    the rest as planned), every job with its own restart cost, sharing the CPUs measured when the run was planned."""
+    from ft_core.fleet.recovery_order import predict_back
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job
+
+    rows = run["jobs"]
+    backs = predict_back([as_fleet_job(r["inputs"], kept=not r["inputs"].get("held", True)) for r in rows],
+                         [starts.get(r["job"]) for r in rows], run["plan"].get("capacity", {}).get("cpus"))
+    return {r["job"]: b for r, b in zip(rows, backs)}
 
 
 def _await_executors(job: str, dep, renew, renew_every_s: float, timeout_s: float = 120.0) -> None:

@@ -139,11 +139,28 @@ def test_a_job_is_back_after_two_batches_within_its_band_and_the_catch_up_it_sho
     assert back == {"billing": {"back_at": pytest.approx(failed + 40, abs=0.01), "restart_delay_s": 12.0}}
     assert missing == ["clicks: not restarted yet"]
     store.fleet_back(run, "billing", back["billing"]["back_at"], back["billing"]["restart_delay_s"])
-    # down 20 s + 12 s of restart, then 8 s of catching up: ratio 0.25
+    # ran again at 20 + 12 s, back at 40 s: 50 rows/s x (3 s pending + 40 s) processed in 8 s, its CPU its own
     measured = measured_catch_up(store, "billing")  # it was held down (the row's inputs say so by default)
-    assert measured.keys() == {"restart_s", "ratio"} and measured["restart_s"] == (12.0, run)
-    assert measured["ratio"] == (pytest.approx(0.25, abs=1e-3), run)
+    assert measured.keys() == {"restart_s", "processing_rate"} and measured["restart_s"] == (12.0, run)
+    assert measured["processing_rate"] == (pytest.approx(268.75, rel=1e-6), run)
     assert measured_catch_up(store, "clicks") == {}
+
+
+def test_a_catch_up_shared_with_another_job_on_one_cpu_shows_half_the_jobs_rate(store):
+    """Held jobs were back 1.6-2.3x later than planned (the fleet-recovery benchmark of 2026-11-30): their rate had
+    been read from recoveries in which they caught up beside others, as if it were their own."""
+    failed = time.time() - 300
+    shared = store.open_fleet_recovery("manual__6", "fifo", failed, {"capacity": {"cpus": 1.0}},
+                                       [_row("billing", 1), _row("clicks", 1)])
+    for job in ("billing", "clicks"):
+        store.fleet_restarted(shared, job, failed + 20, predicted_back_s=None)
+        store.fleet_back(shared, job, failed + 60, 10.0)
+    # both caught up from 30 s to 60 s on one CPU, half of it each: 50 rows/s x (3 + 60) s in 15 CPU-seconds
+    assert measured_catch_up(store, "billing")["processing_rate"] == (pytest.approx(210.0, rel=1e-6), shared)
+    alone = store.open_fleet_recovery("manual__7", "fifo", failed, {}, [_row("clicks", 1)])  # no shared CPUs recorded
+    store.fleet_restarted(alone, "clicks", failed + 20, predicted_back_s=None)
+    store.fleet_back(alone, "clicks", failed + 60, 10.0)
+    assert measured_catch_up(store, "clicks")["processing_rate"] == (pytest.approx(105.0, rel=1e-6), alone)
 
 
 def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catch_up(store):
