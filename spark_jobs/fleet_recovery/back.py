@@ -1,5 +1,5 @@
 """When a job a fleet recovery restarted is back (issue 33, item 3): every stream it ran before the failure ran two
-micro-batches within its caught-up band of its input since its restart (twice its steady lag plus 5 s, at most
+micro-batches within its caught-up band of its input, started since its restart (twice its steady lag plus 5 s, at most
 :data:`BOUND_S`: :func:`spark_jobs.attach.drill_support.caught_up_band`, the drills' rule). A stream's lag is its output
 watermark behind its input's (the history store's rows); a job that had no lag before the failure (stateless, or
 before its first window closed) is back after two micro-batches. Read from the history store only, so the triggerer
@@ -43,8 +43,10 @@ def back_since(store, job: str, since: float, streams: list[str], steady_lag_s: 
     firsts, ends = [], []
     for stream in streams or list(batches):
         rows = batches.get(stream, [])
-        good = [b["batch_end"] for b in rows
-                if (b["lag_s"] is None and steady_lag_s is None) or (b["lag_s"] is not None and b["lag_s"] <= band)]
+        # a batch counts from its start: one the failure caught finishing (its tasks done, committed just after) or
+        # in flight across the restart is not a batch run since
+        good = [b["batch_end"] for b in rows if (b.get("batch_start") or b["batch_end"]) >= since and (
+            (b["lag_s"] is None and steady_lag_s is None) or (b["lag_s"] is not None and b["lag_s"] <= band))]
         if len(good) < 2:
             return f"{stream}: {len(good)} of 2 micro-batches within {band:.0f} s of its input since its restart"
         # the first batch's start: its work is catch-up; a batch in flight across the restart (a job kept waiting:

@@ -253,3 +253,32 @@ def test_staged_holds_down_only_the_job_that_would_jump_the_queue_unless_its_res
     plan, held = choose_plan([_planned("low", 1, 20), _planned("high", 3, 20)], capacity, "fifo",
                              {"low": None, "high": 2000.0})
     assert [r.job for r in plan.jobs] == ["high", "low"] and held == ["low"]
+
+
+def test_a_restart_is_predicted_beside_the_restarts_so_far_on_the_cpus_measured_when_planned(store):
+    from spark_jobs.fleet_recovery.steps import predicted_now
+
+    failed = time.time() - 300
+    shared = store.open_fleet_recovery("manual__8", "staged", failed, {"capacity": {"cpus": 1.5}},
+                                       [_row("billing", 1), _row("clicks", 2)])
+    store.fleet_restarted(shared, "billing", failed + 20, predicted_back_s=None)
+    run = store.fleet_recovery(shared)
+    both = predicted_now(run, {"billing": 20.0, "clicks": 25.0})  # clicks restarts while billing catches up
+    alone = predicted_now({**run, "plan": {}}, {"billing": 20.0, "clicks": 25.0})  # each core a CPU of its own
+    # alone: billing runs at 30 s with 50 x 33 rows, drained at 100 - 50 rows/s: back at 63 s
+    assert alone["billing"] == pytest.approx(63.0) and alone["clicks"] == pytest.approx(35 + 50 * 38 / 50)
+    assert both["billing"] > alone["billing"] and both["clicks"] > alone["clicks"]
+    assert predicted_now(run, {"billing": 20.0, "clicks": None})["clicks"] is None  # not restarted: never back
+
+
+def test_a_batch_the_failure_caught_finishing_does_not_count_as_back(store):
+    """All-at-once, fleet-1 'back 0.1 s after the failure' (the fleet-recovery benchmark of 2026-11-30 20:44): a batch
+    whose tasks were done when its executors died committed just after the failure, within the band, and counted
+    as the first of the two batches that make a job back."""
+    from spark_jobs.fleet_recovery.back import back_since
+
+    failed = time.time() - 300
+    _timed_batches(store, "app-6", [(failed - 2.9, failed + 0.1, 3.0), (failed + 0.2, failed + 80, 70.0),
+                                    (failed + 81, failed + 82, 3.0), (failed + 84, failed + 85, 3.0)])
+    back = back_since(store, "billing", failed, ["ftops-billing-primary"], 2.0)
+    assert back["back_at"] == pytest.approx(failed + 82, abs=0.01)

@@ -71,3 +71,24 @@ def test_a_recovery_that_did_not_measure_the_job_gives_no_rate():
     assert processing_rate_alone(never, [never], cpus=1) is None
     backwards = never.model_copy(update={"back_s": 5.0})
     assert processing_rate_alone(backwards, [backwards], cpus=None) is None
+
+
+def test_idle_cpus_are_the_idle_and_iowait_share_of_the_sample_times_the_cpu_count(tmp_path, monkeypatch):
+    """Read from /proc/stat's ``cpu`` line (a copy written here, changed during the sample as the kernel would)."""
+    import threading
+
+    from spark_jobs.cluster import host_cpu
+
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
+    later = "cpu  250 0 150 800 100 0 0 0 0 0\ncpu0 1 2 3\n"  # 300 jiffies: 200 busy, 100 idle, 0 iowait
+    monkeypatch.setattr(host_cpu.os, "cpu_count", lambda: 4)
+    timer = threading.Timer(0.1, stat.write_text, args=(later,))
+    timer.start()
+    assert host_cpu.idle_cpus(0.4, stat) == pytest.approx(4 * 100 / 300, abs=0.01)
+    timer.join()
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\n")  # nothing idle over the sample: still a floor
+    timer = threading.Timer(0.1, stat.write_text, args=("cpu  400 0 100 700 100 0 0 0 0 0\n",))
+    timer.start()
+    assert host_cpu.idle_cpus(0.4, stat) == host_cpu.MIN_CPUS
+    timer.join()
