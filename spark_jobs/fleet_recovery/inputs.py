@@ -12,9 +12,10 @@ traced to the input that missed:
 - **input rate**: rows per second its streams read in the :data:`LOOK_BACK_S` before the failure (the span from
   the first to the last batch of each stream, summed over streams); **steady lag**: the median event-time lag then;
 - **pending**: input not processed at the failure: the seconds since its last batch ended, plus that lag;
-- **processing rate** and **restart delays**: measured in the job's newest fleet recoveries (the catch-up it showed,
-  with the share of the CPUs it had beside the others taken out: :mod:`ft_core.fleet.catch_up_rate`; the restart from its checkpoint when it was held down, the resume
-  of its executors when it kept its driver); a restart never measured so is taken from the job's current application
+- **processing rates** and **restart delays**, per kind of restart (held down: from its checkpoint; kept: its
+  executors back): measured in the job's newest fleet recovery of that kind (the catch-up it showed, with the share
+  of the CPUs it had beside the others taken out: :mod:`ft_core.fleet.catch_up_rate`); a rate never measured for a
+  kind is the other kind's; a restart never measured so is taken from the job's current application
   as the cluster showed it starting (:func:`start_delay`: the master's record of its start to its first micro-batch's
   start); else the run's assumptions (``headroom`` times the input rate; ``restart_s``; :data:`RESUME_S`), said as
   assumed;
@@ -156,22 +157,23 @@ def steady_before(store, job: str, failed_at: float) -> dict[str, Any]:
 
 
 def measured_catch_up(store, job: str) -> dict[str, Any]:
-    """What the job's newest fleet recoveries measured: ``processing_rate`` (with its whole CPUs, from the newest with a
-    time back, the share of the CPUs it had beside the run's other jobs taken out:
-    :mod:`ft_core.fleet.catch_up_rate`), ``restart_s`` (from its checkpoint, the newest in which it was held down) and
-    ``resume_s`` (executors back, the newest in which it kept its driver), each with the run it came from; a value
-    never measured is missing."""
+    """What the job's newest fleet recoveries measured, per kind of restart (held down: its driver restarted from its
+    checkpoint; kept: its waiting application given executors again): ``restart_s`` and ``rate_held`` (the newest in
+    which it was held down), ``resume_s`` and ``rate_kept`` (the newest in which it kept its driver), each with the run
+    it came from; a value never measured is missing. A rate is the job's processing rate with its whole CPUs, the share
+    of the CPUs it had beside the run's other jobs taken out (:mod:`ft_core.fleet.catch_up_rate`). The two kinds
+    differ: a held job's first batch reads the whole backlog on a cold JVM (the fleet-recovery benchmark of
+    2026-11-30 21:29: held jobs planned from kept ones' rates missed by +27 % to +64 %, kept from held by -43 %)."""
     out: dict[str, Any] = {}
     for row in store.job_fleet_recoveries(job, limit=10):
         if row["measured_back_s"] is None or row["restarted_at"] is None or row["restart_delay_s"] is None \
                 or row["restart_delay_s"] < 0:  # negative: measured before back_since ended it at the restart
             continue
-        delay = "restart_s" if row["inputs"].get("held", True) else "resume_s"
-        out.setdefault(delay, (row["restart_delay_s"], row["run_id"]))
-        if "processing_rate" not in out:
-            rate = rate_alone(store, row["run_id"], job)
-            if rate is not None:
-                out["processing_rate"] = (rate, row["run_id"])
+        held = row["inputs"].get("held", True)
+        out.setdefault("restart_s" if held else "resume_s", (row["restart_delay_s"], row["run_id"]))
+        rate = "rate_held" if held else "rate_kept"
+        if rate not in out and (alone := rate_alone(store, row["run_id"], job)) is not None:
+            out[rate] = (alone, row["run_id"])
     return out
 
 
@@ -193,8 +195,10 @@ def recovered(row: dict[str, Any], failed_at: float):
     inputs, delay = row["inputs"], row["restart_delay_s"]
     running = None if row["restarted_at"] is None or delay is None or delay < 0 else \
         row["restarted_at"].timestamp() - failed_at + delay
+    rate = inputs["processing_rate"] if inputs.get("held", True) else \
+        inputs.get("resume_processing_rate", inputs["processing_rate"])
     return RecoveredJob(job=row["job"], cores=inputs["cores"], input_rate=inputs["input_rate"],
-                        processing_rate=inputs["processing_rate"], pending_s=inputs.get("pending_s", 0.0),
+                        processing_rate=rate, pending_s=inputs.get("pending_s", 0.0),
                         running_s=running, back_s=row["measured_back_s"])
 
 
@@ -225,8 +229,9 @@ def start_delay(store, job: str, started_ms: float | None, now: float | None = N
 
 def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headroom: float,
               started_ms: float | None = None) -> dict[str, Any]:
-    """The planner's job (``FleetJob`` fields; ``restart_s`` from its checkpoint), ``resume_s`` (the restart delay of
-    an application kept waiting: only its executors start) and ``sources``: where each input came from.
+    """The planner's job (``FleetJob`` fields; ``restart_s`` and ``processing_rate`` held down: restarted from its
+    checkpoint), ``resume_s`` and ``resume_processing_rate`` (kept waiting: only its executors start) and
+    ``sources``: where each input came from.
     ``started_ms``: when the master registered the job's current application (:func:`submitted_at`)."""
     steady = steady_before(store, job, failed_at)
     if not steady["streams"]:
@@ -236,16 +241,20 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     lag = steady["lag_s"] or 0.0
     measured = measured_catch_up(store, job)
     assumed = "assumed (no fleet recovery of the job measured it)"
-    rate = measured.get("processing_rate")
+    held_rate = measured.get("rate_held") or measured.get("rate_kept")  # one kind never measured: the other's
+    kept_rate = measured.get("rate_kept") or measured.get("rate_held")
     restart, restart_from = _restart(store, job, measured, started_ms, restart_s, assumed)
     resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
             "input_rate": round(input_rate, 3),
-            "processing_rate": round(rate[0] if rate else input_rate * headroom, 3),
+            "processing_rate": round(held_rate[0] if held_rate else input_rate * headroom, 3),
+            "resume_processing_rate": round(kept_rate[0] if kept_rate else input_rate * headroom, 3),
             "restart_s": round(restart, 2), "resume_s": round(resume[0], 2),
             "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
             "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
-                        "processing_rate": _source(rate, f"{assumed}: {headroom:g} x the input rate"),
+                        "processing_rate": _rate_source(measured, "rate_held", f"{assumed}: {headroom:g} x the input rate"),
+                        "resume_processing_rate": _rate_source(measured, "rate_kept",
+                                                               f"{assumed}: {headroom:g} x the input rate"),
                         "restart_s": restart_from,
                         "resume_s": _source(resume[1], f"{assumed}: {RESUME_S:g} s"),
                         "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
@@ -263,18 +272,35 @@ def _restart(store, job: str, measured: dict[str, Any], started_ms: float | None
     return restart_s, f"{assumed}: {restart_s:g} s"
 
 
+def _rate_source(measured: dict[str, Any], kind: str, assumed: str) -> str:
+    """Where a kind's rate came from: its own recovery, else the other kind's (said), else assumed.
+
+    >>> _rate_source({"rate_held": (70.6, 9)}, "rate_kept", "assumed")
+    'measured in fleet recovery #9, held down (never measured otherwise)'
+    """
+    if kind in measured:
+        return _source(measured[kind], assumed)
+    other = "rate_kept" if kind == "rate_held" else "rate_held"
+    if other in measured:
+        how = "kept waiting" if other == "rate_kept" else "held down"
+        return f"{_source(measured[other], assumed)}, {how} (never measured otherwise)"
+    return assumed
+
+
 def _source(measured, assumed: str) -> str:
     run = measured[1] if isinstance(measured, tuple) else measured
     return f"measured in fleet recovery #{run}" if run is not None else assumed
 
 
 def as_fleet_job(planned: dict[str, Any], *, kept: bool = False):
-    """The planner's ``FleetJob`` of :func:`fleet_job`'s answer; ``kept``: restarting costs its ``resume_s``."""
+    """The planner's ``FleetJob`` of :func:`fleet_job`'s answer; ``kept``: restarting costs its ``resume_s`` and it
+    catches up at its ``resume_processing_rate`` (runs recorded without one: its ``processing_rate``)."""
     from ft_core.fleet.recovery_order import FleetJob
 
-    fields = {k: v for k, v in planned.items() if k not in ("sources", "resume_s", "held")}
+    fields = {k: v for k, v in planned.items() if k not in ("sources", "resume_s", "resume_processing_rate", "held")}
     if kept:
         fields["restart_s"] = planned["resume_s"]
+        fields["processing_rate"] = planned.get("resume_processing_rate", planned["processing_rate"])
     return FleetJob(**fields)
 
 

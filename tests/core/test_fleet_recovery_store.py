@@ -141,8 +141,8 @@ def test_a_job_is_back_after_two_batches_within_its_band_and_the_catch_up_it_sho
     store.fleet_back(run, "billing", back["billing"]["back_at"], back["billing"]["restart_delay_s"])
     # ran again at 20 + 12 s, back at 40 s: 50 rows/s x (3 s pending + 40 s) processed in 8 s, its CPU its own
     measured = measured_catch_up(store, "billing")  # it was held down (the row's inputs say so by default)
-    assert measured.keys() == {"restart_s", "processing_rate"} and measured["restart_s"] == (12.0, run)
-    assert measured["processing_rate"] == (pytest.approx(268.75, rel=1e-6), run)
+    assert measured.keys() == {"restart_s", "rate_held"} and measured["restart_s"] == (12.0, run)
+    assert measured["rate_held"] == (pytest.approx(268.75, rel=1e-6), run)
     assert measured_catch_up(store, "clicks") == {}
 
 
@@ -156,11 +156,11 @@ def test_a_catch_up_shared_with_another_job_on_one_cpu_shows_half_the_jobs_rate(
         store.fleet_restarted(shared, job, failed + 20, predicted_back_s=None)
         store.fleet_back(shared, job, failed + 60, 10.0)
     # both caught up from 30 s to 60 s on one CPU, half of it each: 50 rows/s x (3 + 60) s in 15 CPU-seconds
-    assert measured_catch_up(store, "billing")["processing_rate"] == (pytest.approx(210.0, rel=1e-6), shared)
+    assert measured_catch_up(store, "billing")["rate_held"] == (pytest.approx(210.0, rel=1e-6), shared)
     alone = store.open_fleet_recovery("manual__7", "fifo", failed, {}, [_row("clicks", 1)])  # no shared CPUs recorded
     store.fleet_restarted(alone, "clicks", failed + 20, predicted_back_s=None)
     store.fleet_back(alone, "clicks", failed + 60, 10.0)
-    assert measured_catch_up(store, "clicks")["processing_rate"] == (pytest.approx(105.0, rel=1e-6), alone)
+    assert measured_catch_up(store, "clicks")["rate_held"] == (pytest.approx(105.0, rel=1e-6), alone)
 
 
 def test_the_restart_delay_ends_where_the_first_batch_starts_its_backlog_is_catch_up(store):
@@ -282,3 +282,36 @@ def test_a_batch_the_failure_caught_finishing_does_not_count_as_back(store):
                                     (failed + 81, failed + 82, 3.0), (failed + 84, failed + 85, 3.0)])
     back = back_since(store, "billing", failed, ["ftops-billing-primary"], 2.0)
     assert back["back_at"] == pytest.approx(failed + 82, abs=0.01)
+
+
+def test_a_job_held_down_and_a_job_kept_waiting_are_planned_each_from_its_own_kind_of_recovery(store, monkeypatch):
+    """Held jobs planned from kept ones' rates missed by +27 % to +64 %, kept ones from held by -43 % (the
+    fleet-recovery benchmark of 2026-11-30 21:29): a held job's first batch reads the whole backlog on a cold JVM."""
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job
+    from spark_jobs.runtime.job_streams import JobDeployment
+
+    failed = time.time() - 600
+    held = store.open_fleet_recovery("manual__9", "staged", failed, {}, [_row("billing", 1)])
+    store.fleet_restarted(held, "billing", failed + 20, predicted_back_s=None)
+    store.fleet_back(held, "billing", failed + 110, 10.0)  # 50 x 113 rows from 30 s to 110 s: 70.6 rows/s
+    kept_row = _row("billing", 1)
+    kept_row["inputs"]["held"] = False
+    kept = store.open_fleet_recovery("manual__10", "fifo", failed + 200, {}, [kept_row])
+    store.fleet_restarted(kept, "billing", failed + 220, predicted_back_s=None)
+    store.fleet_back(kept, "billing", failed + 240, 2.0)  # 50 x 43 rows from 22 s to 40 s: 119.4 rows/s
+    measured = measured_catch_up(store, "billing")
+    assert measured["rate_held"] == (pytest.approx(50 * 113 / 80), held)
+    assert measured["rate_kept"] == (pytest.approx(50 * 43 / 18), kept)
+    assert measured["restart_s"] == (10.0, held) and measured["resume_s"] == (2.0, kept)
+
+    dep = JobDeployment(pipeline="topk", root="/nonexistent", primary_master="spark://h:7077",
+                        standby_master="spark://h:7078", primary_ui="http://h:8080", standby_ui="http://h:8081")
+    now = time.time()
+    _batches(store, "billing", "app-10", [now - 100 + 2 * i for i in range(40)], rows=100, lag_s=3.0)
+    planned = fleet_job(store, "billing", dep, now, restart_s=20.0, headroom=2.0)
+    assert planned["processing_rate"] == pytest.approx(50 * 113 / 80, abs=1e-3)
+    assert planned["resume_processing_rate"] == pytest.approx(50 * 43 / 18, abs=1e-3)
+    assert planned["sources"]["resume_processing_rate"] == f"measured in fleet recovery #{kept}"
+    assert as_fleet_job(planned).processing_rate == planned["processing_rate"]
+    assert as_fleet_job(planned, kept=True).processing_rate == planned["resume_processing_rate"]
+    assert as_fleet_job(planned, kept=True).restart_s == 2.0
