@@ -9,8 +9,8 @@ priority-weighted mean time until the jobs are back (caught up with their input)
 Model (times in seconds after the failure). A job restarted at stage time ``s`` runs from ``r = s + restart_s``
 (its driver and executors starting: taken from the cluster's state when the stage starts) and then replays the
 input that arrived while it was down, ``input_rate * (pending_s + r)`` records, at ``processing_rate -
-input_rate`` records per second (``processing_rate``: what the job processes with its cores, measured; on a node
-with other work, its measured free share of it). It is back at::
+input_rate`` records per second (``processing_rate``: what the job processes with its cores, measured; where
+jobs share CPUs, see below). Alone on its cores it is back at::
 
     back = r + input_rate * (pending_s + r) / (processing_rate - input_rate)
 
