@@ -34,21 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
-from ft_core.input.quantities import NonNegative, Positive, Seconds
+from ft_core.fleet.recovery_order import FleetJob
 
 
-class RecoveredJob(BaseModel):
-    """One job of a recovery as measured: its cores, its rates as planned, and seconds after the failure at which it
-    ran again and was back (None: not measured)."""
+class RecoveredJob(FleetJob):
+    """One job of a recovery as planned (its cores and rates), and the seconds after the failure at which it ran
+    again and was back (None: not measured)."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-    job: str
-    cores: Positive
-    input_rate: NonNegative
-    processing_rate: Positive
-    pending_s: Seconds = 0.0
     running_s: float | None = None
     back_s: float | None = None
 

@@ -185,21 +185,24 @@ def rate_alone(store, run_id: int, job: str) -> float | None:
     failed = run["failed_at"].timestamp()
     jobs = [recovered(r, failed) for r in run["jobs"] if r["inputs"].get("cores")]
     mine = next((j for j in jobs if j.job == job), None)
-    return None if mine is None else processing_rate_alone(mine, jobs, run["plan"].get("capacity", {}).get("cpus"))
+    return None if mine is None else processing_rate_alone(mine, jobs, planned_cpus(run["plan"]))
 
 
 def recovered(row: dict[str, Any], failed_at: float):
-    """A fleet recovery's job row as :class:`~ft_core.fleet.catch_up_rate.RecoveredJob` (seconds after the failure)."""
+    """A fleet recovery's job row as :class:`~ft_core.fleet.catch_up_rate.RecoveredJob`: the job as planned for its
+    kind of restart (:func:`as_fleet_job`), with when it ran again and was back (seconds after the failure)."""
     from ft_core.fleet.catch_up_rate import RecoveredJob
 
-    inputs, delay = row["inputs"], row["restart_delay_s"]
+    delay = row["restart_delay_s"]
     running = None if row["restarted_at"] is None or delay is None or delay < 0 else \
         row["restarted_at"].timestamp() - failed_at + delay
-    rate = inputs["processing_rate"] if inputs.get("held", True) else \
-        inputs.get("resume_processing_rate", inputs["processing_rate"])
-    return RecoveredJob(job=row["job"], cores=inputs["cores"], input_rate=inputs["input_rate"],
-                        processing_rate=rate, pending_s=inputs.get("pending_s", 0.0),
-                        running_s=running, back_s=row["measured_back_s"])
+    planned = as_fleet_job(row["inputs"], kept=not row["inputs"].get("held", True))
+    return RecoveredJob(**planned.model_dump(), running_s=running, back_s=row["measured_back_s"])
+
+
+def planned_cpus(plan: dict[str, Any]) -> float | None:
+    """The CPUs a recorded fleet recovery's jobs shared, as measured when it was planned (None: a CPU per core)."""
+    return plan.get("capacity", {}).get("cpus")
 
 
 def start_delay(store, job: str, started_ms: float | None, now: float | None = None) -> float | None:
@@ -241,8 +244,8 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
     lag = steady["lag_s"] or 0.0
     measured = measured_catch_up(store, job)
     assumed = "assumed (no fleet recovery of the job measured it)"
-    held_rate = measured.get("rate_held") or measured.get("rate_kept")  # one kind never measured: the other's
-    kept_rate = measured.get("rate_kept") or measured.get("rate_held")
+    held_rate, kept_rate = _rate(measured, "rate_held"), _rate(measured, "rate_kept")
+    assumed_rate = f"{assumed}: {headroom:g} x the input rate"
     restart, restart_from = _restart(store, job, measured, started_ms, restart_s, assumed)
     resume = measured.get("resume_s", (RESUME_S, None))
     return {"job": job, "priority": float(store.policy(job)["priority"] or 1.0), "cores": primary_cores(dep),
@@ -252,9 +255,8 @@ def fleet_job(store, job: str, dep, failed_at: float, *, restart_s: float, headr
             "restart_s": round(restart, 2), "resume_s": round(resume[0], 2),
             "pending_s": round(max(0.0, failed_at - steady["last_batch_end"]) + lag, 2),
             "sources": {"input_rate": f"{len(steady['streams'])} stream(s), {LOOK_BACK_S:.0f} s before the failure",
-                        "processing_rate": _rate_source(measured, "rate_held", f"{assumed}: {headroom:g} x the input rate"),
-                        "resume_processing_rate": _rate_source(measured, "rate_kept",
-                                                               f"{assumed}: {headroom:g} x the input rate"),
+                        "processing_rate": _rate_source(held_rate, assumed_rate),
+                        "resume_processing_rate": _rate_source(kept_rate, assumed_rate),
                         "restart_s": restart_from,
                         "resume_s": _source(resume[1], f"{assumed}: {RESUME_S:g} s"),
                         "steady_lag_s": steady["lag_s"], "streams": steady["streams"]}}
@@ -272,19 +274,23 @@ def _restart(store, job: str, measured: dict[str, Any], started_ms: float | None
     return restart_s, f"{assumed}: {restart_s:g} s"
 
 
-def _rate_source(measured: dict[str, Any], kind: str, assumed: str) -> str:
-    """Where a kind's rate came from: its own recovery, else the other kind's (said), else assumed.
+def _rate(measured: dict[str, Any], kind: str) -> tuple[float, int, str] | None:
+    """A kind's measured rate (:func:`measured_catch_up`), else the other kind's: (rate, run, what was borrowed)."""
+    other = "rate_kept" if kind == "rate_held" else "rate_held"
+    if kind in measured:
+        return (*measured[kind], "")
+    if other in measured:
+        return (*measured[other], f", {'kept waiting' if other == 'rate_kept' else 'held down'} (never measured otherwise)")
+    return None
 
-    >>> _rate_source({"rate_held": (70.6, 9)}, "rate_kept", "assumed")
+
+def _rate_source(rate: tuple[float, int, str] | None, assumed: str) -> str:
+    """Where a rate of :func:`_rate` came from.
+
+    >>> _rate_source(_rate({"rate_held": (70.6, 9)}, "rate_kept"), "assumed")
     'measured in fleet recovery #9, held down (never measured otherwise)'
     """
-    if kind in measured:
-        return _source(measured[kind], assumed)
-    other = "rate_kept" if kind == "rate_held" else "rate_held"
-    if other in measured:
-        how = "kept waiting" if other == "rate_kept" else "held down"
-        return f"{_source(measured[other], assumed)}, {how} (never measured otherwise)"
-    return assumed
+    return assumed if rate is None else f"{_source(rate[:2], assumed)}{rate[2]}"
 
 
 def _source(measured, assumed: str) -> str:

@@ -104,7 +104,7 @@ def summary(store, run_id: int) -> dict[str, Any]:
     (:func:`spark_jobs.fleet_recovery.holding.stage_needs`)."""
     from spark_jobs.cli.job import registered_deployment
     from spark_jobs.fleet_recovery.holding import stage_needs
-    from spark_jobs.fleet_recovery.inputs import primary_app
+    from spark_jobs.fleet_recovery.inputs import planned_cpus, primary_app
 
     run = store.fleet_recovery(run_id)
     plan, rows = run["plan"], run["jobs"]
@@ -114,7 +114,7 @@ def summary(store, run_id: int) -> dict[str, Any]:
     return {"run_id": run_id, "master_ui": plan["master_ui"], "failed_at": run["failed_at"].timestamp(),
             "held": plan["held"], "order_rule": plan["order_rule"],
             "predicted_weighted_mean_s": plan["predicted_weighted_mean_s"], "lease_ttl_s": lease_ttl(plan),
-            "shared_cpus": plan.get("capacity", {}).get("cpus"), **needs}
+            "shared_cpus": planned_cpus(plan), **needs}
 
 
 def _resumed(store, run_id: int, dag_run_id: str) -> dict[str, Any]:
@@ -198,11 +198,11 @@ def predicted_now(run: dict[str, Any], starts: dict[str, float | None]) -> dict[
     """Each job's time back predicted from ``starts`` (seconds after the failure: the restarts so far as they happened,
     the rest as planned), every job with its own restart cost, sharing the CPUs measured when the run was planned."""
     from ft_core.fleet.recovery_order import predict_back
-    from spark_jobs.fleet_recovery.inputs import as_fleet_job
+    from spark_jobs.fleet_recovery.inputs import as_fleet_job, planned_cpus
 
     rows = run["jobs"]
     backs = predict_back([as_fleet_job(r["inputs"], kept=not r["inputs"].get("held", True)) for r in rows],
-                         [starts.get(r["job"]) for r in rows], run["plan"].get("capacity", {}).get("cpus"))
+                         [starts.get(r["job"]) for r in rows], planned_cpus(run["plan"]))
     return {r["job"]: b for r, b in zip(rows, backs)}
 
 

@@ -34,7 +34,7 @@ def _timed_batches(store: HistoryStore, app: str, spans: list[tuple[float, float
 
 def _row(job: str, stage: int, lag_s: float = 2.0) -> dict:
     inputs = {"job": job, "priority": 1.0, "cores": 1, "input_rate": 50.0, "processing_rate": 100.0, "restart_s": 10.0,
-              "pending_s": 3.0, "sources": {"streams": [f"ftops-{job}-primary"], "steady_lag_s": lag_s}}
+              "resume_s": 2.0, "pending_s": 3.0, "sources": {"streams": [f"ftops-{job}-primary"], "steady_lag_s": lag_s}}
     return {"job": job, "priority": 1.0, "stage": stage, "planned_start_s": 20.0 * stage, "planned_back_s": 60.0,
             "inputs": inputs}
 
