@@ -1,6 +1,7 @@
 """``ftops drill run``, ``ftops drill job`` and ``ftops bench drills`` (registered through the ``ftops.commands`` entry
-point ``drill = "spark_jobs.cli.drill"``); the logic lives in :mod:`spark_jobs.drills.local` and
-:mod:`spark_jobs.drills.bench`, so Airflow operators can run the same steps."""
+point ``drill = "spark_jobs.cli.drill"``); the logic lives in :mod:`spark_jobs.drills.local` (a private job drilled
+by the drill engine), :mod:`spark_jobs.drills.job_drill` and :mod:`spark_jobs.drills.bench`; the Airflow operators
+run the same engine's steps."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from spark_jobs.pipeline.loading import add_pipeline_arguments, pipeline_ref
 def register(sub, groups) -> None:
     drill = sub.add_parser("drill", help="chaos drills: kill a failure domain under a running job, measure tentative accuracy")
     dsub = drill.add_subparsers(dest="drill_command", required=True, parser_class=type(drill))
-    run = dsub.add_parser("run", help="one complete drill on a private local cluster; prints the report and its verdict "
-                          "(exit 0 passed, 1 failed)")
+    run = dsub.add_parser("run", help="one complete drill of a pipeline on a private local cluster and history store, "
+                          "by the same drill engine as `drill job`; prints the report and its verdict (exit 0 passed, 1 failed)")
     add_pipeline_arguments(run)
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--plan", type=Path, help="replication plan JSON (ftops plan replication --json)")
@@ -138,11 +139,13 @@ def summary(report) -> str:
         f"  predicted OF {report.predicted_output_fidelity:.3f} (IC {report.predicted_internal_completeness:.3f}), "
         f"predicted accuracy {est.spread() if est else '-'}",
         f"  measured tentative accuracy {acc} over {len(report.tentative_accuracy_per_window)} failure windows",
-        f"  first tentative output {first} after the failure; primary caught up after {report.time_to_caught_up_s:.1f} s "
-        f"(capacity back after {report.capacity_alive_s:.1f} s)",
+        f"  first tentative output {first} after the failure; primary caught up after {_seconds(report.time_to_caught_up_s)} "
+        f"(capacity back after {_seconds(report.capacity_alive_s)}; forecast {_seconds(report.predicted_caught_up_s)})",
         f"  final output {'equals' if report.output_equals_reference else 'DIFFERS FROM'} the reference: "
         f"{report.windows_expected} windows, {report.lost_windows} lost, {report.duplicated_windows} duplicated",
         *[f"  warning: {w}" for w in report.design_warnings],
+        f"  the drill engine's verdict: {report.experiment_verdict or '-'} (experiment report: {report.work_dir}/drills/"
+        f"drill-{report.experiment_id}/experiment.json)",
         f"  work dir {report.work_dir}",
     ]
     if report.serve:
@@ -151,6 +154,10 @@ def summary(report) -> str:
                          f"{report.serve_gap_windows} gaps, final view {'equals' if report.serve_equals_reference else 'DIFFERS FROM'} "
                          f"the reference")
     return "\n".join(lines)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
 
 
 def _bench(args: argparse.Namespace) -> int:

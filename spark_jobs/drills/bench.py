@@ -9,7 +9,7 @@ capacity after 30 s) and zero lost or duplicated windows. Issue 15 adds the pred
 accuracy of each plan (a replay of an independent seeded sample: :mod:`spark_jobs.drills.prediction`)
 and its target: mean |measured - predicted accuracy| <= 0.05 per workload, OF's error reported as before.
 
-Algorithm: one full drill (:func:`spark_jobs.drills.local.run_drill`, its own cluster each time) per
+Algorithm: one full drill (:func:`spark_jobs.drills.local.run_drill`, its own cluster and store each time) per
 (workload, ratio), budget ``R = round(ratio * tasks)``; a drill that fails is reported as a row with
 its error, the others still run. Runtime: about 3 minutes per drill on a 2-core machine.
 

@@ -1,7 +1,7 @@
 """A chaos drill's documents: what to drill (:class:`DrillConfig`), the ports it takes (:class:`DrillPorts`)
 and what it measured (:class:`DrillReport`, the CLI contract of ``ftops drill run --json``).
 
-The drill itself is :mod:`spark_jobs.drills.local`; the benchmarks (``bench drills``, ``bench partitions``,
+The drill itself is :mod:`spark_jobs.drills.local` (its steps the drill engine's, :mod:`spark_jobs.drills.engine`); the benchmarks (``bench drills``, ``bench partitions``,
 ``bench redundancy``) build these configurations and read these reports.
 """
 
@@ -136,10 +136,19 @@ class DrillReport(BaseModel):
     objective: str = "output-fidelity"
     design_warnings: list[str] = Field(default_factory=list, description="what the check of the drill's design "
                                        "warned about before it started (spark_jobs.drills.design)")
+    experiment_id: int | None = Field(default=None, description="the drill's number in its private history store "
+                                      "(its experiment report: <work_dir>/drills/drill-<id>/experiment.json)")
+    experiment_verdict: str | None = Field(default=None, description="the drill engine's verdict (spark_jobs.drills.engine)")
+    experiment_reasons: list[str] = Field(default_factory=list, description="why the drill engine failed or aborted it: "
+                                          "output, recovery bound, steady state after, failure domains as before")
+    predicted_caught_up_s: float | None = Field(default=None, description="the engine's forecast of the time caught up, "
+                                                "made before the fault (None: nothing to forecast from)")
+    caught_up_error: float | None = Field(default=None, description="(predicted - measured) / measured time caught up")
 
     @computed_field(description="passed: the primary's final output equals the reference (no window lost or "
-                    "duplicated), at least one failure window was measured and, with the serving view, its final "
-                    "content equals the reference; else failed (the reasons in verdict_reasons)")
+                    "duplicated), at least one failure window was measured, with the serving view its final content "
+                    "equals the reference, and the drill engine passed the drill (recovery bound, steady state after, "
+                    "failure domains as before); else failed (the reasons in verdict_reasons)")
     @property
     def verdict(self) -> Literal["passed", "failed"]:
         return "failed" if self.verdict_reasons else "passed"
@@ -165,4 +174,4 @@ class DrillReport(BaseModel):
                            "--new-capacity-after or raise --speedup)")
         if self.serve and self.serve_equals_reference is False:
             reasons.append("the serving view's final content differs from the batch reference")
-        return reasons
+        return reasons + [r for r in self.experiment_reasons if r not in reasons]

@@ -34,6 +34,13 @@ def run_job_drill(store_factory, settings: DrillSettings, holder: str, progress:
     """Drill ``settings.job`` holding its lease; returns the experiment report. BusyError or HaltedError when it
     cannot start now, InputError/ExternalError when the job is not drillable (nothing injected, nothing recorded
     when the job could not even be checked)."""
+    return drill_job(store_factory, settings, holder, progress, driver_env)[0]
+
+
+def drill_job(store_factory, settings: DrillSettings, holder: str, progress: Callable[[str], None] = lambda _: None,
+              driver_env: dict[str, str] | None = None) -> tuple[ExperimentReport, DrillState | None]:
+    """:func:`run_job_drill`, with the drill's state once verified (None: it ended before its verdict), for a caller
+    that measures more around the drill (``ftops drill run``: the whole output once its input is drained)."""
     from ft_core.store.leases import LeaseKeeper
     from spark_jobs.drills.engine import begin
 
@@ -49,12 +56,14 @@ def run_job_drill(store_factory, settings: DrillSettings, holder: str, progress:
             store.conn.close()
 
 
-def _drive(store, store_factory, state: DrillState, say: Callable[[str], None], env: dict[str, str]) -> ExperimentReport:
+def _drive(store, store_factory, state: DrillState, say: Callable[[str], None],
+           env: dict[str, str]) -> tuple[ExperimentReport, DrillState | None]:
     from spark_jobs.drills.engine import finish
 
     outcome, error, interrupted = Outcome(verdict="failed", reasons=["the drill stopped before its verdict"]), None, None
+    verified = None
     try:
-        state = _steps(store, store_factory, state, say, env)
+        state = verified = _steps(store, store_factory, state, say, env)
         outcome = Outcome(verdict="failed" if state.problems else "passed", reasons=state.problems)
     except _Stopped as stop:
         outcome, error = stop.outcome, stop.error
@@ -68,7 +77,7 @@ def _drive(store, store_factory, state: DrillState, say: Callable[[str], None], 
         raise interrupted
     if error is not None:
         raise error
-    return experiment
+    return experiment, verified
 
 
 def _steps(store, store_factory, state: DrillState, say: Callable[[str], None], env: dict[str, str]) -> DrillState:

@@ -8,67 +8,60 @@ checkpoint without losing or duplicating a window.
 One drill (:func:`run_drill`), every step polling real state with generous deadlines:
 
 1. validate (the pipeline's parameters, the plan's tasks, the outage against the pipeline's windows:
-   :mod:`spark_jobs.drills.design`, the ports) before anything starts or is written; the plan is
-   ``--plan`` or computed by the planner for ``budget``; its OF (and IC) are recomputed from the
-   pipeline's own topology document. A refusal (InputError) before the jobs start leaves the work dir
-   as it was: removed when the drill created it, emptied again when it was given empty;
+   :mod:`spark_jobs.drills.design`, the ports, the engine's settings) before anything starts or is written; the
+   plan is ``--plan`` or computed by the planner for ``budget``; its OF (and IC) are recomputed from the
+   pipeline's own topology document. A refusal (InputError) before the jobs start leaves the work dir as it
+   was: removed when the drill created it, emptied again when it was given empty;
 2. start a private cluster (``spark_jobs.cluster.standalone``): the primary pool's workers all in the failure
-   domain ``fail_domain``, the standby pool for the replica;
+   domain ``fail_domain``, the standby pool for the replica; and a history store of the drill's own, where the
+   pipeline is registered as a job deployed on that cluster, with the plan as its replication plan
+   (:mod:`spark_jobs.drills.private_job`);
 3. feed the pipeline's seeded sample input in real time; submit the primary (whole pipeline, checkpointing) to the
-   primary pool and the replica (``--plan``: only the replicated MC-trees) to the standby pool; an
-   empty plan starts no replica (R = 0: no tentative output);
-4. wait until both jobs are steady: each has closed ``steady_windows`` windows and its watermark is
-   within ``steady_lag_s`` plus three of its recent micro-batch durations of the input's (a job's
-   watermark trails the input by up to three batches: the one that read the data, the one that
-   reports it, and the wait for the next; on a loaded machine a batch takes seconds);
-5. **the failure** (``fault``), through the cluster seam as every drill's (:mod:`spark_jobs.cluster.seam`):
-   ``host-down`` SIGKILLs every worker of ``fail_domain`` with its executors (on a namespace network its hosts go
-   down whole), ``partition`` cuts the domain's hosts off the network while they keep running
-   (``network="namespaces"`` only: a host per daemon, this machine the drivers' host,
-   :mod:`spark_jobs.cluster.netns`); with ``kill_driver`` the primary driver dies too. Because the primary's whole executor pool is in that domain, the primary is *down*, not
-   silently rescheduled onto survivors: the PPA scenario. The driver runs outside the rack (client mode)
-   and survives unless ``kill_driver``;
-6. **recovery**: after ``new_capacity_after_s`` the domain's capacity is given back in that domain, as the drill
-   engine gives it back (the seam's ``give_back``: the workers it lost, started again, or its links healed); Spark
-   reschedules the surviving driver's work onto it, restoring state from the checkpoint; a killed (or crashed)
-   driver is restarted from its checkpoint instead;
-7. the primary has *caught up* once it has completed a micro-batch whose watermark passes the input's
-   watermark at the moment capacity returned (every window the outage held back is out, the backlog
-   is drained);
-8. stop the input; while the primary closes every window, the batch reference runs over the same
-   (now final) input; compare.
+   primary pool and the replica (only the replicated MC-trees) to the standby pool, as ``ftops job start`` and a
+   plan run submit them; an empty plan starts no replica (R = 0: no tentative output);
+4. wait until both jobs have started up: the primary has closed ``steady_windows`` windows and each watermark is
+   within ``steady_lag_s`` plus three of its recent micro-batch durations of the input's (a job's watermark
+   trails the input by up to three batches: the one that read the data, the one that reports it, and the wait
+   for the next; on a loaded machine a batch takes seconds);
+5. **the drill, by the drill engine** (:func:`spark_jobs.drills.job_drill.drill_job`, the steps of ``ftops drill
+   job`` and the ``ftops_chaos_drill`` DAG): under the job's lease, the steady-state hypothesis, the fault
+   journaled then applied through the cluster seam (``host-down`` SIGKILLs every worker of ``fail_domain`` with
+   its executors, on a namespace network its hosts down whole; ``partition`` cuts the domain's hosts off the
+   network, ``network="namespaces"`` only; with ``kill_driver`` the primary driver dies too), the capacity
+   given back in that domain after ``new_capacity_after_s``, a dead driver resubmitted from its checkpoint, the
+   catch-up, the measures against a batch reference, the steady state and the failure domains after, and the
+   finish that undoes whatever is still open. Because the primary's whole executor pool is in that domain, the
+   primary is *down*, not silently rescheduled onto survivors: the PPA scenario;
+6. stop the input; while the primary closes every window, the batch reference runs over the same (now final)
+   input; compare the whole output.
 
-Measures (times in seconds from the kill, from file modification times and the jobs' own progress
-records, not from the polling loop):
+Measures (times in seconds from the fault, from file modification times and the jobs' own progress records, not
+from the polling loop): the engine's (the failure windows and the replica's accuracy in each, the first tentative
+output, the time caught up, its forecast beside it) and this drill's own:
 
-- *failure windows*: reference windows that end after the primary's last output before the failure
-  and no later than the input watermark when capacity returned: what users missed from the primary;
-- ``tentative_accuracy_per_window``: the replica's rows for each failure window against the
-  reference with the pipeline's accuracy function (:mod:`spark_jobs.pipeline.accuracy`; a window the
-  replica lacks scores 0);
-- ``time_to_first_tentative_s``: the first replica output file written after the kill that holds a
-  window the primary had not delivered;
-- ``time_to_caught_up_s``, ``detection_s`` (the master lists the failed workers DEAD: at once for a killed
-  process on loopback, after its worker timeout for a host that answers nothing or is cut off);
-- ``lost_windows``, ``duplicated_windows``, ``output_equals_reference``: the primary's final sink
-  against the reference's windows closed by the whole input (:func:`sink.compare_output`).
+- ``lost_windows``, ``duplicated_windows``, ``output_equals_reference``: the primary's final sink against the
+  reference's windows closed by the whole input (:func:`sink.compare_output`), after the drain;
+- ``detection_s``: the master lists the failed workers DEAD (at once for a killed process on loopback, after its
+  worker timeout for a host that answers nothing or is cut off), watched beside the engine;
+- the replica's cost (its executor CPU per input record against the primary's, from the event logs) and, with
+  ``serve``, what the serving view's consumers saw.
 
-What it shares with the drill engine (:mod:`spark_jobs.drills.engine`, the drills of running jobs): the fault and
-its undo (the cluster seam's ``lose`` and ``give_back``), the failure windows and their accuracy, the first
-tentative output (:mod:`spark_jobs.drills.live`), the first batch reaching the backlog, and the output rule of the
-verdict (:func:`~spark_jobs.drills.engine.output_problem`). What is its own: it starts and stops a private
-cluster, the input and both jobs, and keeps no history store, so it holds no lease and journals no fault (nothing
-outlives it: :meth:`_Drill.teardown` stops the whole cluster).
+The verdict is the engine's (output, recovery, steady state after, failure domains as before) and the whole
+output's (:attr:`~spark_jobs.drills.documents.DrillReport.verdict_reasons`).
 
-Whatever happens (an exception, Ctrl-C), everything the drill started is stopped
-(:meth:`_Drill.teardown`); a failure raises :class:`DrillError` naming the step.
+Whatever happens (an exception, Ctrl-C), everything the drill started is stopped (:meth:`_Drill.teardown`: the
+input, the cluster with every driver registered in it, the store); a failure raises :class:`DrillError` naming the
+step.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -77,16 +70,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ft_core.errors import ExternalError, FtopsError, InputError
 from ft_core.replication.predicted_accuracy import AccuracyEstimate
-from spark_jobs.cluster.seam import LostDomain
 from spark_jobs.drills.documents import DrillConfig, DrillPorts, DrillReport
-from spark_jobs.drills.live import failure_window_accuracy, first_tentative_s
-from spark_jobs.drills.progress import first_batch_reaching, recent_batch_s, watermark_of, window_files, window_slide_s
+from spark_jobs.drills.engine import DrillSettings, DrillState
+from spark_jobs.drills.private_job import PrivateJob, job_name
+from spark_jobs.drills.progress import recent_batch_s, watermark_of, window_files, window_slide_s
 from spark_jobs.drills.replica_cost import ReplicaCost, replica_cost
 from spark_jobs.pipeline.accuracy import window_of
 from spark_jobs.pipeline.definition import Workload
 from spark_jobs.pipeline.feed import LiveFeed
 from spark_jobs.pipeline.loading import load_workload
-from spark_jobs.runtime.event_log import event_log_conf
 from spark_jobs.runtime.launch import kill_group
 from spark_jobs.runtime.waiting import wait_for
 
@@ -107,6 +99,7 @@ class DrillSetup(BaseModel):
     predicted_output_fidelity: float
     predicted_internal_completeness: float
     ports: DrillPorts
+    settings: DrillSettings
     design_warnings: list[str] = []
 
 
@@ -147,7 +140,21 @@ def prepare_drill(config: DrillConfig) -> DrillSetup:
     check_drill_ports(config)
     return DrillSetup(workload=workload, plan_tasks=tasks, predicted_output_fidelity=replicated_fidelity(graph, chosen),
                       predicted_internal_completeness=internal_completeness(graph, failed),
-                      ports=DrillPorts.from_base(config.port_base), design_warnings=design.warnings)
+                      ports=DrillPorts.from_base(config.port_base), settings=engine_settings(config, workload),
+                      design_warnings=design.warnings)
+
+
+def engine_settings(config: DrillConfig, workload: Workload) -> DrillSettings:
+    """The drill engine's settings for this drill: its domain, fault and outage; the engine's steady-state and lag
+    bounds (event seconds) scaled by the input's speed; a duration bound the drill's own deadlines fit in."""
+    from spark_jobs.drills.engine import drill_settings
+
+    defaults = DrillSettings(job=job_name(workload.name))
+    return drill_settings(dict(
+        job=defaults.job, domain=config.fail_domain, fault=config.fault, kill_driver=config.kill_driver,
+        replacement_delay_s=config.new_capacity_after_s, timeout_s=max(30.0, config.timeout_s),
+        steady_lag_s=defaults.steady_lag_s * config.speedup, max_lag_s=defaults.max_lag_s * config.speedup,
+        max_duration_s=max(defaults.max_duration_s, config.new_capacity_after_s + 3 * config.timeout_s)))
 
 
 def cluster_config(config: DrillConfig, state_dir: Path):
@@ -225,7 +232,7 @@ def run_drill(config: DrillConfig, progress: Progress | None = None) -> DrillRep
             _restore(work, created)
 
 
-_BEFORE_JOBS = ("validating", "predicting tentative accuracy", "starting the clusters")
+_BEFORE_JOBS = ("validating", "predicting tentative accuracy", "starting the clusters", "registering the job")
 
 
 def _restore(work: Path, created: Path | None) -> None:
@@ -248,43 +255,35 @@ class _Drill:
 
     def __init__(self, config: DrillConfig, setup: DrillSetup, progress: Progress):
         self.config, self.setup, self.workload, self.say = config, setup, setup.workload, progress
-        work = config.work_dir.resolve()
-        self.dirs = {name: work / name for name in ("input", "primary", "primary-ckpt", "replica", "replica-ckpt",
-                                                    "reference", "spark")}
-        self.plan_file = work / "plan.json"
+        self.work = config.work_dir.resolve()
+        self.dirs = {name: self.work / name for name in ("input", "reference", "spark")}
+        self.plan_file = self.work / "plan.json"
+        self.job: PrivateJob | None = None
         self.feed: LiveFeed | None = None
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.logs: dict[str, Path] = {}
         self.stage = "validating"
         self.cluster_started = False
         self.t0 = time.time()
-        self.t_fail: float | None = None
-        self.failure_end_ms: int | None = None
-        self.killed: list[str] = []
-        self.killed_ports: set[tuple[str, int]] = set()
-        self.lost: LostDomain | None = None  # what the fault took, with the document that gives it back
-        self.detection_s: float | None = None
-        self.t_capacity: float | None = None
-        self.backlog_ms: int | None = None
-        self.t_caught_up: float | None = None
-        self.driver_restarts = 0
-        self.recovery = "rescheduled onto the capacity given back"
+        self.drilled: DrillState | None = None  # the engine's state once the drill reached its verdict
+        self.experiment = None  # the engine's experiment report
+        self.detection: _DeadWatch | None = None
         self.final_ms: int | None = None
+        self.reference: subprocess.Popen | None = None
         self.reference_rows: list[dict] = []
         self.serving: subprocess.Popen | None = None  # the serving view (opt-in), not one of the jobs
         self.serving_stopped = False
         self.estimate: AccuracyEstimate | None = None
         if config.serve:
-            self.dirs["view"] = work / "view"
+            self.dirs["view"] = self.work / "view"
 
     # steps
     def run(self) -> DrillReport:
-        self._prepare_dirs()
+        for path in self.dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
         for stage, step in (("predicting tentative accuracy", self._predict),
-                            ("starting the clusters", self._start_cluster), ("starting the jobs", self._start_jobs),
-                            ("waiting for steady state", self._wait_steady), ("injecting the failure", self._inject),
-                            ("recovering the primary", self._recover), ("draining the input", self._drain),
-                            ("running the batch reference", self._reference)):
+                            ("starting the clusters", self._start_cluster),
+                            ("registering the job", self._register), ("starting the jobs", self._start_jobs),
+                            ("waiting for the jobs to start up", self._wait_started), ("drilling the job", self._drill),
+                            ("draining the input", self._drain), ("running the batch reference", self._reference)):
             self.stage = stage
             self.say(f"{stage}...")
             try:
@@ -296,17 +295,13 @@ class _Drill:
         self.stage = "reporting"
         return self._report()
 
-    def _prepare_dirs(self) -> None:
-        for path in self.dirs.values():
-            path.mkdir(parents=True, exist_ok=True)
-
     def _predict(self) -> None:
         from spark_jobs.drills.prediction import predict_for_drill
 
         c = self.config
         if c.predict_accuracy:
             self.estimate = predict_for_drill(self.setup, c.budget, c.objective, c.accuracy_sample_s,
-                                              c.work_dir.resolve() / "accuracy", replan=c.plan is None)
+                                              self.work / "accuracy", replan=c.plan is None)
             self.say(f"predicted tentative accuracy {self.estimate.spread()}, OF {self.setup.predicted_output_fidelity:.3f}")
         self.plan_file.write_text(json.dumps({"tasks": self.setup.plan_tasks}))
 
@@ -315,142 +310,80 @@ class _Drill:
 
         self.cluster_started = True  # even a failed start may have left a state file to clean
         self.state = cluster_up(cluster_config(self.config, self.dirs["spark"]))
+        self.job = PrivateJob(self.setup.settings.job, self.work, self.state, self.config, self.workload)
+        self.job.start_store()
+
+    def _register(self) -> None:
+        algorithm = self.config.algorithm if self.config.plan is None else "given plan"
+        self.job.register(self.setup.plan_tasks, self.setup.predicted_output_fidelity, self.estimate, algorithm)
 
     def _start_jobs(self) -> None:
-        self.feed = LiveFeed(self.workload, self.dirs["input"], self.config.speedup, name="drill-feed")
+        self.feed = LiveFeed(self.workload, self.job.deployment.input, self.config.speedup, name="drill-feed")
         self.feed.start()
-        self._submit("primary")
-        if self.setup.plan_tasks:
-            self._submit("replica")
-        else:
+        self.job.submit(self.config.timeout_s)
+        if not self.setup.plan_tasks:
             self.say("the plan is empty: no replica (no tentative output)")
         if self.config.serve:
             from spark_jobs.serving_view import start_serving
 
-            self.serving = start_serving(self.dirs["primary"], self.dirs["replica"] if "replica" in self.procs else None,
-                                         self.dirs["view"], self.setup.predicted_output_fidelity,
-                                         tuple(self.workload.pipeline.output.key))
+            self.serving = start_serving(self.job.deployment.primary_output, self.job.replica_output, self.dirs["view"],
+                                         self.setup.predicted_output_fidelity, tuple(self.workload.pipeline.output.key))
 
-    def _submit(self, role: str) -> None:
-        from spark_jobs.runtime.launch import launch_run, run_args
+    def _outputs(self) -> dict[str, Path]:
+        outputs = {"primary": self.job.deployment.primary_output}
+        if self.job.replica_output is not None:
+            outputs["replica"] = self.job.replica_output
+        return outputs
 
-        pool = "primary" if role == "primary" else "standby"
-        p = self.setup.ports
-        cores = self.config.primary_workers if role == "primary" else self.config.standby_workers
-        argv = ["--pipeline", self.workload.ref, "--role", role, "--input", self.dirs["input"], "--output", self.dirs[role],
-                "--checkpoint", self.dirs[f"{role}-ckpt"], "--master", self.state.master_url(pool),
-                "--trigger-s", self.config.trigger_s, "--total-executor-cores", cores, "--state-dir", self.dirs["spark"],
-                "--pool", pool, "--conf", f"spark.ui.port={p.primary_driver_ui if role == 'primary' else p.replica_driver_ui}"]
-        argv += ["--plan", self.plan_file] if role == "replica" else []
-        for key, value in self.state.driver_confs().items():  # on a namespace network the executors call the driver back there
-            argv += ["--conf", f"{key}={value}"]
-        for item in [*event_log_conf(self.config.work_dir.resolve() / "events" / role)]:  # what the replica costs
-            argv += ["--conf", item]
-        for item in self.config.params:
-            argv += ["--param", item]
-        self.procs[role], self.logs[role] = launch_run(run_args(argv))
+    def _wait_started(self) -> None:
+        outputs = self._outputs()
 
-    def _wait_steady(self) -> None:
-        roles = list(self.procs)
-
-        def near_input(role: str) -> bool:
-            mark = watermark_of(self.dirs[role])
-            lag_s = self.config.steady_lag_s + 3 * recent_batch_s(self.dirs[role])
-            live = self.feed.watermark_at(time.time() - lag_s)
+        def near_input(output: Path) -> bool:
+            mark = watermark_of(output)
+            live = self.feed.watermark_at(time.time() - self.config.steady_lag_s - 3 * recent_batch_s(output))
             return mark is not None and live is not None and mark >= live
 
-        def steady() -> bool:
-            delivered = {window_of(r) for _, rows in window_files(self.dirs["primary"]) for r in rows}
-            return len(delivered) >= self.config.steady_windows and all(near_input(r) for r in roles)
+        def started() -> bool:
+            delivered = {window_of(r) for _, rows in window_files(outputs["primary"]) for r in rows}
+            return len(delivered) >= self.config.steady_windows and all(near_input(o) for o in outputs.values())
 
-        self._wait(steady, "both jobs steady (watermarks near the input's)", roles)
-        self.say(f"steady: primary watermark {watermark_of(self.dirs['primary'])}")
+        self._wait(started, "both jobs started and near the input's watermark", list(outputs))
+        self.say(f"started: primary watermark {watermark_of(outputs['primary'])}")
 
-    def _inject(self) -> None:
-        from spark_jobs.cluster.local_standalone import local_cluster
+    def _drill(self) -> None:
+        from spark_jobs.drills.job_drill import drill_job
 
-        end_ms = max((int(r["window_end"]) for _, rows in window_files(self.dirs["primary"]) for r in rows), default=0)
-        self.t_fail = time.time()
-        self.lost = local_cluster(self.dirs["spark"]).lose(self.config.fail_domain, self.config.fault)
-        self.killed = list(self.lost.hit)
-        self.killed_ports = {(w.host, w.port) for w in self.state.workers(domain=self.config.fail_domain)
-                             if w.name in self.killed}  # what the master must list dead: the workers it hit
-        if self.config.kill_driver:
-            self._kill_primary_driver()
-            self.killed.append("primary driver")
-            self.recovery = "driver restarted from its checkpoint"
-        self.failure_end_ms = max(end_ms, watermark_of(self.dirs["primary"]) or 0)
-        done = "cut off" if self.config.fault == "partition" else "killed"
-        self.say(f"{done} {', '.join(self.killed)}; primary had delivered windows ending <= {self.failure_end_ms}")
-
-    def _kill_primary_driver(self) -> None:
-        kill_group(self.procs["primary"])
-
-    def _recover(self) -> None:
-        due = self.t_fail + self.config.new_capacity_after_s
-
-        def step() -> bool:
-            self._check_alive(["replica"] if "replica" in self.procs else [])
-            self._detect()
-            if self.t_capacity is None:
-                if time.time() >= due:
-                    self._add_capacity()
-                return False
-            if self.procs["primary"].poll() is not None:
-                self._restart_primary()
-                return False
-            self.t_caught_up = first_batch_reaching(self.dirs["primary"], self.backlog_ms, self.t_fail)
-            return self.t_caught_up is not None
-
-        self._wait(step, "the primary to catch up", [], deadline_s=self.config.timeout_s + self.config.new_capacity_after_s)
-        self.say(f"primary caught up {self.t_caught_up - self.t_fail:.1f} s after the failure")
-
-    def _detect(self) -> None:
-        from spark_jobs.cluster.web_ui import master_state
-
-        if self.detection_s is not None:
-            return
+        holder = f"command ftops drill run (pid {os.getpid()} on {socket.gethostname()})"
+        self.detection = _DeadWatch(self.state.master_ui("primary"),
+                                    {(w.host, w.port) for w in self.state.workers("primary", self.config.fail_domain)})
+        self.detection.start()
         try:
-            workers = master_state(self.state.master_ui("primary"), timeout_s=5.0)["workers"]
-        except ExternalError:  # not answering now: the next poll asks again
-            return
-        dead = {(w["host"], w["port"]) for w in workers if w["state"] == "DEAD"}
-        if self.killed_ports <= dead:
-            self.detection_s = time.time() - self.t_fail
-            self.say(f"the master declared {self.config.fail_domain} dead after {self.detection_s:.1f} s")
+            self.experiment, self.drilled = drill_job(self.job.store, self.setup.settings, holder, progress=self.say,
+                                                      driver_env=self.job.driver_env)
+        finally:
+            self.detection.stop()
+        if self.drilled is None or self.drilled.report is None:
+            raise DrillError(f"the drill engine ended the drill {self.experiment.verdict} before measuring it: "
+                             f"{'; '.join(self.experiment.reasons)} (its report: {self._experiment_file()})")
+        self.say(f"the drill engine's verdict: {self.experiment.verdict}")
 
-    def _add_capacity(self) -> None:
-        from spark_jobs.cluster.seam import give_back
-
-        done = give_back(self.lost.undo, timeout_s=self.config.timeout_s)
-        self.say(f"capacity given back to {self.config.fail_domain}: {'; '.join(done) or 'it was back already'}")
-        self.t_capacity = time.time()
-        self.backlog_ms = self.feed.watermark_at(self.t_capacity)
-        if self.procs["primary"].poll() is not None:
-            self._restart_primary()
-
-    def _restart_primary(self) -> None:
-        if self.driver_restarts >= 3:
-            raise DrillError(f"the primary driver exited {self.driver_restarts + 1} times; see {self.logs['primary']}")
-        if not self.config.kill_driver:
-            self.recovery = "driver exited; restarted from its checkpoint"
-        self.driver_restarts += 1
-        self.say(f"restarting the primary driver from its checkpoint (restart {self.driver_restarts})")
-        self._submit("primary")
+    def _experiment_file(self) -> Path:
+        return self.job.deployment.path / "drills" / f"drill-{self.experiment.experiment_id}" / "experiment.json"
 
     def _drain(self) -> None:
         from spark_jobs.runtime.launch import stop_run
 
-        if "replica" in self.procs:
-            self._wait(lambda: (watermark_of(self.dirs["replica"]) or 0) >= self.backlog_ms,
+        outputs, backlog_ms = self._outputs(), self.drilled.ctx.backlog_ms or 0
+        if "replica" in outputs:
+            self._wait(lambda: (watermark_of(outputs["replica"]) or 0) >= backlog_ms,
                        "the replica to pass the failure windows", ["replica"])
-            stop_run(self.dirs["replica"])
+            stop_run(outputs["replica"])
         self.final_ms = self.feed.stop()
         self._start_reference()  # the input is final: the batch reference runs while the primary drains
         self.say(f"input stopped (watermark {self.final_ms}); waiting for the primary to close every window")
-        self._wait(lambda: (watermark_of(self.dirs["primary"]) or 0) >= self.final_ms,
+        self._wait(lambda: (watermark_of(outputs["primary"]) or 0) >= self.final_ms,
                    "the primary to close every window", ["primary"])
-        stop_run(self.dirs["primary"])
+        stop_run(outputs["primary"])
         if self.serving is not None:
             from spark_jobs.serving_view import stop_serving
 
@@ -463,15 +396,16 @@ class _Drill:
         from spark_jobs.runtime.launch import launch_run, run_args
         from spark_jobs.runtime.reference import reference_argv
 
-        argv = [*reference_argv(self.workload, self.dirs["input"], self.dirs["reference"]), "--state-dir", self.dirs["spark"]]
-        self.procs["reference"], self.logs["reference"] = launch_run(run_args(argv))
+        argv = [*reference_argv(self.workload, self.job.deployment.input, self.dirs["reference"]),
+                "--state-dir", self.dirs["spark"]]
+        self.reference, self.reference_log = launch_run(run_args(argv))
 
     def _reference(self) -> None:
         from spark_jobs.runtime.reference import read_reference
 
-        self._wait(lambda: self.procs["reference"].poll() is not None, "the batch reference", [])
-        if self.procs["reference"].returncode != 0:
-            raise DrillError(f"the batch reference failed (exit {self.procs['reference'].returncode}); see {self.logs['reference']}")
+        self._wait(lambda: self.reference.poll() is not None, "the batch reference", [])
+        if self.reference.returncode != 0:
+            raise DrillError(f"the batch reference failed (exit {self.reference.returncode}); see {self.reference_log}")
         self.reference_rows, meta = read_reference(self.dirs["reference"])
         if meta["closed_until_ms"] != self.final_ms:
             raise DrillError(f"input watermark mismatch: reference {meta['closed_until_ms']}, feed {self.final_ms}")
@@ -481,38 +415,48 @@ class _Drill:
         from spark_jobs.pipeline.sink import closed_rows, compare_output
 
         expected = closed_rows(self.reference_rows, self.final_ms)
-        comparison = compare_output(self.dirs["primary"], expected)
-        per_window = failure_window_accuracy(self.workload, expected, self.dirs["replica"], self.failure_end_ms,
-                                             self.backlog_ms)
-        windows, values = sorted(per_window), [per_window[w] for w in sorted(per_window)]
-        return self._serve_measures(expected, windows, DrillReport(
+        comparison = compare_output(self.job.deployment.primary_output, expected)
+        measured, ctx, c = self.drilled.report, self.drilled.ctx, self.config
+        restarts = self._driver_restarts()
+        return self._serve_measures(expected, measured["failure_window_starts_ms"], DrillReport(
             workload=self.workload.name, plan_tasks=self.setup.plan_tasks,
             predicted_output_fidelity=self.setup.predicted_output_fidelity,
             predicted_accuracy=self.estimate.mean if self.estimate else None, predicted_accuracy_estimate=self.estimate,
-            objective=self.config.objective, tentative_accuracy=sum(values) / len(values) if values else None,
-            tentative_accuracy_per_window=values,
-            time_to_first_tentative_s=first_tentative_s(self.dirs["replica"], self.t_fail, self.failure_end_ms),
-            time_to_caught_up_s=self.t_caught_up - self.t_fail, lost_windows=len(comparison.lost_windows),
+            objective=c.objective, tentative_accuracy=measured["tentative_accuracy"],
+            tentative_accuracy_per_window=measured["tentative_accuracy_per_window"],
+            time_to_first_tentative_s=measured["time_to_first_tentative_s"],
+            time_to_caught_up_s=measured["time_to_caught_up_s"], lost_windows=len(comparison.lost_windows),
             duplicated_windows=len(comparison.duplicated_windows), output_equals_reference=comparison.equal,
             predicted_internal_completeness=self.setup.predicted_internal_completeness,
-            failure_window_starts_ms=[w[0] for w in sorted(per_window)], lost_window_starts_ms=comparison.lost_windows,
+            failure_window_starts_ms=measured["failure_window_starts_ms"], lost_window_starts_ms=comparison.lost_windows,
             duplicated_window_starts_ms=comparison.duplicated_windows, windows_expected=comparison.expected_windows,
-            fail_domain=self.config.fail_domain, fault=self.config.fault, network=self.config.network,
-            subnet=self.state.network["subnet"] if self.state.network else None, killed=self.killed, kill_driver=self.config.kill_driver,
-            recovery=self.recovery, primary_driver_restarts=self.driver_restarts, detection_s=self.detection_s,
-            new_capacity_after_s=self.config.new_capacity_after_s, capacity_alive_s=self.t_capacity - self.t_fail,
-            params=self.workload.params_dict(), budget=self.config.budget if self.config.plan is None else None,
-            algorithm=self.config.algorithm if self.config.plan is None else None,
-            replica_cost=self._replica_cost(), work_dir=str(self.config.work_dir.resolve()), elapsed_s=time.time() - self.t0,
-            design_warnings=self.setup.design_warnings))
+            fail_domain=c.fail_domain, fault=c.fault, network=c.network,
+            subnet=self.state.network["subnet"] if self.state.network else None, killed=ctx.killed, kill_driver=c.kill_driver,
+            recovery=_recovery(c.kill_driver, restarts), primary_driver_restarts=restarts,
+            detection_s=self.detection.seconds_after(ctx.t_fail), new_capacity_after_s=c.new_capacity_after_s,
+            capacity_alive_s=measured["capacity_alive_s"], params=self.workload.params_dict(),
+            budget=c.budget if c.plan is None else None, algorithm=c.algorithm if c.plan is None else None,
+            replica_cost=self._replica_cost(ctx.t_fail), work_dir=str(self.work), elapsed_s=time.time() - self.t0,
+            design_warnings=self.setup.design_warnings, experiment_id=self.experiment.experiment_id,
+            experiment_verdict=self.experiment.verdict, experiment_reasons=self.experiment.reasons,
+            predicted_caught_up_s=measured.get("predicted_caught_up_s"), caught_up_error=measured.get("caught_up_error")))
 
-    def _replica_cost(self) -> ReplicaCost | None:
-        if "replica" not in self.procs:
+    def _driver_restarts(self) -> int:
+        """How often the primary's driver was submitted again (one driver log per submission)."""
+        return max(0, len(list((self.job.deployment.primary_output / "_logs").glob("driver-*.log"))) - 1)
+
+    def _replica_cost(self, t_fail: float) -> ReplicaCost | None:
+        from spark_jobs.runtime.event_log import sort_by_application
+
+        outputs = self._outputs()
+        if "replica" not in outputs:
             return None
-        events = self.config.work_dir.resolve() / "events"
-        return replica_cost(self.dirs["primary"], events / "primary", self.dirs["replica"], events / "replica", self.t_fail)
+        events = self.work / "events"
+        names = self.job.app_names()
+        sort_by_application(events, {names[role]: events / role for role in outputs})
+        return replica_cost(outputs["primary"], events / "primary", outputs["replica"], events / "replica", t_fail)
 
-    def _serve_measures(self, expected: list[dict], windows: list, report: DrillReport) -> DrillReport:
+    def _serve_measures(self, expected: list[dict], windows: list[int], report: DrillReport) -> DrillReport:
         """The serving view's part of the report (unchanged report without ``serve``)."""
         if not self.config.serve:
             return report
@@ -521,7 +465,10 @@ class _Drill:
         def closed_at(window_end: int) -> float | None:  # when the input's watermark passed the window's end
             return next((m.wall for m in self.feed.marks() if m.watermark_ms is not None and m.watermark_ms >= window_end), None)
 
-        view = measure_view(self.dirs["view"], expected, windows, self.t_fail, self.t_caught_up, closed_at,
+        t_fail = self.drilled.ctx.t_fail
+        caught = None if report.time_to_caught_up_s is None else t_fail + report.time_to_caught_up_s
+        failure_windows = sorted({window_of(r) for r in expected if window_of(r)[0] in set(windows)})
+        view = measure_view(self.dirs["view"], expected, failure_windows, t_fail, caught, closed_at,
                             self.config.speedup / window_slide_s(expected))
         return report.model_copy(update=dict(
             serve=True, serve_windows_per_s=view.windows_per_s, serve_expected_windows_per_s=view.expected_windows_per_s,
@@ -531,7 +478,7 @@ class _Drill:
 
     # waiting and stopping
     def _wait(self, done: Callable[[], bool], what: str, watch: list[str], deadline_s: float | None = None) -> None:
-        """Poll ``done`` every half second until it holds; the watched jobs must stay alive."""
+        """Poll ``done`` every half second until it holds; the watched streams must stay alive."""
         def holds() -> bool:
             if done():
                 return True
@@ -542,31 +489,79 @@ class _Drill:
                  what=f"{what} (drill failed while {self.stage}; logs in {self.config.work_dir})")
 
     def _check_alive(self, roles: list[str]) -> None:
+        from spark_jobs.runtime.launch import driver_running
+
         if self.feed is not None and self.feed.error is not None:
             raise DrillError(f"drill failed while {self.stage}: the input generator failed: {self.feed.error}")
         if self.serving is not None and not self.serving_stopped and self.serving.poll() is not None:
             raise DrillError(f"drill failed while {self.stage}: the serving view exited ({self.serving.returncode}); "
                              f"see {self.dirs['view'] / '_serve.log'}")
+        outputs = self._outputs()
         for role in roles:
-            code = self.procs[role].poll()
-            if code is not None:
-                tail = " | ".join(self.logs[role].read_text(errors="replace").strip().splitlines()[-3:])
-                raise DrillError(f"drill failed while {self.stage}: the {role} driver exited ({code}); "
-                                 f"see {self.logs[role]}: {tail}")
+            if not driver_running(outputs[role]):
+                log = max((outputs[role] / "_logs").glob("driver-*.log"), default=None)
+                tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:]) if log else "no log"
+                raise DrillError(f"drill failed while {self.stage}: the {role} driver exited; see {log}: {tail}")
 
     def teardown(self) -> None:
-        """Stop the input, the jobs and the cluster (by the pids the drill recorded)."""
+        """Stop the input, the serving view, the cluster (with every driver registered in it) and the store."""
         from spark_jobs.cluster.standalone import cluster_down
 
         if self.feed is not None:
             self.feed.stop()
         if self.serving is not None and self.serving.poll() is None:
             kill_group(self.serving)
+        if self.detection is not None:
+            self.detection.stop()
         if self.cluster_started:
             stopped = cluster_down(self.dirs["spark"])
             self.say(f"stopped {len(stopped)} processes")
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                kill_group(proc)
+        if self.reference is not None and self.reference.poll() is None:
+            kill_group(self.reference)
+        if self.job is not None:
+            self.job.stop()
 
 
+def _recovery(kill_driver: bool, restarts: int) -> str:
+    """How the primary came back.
+
+    >>> _recovery(False, 0), _recovery(False, 1)
+    ('rescheduled onto the capacity given back', 'driver exited; restarted from its checkpoint')
+    """
+    if not restarts:
+        return "rescheduled onto the capacity given back"
+    return "driver restarted from its checkpoint" if kill_driver else "driver exited; restarted from its checkpoint"
+
+
+class _DeadWatch:
+    """When the master first listed every worker of the failed domain DEAD, polled beside the drill engine (a
+    measure of the fault's detection, not a step of the drill)."""
+
+    def __init__(self, master_ui: str, workers: set[tuple[str, int]], interval_s: float = 0.5):
+        self.master_ui, self.workers, self.interval_s = master_ui, workers, interval_s
+        self.dead_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drill-detection", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def seconds_after(self, t_fail: float | None) -> float | None:
+        return None if self.dead_at is None or not t_fail else max(0.0, self.dead_at - t_fail)
+
+    def _run(self) -> None:
+        from spark_jobs.cluster.web_ui import master_state
+
+        while self.dead_at is None and not self._stop.wait(self.interval_s):
+            try:
+                listed = master_state(self.master_ui, timeout_s=5.0)["workers"]
+            except ExternalError:  # not answering now: the next poll asks again
+                continue
+            dead = {(w["host"], w["port"]) for w in listed if w["state"] == "DEAD"}
+            if self.workers and self.workers <= dead:
+                self.dead_at = time.time()

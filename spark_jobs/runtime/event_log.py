@@ -52,6 +52,16 @@ def log_files(folder: Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.name.startswith((".", "appstatus")))
 
 
+def sort_by_application(folder: Path, to: dict[str, Path]) -> None:
+    """Move each event log file directly in ``folder`` into ``to[its application's name]`` (streams that shared one
+    ``spark.eventLog.dir``, each costed apart afterwards); a log of another application stays where it is."""
+    for path in sorted(p for p in Path(folder).iterdir() if p.is_file()):
+        name = next((e.get("App Name") for e in _events(path) if e.get("Event") == "SparkListenerApplicationStart"), None)
+        if name in to:
+            to[name].mkdir(parents=True, exist_ok=True)
+            path.rename(to[name] / path.name)
+
+
 def task_costs(folder: Path, first_batch: int, last_batch: int) -> TaskCosts:
     """Sum the task attempts of the batches in range over every event log in ``folder``."""
     totals = dict(attempts=0, cpu_ns=0, run_ms=0, speculative_attempts=0, speculative_won=0, speculative_cpu_ns=0,

@@ -209,6 +209,54 @@ def test_a_drill_report_has_a_verdict_with_its_reasons():
     warned = _report(design_warnings=["only 1 failure window is sure"])
     assert "  warning: only 1 failure window is sure" in summary(warned).splitlines()
     assert DrillReport.model_validate(good.model_dump(mode="json")) == good  # a stored report reads back
+    # the drill engine's verdict is part of the drill's (one finish for every drill, issue 35 item 6)
+    engine = _report(experiment_id=1, experiment_verdict="failed", experiment_reasons=[
+        "failure domains changed: before rack-a 1; after rack-c 1"])
+    assert engine.verdict == "failed" and engine.verdict_reasons == ["failure domains changed: before rack-a 1; after rack-c 1"]
+    assert "  the drill engine's verdict: failed (experiment report: /tmp/drill/drills/drill-1/experiment.json)" in \
+        summary(engine).splitlines()
+    both = _report(output_equals_reference=False, lost_windows=1, experiment_reasons=[
+        "the output differs from the batch reference: 1 windows lost, 0 duplicated"])
+    assert len(both.verdict_reasons) == 1  # the same problem, said once
+
+
+def test_streams_that_shared_an_event_log_folder_are_costed_apart(tmp_path):
+    """`drill run`'s primary and replica share the private job's Spark confs, so one event log folder: each log
+    goes to its application's folder (a resubmitted primary's second log too), another application's stays."""
+    import json
+
+    from spark_jobs.runtime.event_log import sort_by_application
+
+    def log(name: str, app: str) -> None:
+        events = [{"Event": "SparkListenerLogStart"}, {"Event": "SparkListenerApplicationStart", "App Name": app}]
+        (tmp_path / name).write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    log("app-1", "ftops-drill-topk-primary")
+    log("app-2", "ftops-drill-topk-replica-p1")
+    log("app-3", "ftops-drill-topk-primary")
+    log("app-4", "someone-else")
+    sort_by_application(tmp_path, {"ftops-drill-topk-primary": tmp_path / "primary",
+                                   "ftops-drill-topk-replica-p1": tmp_path / "replica"})
+    assert sorted(p.name for p in (tmp_path / "primary").iterdir()) == ["app-1", "app-3"]
+    assert [p.name for p in (tmp_path / "replica").iterdir()] == ["app-2"]
+    assert (tmp_path / "app-4").exists()
+
+
+def test_a_drill_runs_the_engine_with_its_own_settings_checked_before_anything_starts(tmp_path):
+    """The private job's name is an identifier whatever the pipeline's name; the engine's bounds (event seconds)
+    follow the input's speed; a bad setting is refused by the engine's own check, before a cluster starts."""
+    from spark_jobs.drills.local import engine_settings
+    from spark_jobs.drills.private_job import job_name
+
+    assert (job_name("sensor alerts/../v2"), job_name("../..")) == ("drill-sensor-alerts-v2", "drill-pipeline")
+    config = DrillConfig(pipeline="topk", params=PARAMS, budget=2, work_dir=tmp_path / "w", speedup=4,
+                         new_capacity_after_s=12, kill_driver=True, fail_domain="rack-b")
+    settings = engine_settings(config, load_workload("topk", PARAMS))
+    assert (settings.job, settings.domain, settings.kill_driver, settings.replacement_delay_s) == \
+        ("drill-topk", "rack-b", True, 12)
+    assert settings.steady_lag_s == 4 * 60 and settings.max_lag_s == 4 * 600
+    with pytest.raises(InputError, match="domain"):
+        engine_settings(config.model_copy(update={"fail_domain": "a/b"}), load_workload("topk", PARAMS))
 
 
 def test_drill_job_text_shows_predicted_against_measured_accuracy():

@@ -72,7 +72,8 @@ def test_full_replication_keeps_exact_tentative_outputs_and_the_primary_recovers
     assert (report.verdict, report.verdict_reasons, report.design_warnings) == ("passed", [], [])
     # The jobs really ran on the standalone pools, and nothing the drill started is left running.
     run_doc = json.loads((tmp_path / "drill" / "primary" / "_run.json").read_text())
-    replica_doc = json.loads((tmp_path / "drill" / "replica" / "_run.json").read_text())
+    [replica_run] = (tmp_path / "drill" / "replica").glob("plan-*/_run.json")  # the private job's plan's replica
+    replica_doc = json.loads(replica_run.read_text())
     host = "127.0.0.1" if network == "loopback" else f"198.18.{report.subnet}.2"  # the masters' host
     assert (run_doc["master"], replica_doc["master"]) == (f"spark://{host}:{BASE_FULL + 77}", f"spark://{host}:{BASE_FULL + 78}")
     assert _processes_mentioning(str(tmp_path)) == []
