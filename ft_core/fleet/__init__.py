@@ -6,6 +6,7 @@
   restart in as capacity returns (paper 003, jobs as queries, with their catch-up; on shared CPUs too).
 - :mod:`~ft_core.fleet.catch_up_rate`: a job's processing rate with its whole CPUs, read back from a recovery in
   which it caught up beside others.
+- :mod:`~ft_core.fleet.cpu_share`: the CPUs restarted executors get on a machine other work keeps busy.
 """
 
 import lazy_loader
@@ -16,5 +17,6 @@ __getattr__, __dir__, __all__ = lazy_loader.attach(
     submod_attrs={"schedules": ["PRESETS", "Scheduled", "check_schedule", "due", "next_fire", "take"],
                   "recovery_order": ["Arrival", "FleetCapacity", "FleetJob", "FleetRecoveryPlan", "plan_fleet_recovery",
                                      "predict_back"],
-                  "catch_up_rate": ["RecoveredJob", "processing_rate_alone"]},
+                  "catch_up_rate": ["RecoveredJob", "processing_rate_alone"],
+                  "cpu_share": ["fair_share_cpus"]},
 )

@@ -41,7 +41,7 @@ class EngineNative:
     def executor_domains(self, app: str, pool: str = "primary") -> dict[str, int]:
         return self.capacity()
 
-    def shared_cpus(self) -> float | None:
+    def shared_cpus(self, demand: float) -> float | None:
         return None  # the executors' hosts are not this machine: their cores are taken as CPUs of their own
 
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:

@@ -1,5 +1,6 @@
-"""The CPUs free on this machine now: what a local cluster's restarted executors share (issue 33, item 3; issue 38,
-item 1: the drain at the node's measured free share).
+"""The CPUs idle on this machine now: with the machine's CPUs, what the share a local cluster's restarted executors
+get is computed from (:mod:`ft_core.fleet.cpu_share`; issue 33, item 3; issue 38, item 1: the drain at the node's
+measured free share).
 
 A local cluster's workers (on loopback or each in a network namespace: a namespace has no CPUs of its own) all run
 on this machine, and may advertise more cores than it has: three one-core workers on two CPUs. Executors restarted

@@ -90,11 +90,15 @@ class LocalStandalone:
         hit = (partition_domain if fault == "partition" else kill_domain)(self.state_dir, domain)
         return LostDomain(domain=domain, fault=fault, hit=[p.name for p in hit], undo=undo)
 
-    def shared_cpus(self) -> float | None:
-        """Every daemon runs on this machine (a namespace host has no CPUs of its own): the CPUs idle here now."""
+    def shared_cpus(self, demand: float) -> float | None:
+        """Every daemon runs on this machine (a namespace host has no CPUs of its own): the share of its CPUs that
+        ``demand`` restarted executor cores get beside the work running here now (:mod:`ft_core.fleet.cpu_share`)."""
+        import os
+
+        from ft_core.fleet.cpu_share import fair_share_cpus
         from spark_jobs.cluster.host_cpu import idle_cpus
 
-        return idle_cpus()
+        return fair_share_cpus(float(os.cpu_count() or 1), idle_cpus(), demand)
 
     def _require_fault(self, fault: str) -> None:
         if fault not in self.faults:

@@ -19,8 +19,8 @@ The interface (:class:`Cluster`):
 - ``check_blast_radius(domain)``: refuse a domain whose loss would take what must survive;
 - ``undo_of(domain, fault)``: the undo document, before anything is touched;
 - ``lose(domain, fault)``: apply the fault; returns what it did (names) and the undo document, completed;
-- ``shared_cpus()``: the CPUs restarted executors share, measured now (None: each core is a CPU of its own, as
-  on hosts that advertise their own CPUs): what a fleet recovery's jobs catch up on;
+- ``shared_cpus(demand)``: the CPUs ``demand`` restarted executor cores share, measured now (None: each core is a
+  CPU of its own, as on hosts that advertise their own CPUs): what a fleet recovery's jobs catch up on;
 - :func:`give_back` (module level, from the undo document alone): capacity back *in the same failure domain*
   (a rack whose power returns, a zone's instance group replacing its instances in that zone), the partition
   healed, or the executors asked back. Idempotent: it brings the domain back to what the document recorded,
@@ -77,7 +77,7 @@ class Cluster(Protocol):
 
     def lose(self, domain: str, fault: FaultMode) -> LostDomain: ...
 
-    def shared_cpus(self) -> float | None: ...
+    def shared_cpus(self, demand: float) -> float | None: ...
 
 
 def cluster_of(dep) -> Cluster:

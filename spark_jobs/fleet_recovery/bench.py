@@ -72,7 +72,7 @@ class RunResult(BaseModel):
     held: list[str] = []  # staged and fifo: the jobs held down (restarted from their checkpoints)
     order_rule: str | None = None
     predicted_back_s: dict[str, float | None] = {}  # staged and fifo: as predicted at each job's restart
-    shared_cpus: float | None = None  # staged and fifo: the CPUs free when the plan was made
+    shared_cpus: float | None = None  # staged and fifo: the CPUs the lost jobs would share, when the plan was made
 
 
 def priorities(n: int) -> dict[str, float]:

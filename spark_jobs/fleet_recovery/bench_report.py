@@ -30,7 +30,7 @@ def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: Fl
         "(the `ftops_fleet_recovery` DAG's definition); a run's score is the priority-weighted mean. The jobs were "
         "submitted in priority order, the least important first.",
         "",
-        f"| run | policy | {head} | weighted mean (s) | best of the run | plan: order, held down, CPUs free when planned |",
+        f"| run | policy | {head} | weighted mean (s) | best of the run | plan: order, held down, CPUs shared when planned |",
         "|---|---|" + "---|" * len(jobs) + "---|---|---|",
     ]
     by_run: dict[int, list[RunResult]] = {}
@@ -44,7 +44,7 @@ def render(results: list[RunResult], outputs: dict[str, OutputCheck], config: Fl
         for r in sorted(rows, key=lambda r: config.policies.index(r.policy)):
             cells = " | ".join(_s(r.back_s.get(j)) for j in jobs)
             plan = f"{r.order_rule}; {', '.join(r.held) or 'none'}" if r.order_rule else "-"
-            plan += "" if r.shared_cpus is None else f"; {r.shared_cpus:g} CPUs free"
+            plan += "" if r.shared_cpus is None else f"; {r.shared_cpus:g} CPUs shared"
             lines.append(f"| {run} | {r.policy} | {cells} | {_s(r.weighted_mean_s)} | {'yes' if r.policy == best else ''} "
                          f"| {plan} |")
     lines += ["", "| policy | mean of the weighted means (s) | runs |", "|---|---|---|"]

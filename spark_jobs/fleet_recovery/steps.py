@@ -76,7 +76,8 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     submitted = submitted_at(ui, jobs, deps)
     planned = [fleet_job(store, job, deps[job], failed_at, restart_s=restart_s, headroom=headroom,
                          started_ms=submitted[job]) for job in jobs]
-    cap = FleetCapacity(**capacity(ui, arrivals, replacement_s, failed_at), cpus=shared_cpus(deps))
+    cpus = shared_cpus(deps, demand=sum(p["cores"] for p in planned))
+    cap = FleetCapacity(**capacity(ui, arrivals, replacement_s, failed_at), cpus=cpus)
     plan, held = choose_plan(planned, cap, policy, submitted)
     by_job = {p["job"]: {**p, "held": p["job"] in held} for p in planned}
     rows = [{"job": r.job, "priority": r.priority, "stage": r.stage, "planned_start_s": r.start_s,
@@ -87,14 +88,15 @@ def _plan_and_record(store, jobs, deps, ui, failed_at, arrivals, replacement_s, 
     return run_id, held
 
 
-def shared_cpus(deps: dict) -> float | None:
-    """The CPUs the lost jobs' executors will share as their capacity returns, measured now on their cluster (one
-    master: one cluster); None where each core is a CPU of its own."""
+def shared_cpus(deps: dict, demand: float) -> float | None:
+    """The CPUs the lost jobs' executors (``demand`` cores) will share as their capacity returns, measured now on
+    their cluster (one master: one cluster); None where each core is a CPU of its own."""
     from spark_jobs.cluster.seam import cluster_of
 
-    cpus = cluster_of(next(iter(deps.values()))).shared_cpus()
+    cpus = cluster_of(next(iter(deps.values()))).shared_cpus(demand)
     if cpus is not None:
-        log.info("the lost jobs will share %.2f free CPUs as their capacity returns (measured now)", cpus)
+        log.info("the lost jobs' %g cores will share %.2f CPUs as their capacity returns (measured now, beside "
+                 "the work running there)", demand, cpus)
     return cpus
 
 

@@ -92,3 +92,26 @@ def test_idle_cpus_are_the_idle_and_iowait_share_of_the_sample_times_the_cpu_cou
     timer.start()
     assert host_cpu.idle_cpus(0.4, stat) == host_cpu.MIN_CPUS
     timer.join()
+
+
+def test_restarted_cores_get_a_fair_share_of_busy_cpus_not_only_the_idle_ones():
+    """CI, 2026-12-01: a loaded test machine measured 0.10 idle CPUs when a fleet recovery was planned; on those the
+    plan said its two jobs would never catch up, and both were back in about a minute. The kernel shares the busy
+    CPUs with the threads that start: the share is at least the idle CPUs, at most min(cpus, demand)."""
+    from ft_core.fleet.cpu_share import fair_share_cpus
+    from ft_core.fleet.recovery_order import FleetJob, predict_back
+
+    assert fair_share_cpus(2.0, 0.10, 2.0) == pytest.approx(2 * 2 / (2 + 1.9), abs=0.01)
+    assert fair_share_cpus(2.0, 2.0, 1.0) == 1.0  # an idle machine: the demand, no more
+    assert fair_share_cpus(2.0, 1.99, 8.0) == 2.0  # never more than the machine
+    for idle in (0.0, 0.3, 1.0, 1.7):
+        for demand in (0.5, 1.0, 3.0):
+            share = fair_share_cpus(2.0, idle, demand)
+            assert min(idle, demand) - 0.01 <= share <= min(2.0, demand)
+    jobs = [FleetJob(job=name, priority=1, cores=1, input_rate=10.0, processing_rate=60.0, restart_s=20.0, pending_s=5.0)
+            for name in ("high", "low")]
+    starts = [25.0, 55.0]
+    assert None in predict_back(jobs, starts, cpus=0.10)  # the idle CPUs alone: one job never back
+    assert None not in predict_back(jobs, starts, cpus=fair_share_cpus(2.0, 0.10, 2.0))
+    with pytest.raises(ValueError):
+        fair_share_cpus(2.0, 1.0, 0.0)
