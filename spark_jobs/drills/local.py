@@ -56,7 +56,6 @@ step.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -256,8 +255,7 @@ class _Drill:
     def __init__(self, config: DrillConfig, setup: DrillSetup, progress: Progress):
         self.config, self.setup, self.workload, self.say = config, setup, setup.workload, progress
         self.work = config.work_dir.resolve()
-        self.dirs = {name: self.work / name for name in ("input", "reference", "spark")}
-        self.plan_file = self.work / "plan.json"
+        self.dirs = {name: self.work / name for name in ("reference", "spark")}
         self.job: PrivateJob | None = None
         self.feed: LiveFeed | None = None
         self.stage = "validating"
@@ -303,7 +301,6 @@ class _Drill:
             self.estimate = predict_for_drill(self.setup, c.budget, c.objective, c.accuracy_sample_s,
                                               self.work / "accuracy", replan=c.plan is None)
             self.say(f"predicted tentative accuracy {self.estimate.spread()}, OF {self.setup.predicted_output_fidelity:.3f}")
-        self.plan_file.write_text(json.dumps({"tasks": self.setup.plan_tasks}))
 
     def _start_cluster(self) -> None:
         from spark_jobs.cluster.standalone import cluster_up
@@ -320,7 +317,7 @@ class _Drill:
     def _start_jobs(self) -> None:
         self.feed = LiveFeed(self.workload, self.job.deployment.input, self.config.speedup, name="drill-feed")
         self.feed.start()
-        self.job.submit(self.config.timeout_s)
+        self.job.submit()
         if not self.setup.plan_tasks:
             self.say("the plan is empty: no replica (no tentative output)")
         if self.config.serve:

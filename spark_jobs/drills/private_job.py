@@ -66,17 +66,22 @@ class PrivateJob:
 
     # the store
     def start_store(self) -> None:
-        self.server.start()
-
-    def store(self):
-        """A new connection to the private store (the engine opens one per wait)."""
-        from ft_core.store.connection import connect
-        from ft_core.store.history import HistoryStore
+        """Start the private store and bring it to the newest schema (once: the engine opens a connection per wait)."""
         from ft_core.store.migrations import upgrade
 
-        conn = connect(self.server.url())
-        upgrade(conn)
-        return HistoryStore(conn)
+        self.server.start()
+        store = self.store()
+        try:
+            upgrade(store.conn)
+        finally:
+            store.conn.close()
+
+    def store(self):
+        """A new connection to the private store."""
+        from ft_core.store.connection import connect
+        from ft_core.store.history import HistoryStore
+
+        return HistoryStore(connect(self.server.url()))
 
     @property
     def driver_env(self) -> dict[str, str]:
@@ -115,7 +120,7 @@ class PrivateJob:
         finally:
             store.conn.close()
 
-    def submit(self, timeout_s: float) -> None:
+    def submit(self) -> None:
         """Submit the primary and the plan's replica; return once both run with their cores."""
         from spark_jobs.drills.reconcile import resubmit_replica, submit_primary
 
@@ -126,8 +131,7 @@ class PrivateJob:
             return
         store = self.store()
         try:
-            resubmit_replica(self.name, dep, store.plan(self.plan_id), self.driver_env)
-            _wait_running(dep.standby_ui, replica_app_name(self.name, self.plan_id), timeout_s)
+            resubmit_replica(self.name, dep, store.plan(self.plan_id), self.driver_env, wait=True)
             store.record_applied_plan(self.plan_id, self.name, "replica", master_url=dep.standby_master)
         finally:
             store.conn.close()
@@ -158,10 +162,3 @@ def _deployment(work: Path, state, config, workload: Workload) -> JobDeployment:
                          primary_master=state.master_url("primary"), standby_master=state.master_url("standby"),
                          primary_ui=state.master_ui("primary"), standby_ui=state.master_ui("standby"), spark_conf=conf)
 
-
-def _wait_running(master_ui: str, name: str, timeout_s: float) -> None:
-    from spark_jobs.runtime.detached_submit import active_apps
-    from spark_jobs.runtime.waiting import wait_for
-
-    wait_for(lambda: any(a.get("state") == "RUNNING" and a.get("cores", 0) > 0 for a in active_apps(master_ui, name)) or None,
-             timeout_s=timeout_s, interval_s=1.0, what=f"{name} to run on its master")

@@ -163,14 +163,15 @@ def restart_streams(store, job: str, dep, driver_env: dict[str, str]) -> list[tu
     return done
 
 
-def resubmit_replica(job: str, dep, plan: dict, driver_env: dict[str, str]) -> bool:
-    """Submit the replica of ``plan`` unless its application is active on the standby master."""
+def resubmit_replica(job: str, dep, plan: dict, driver_env: dict[str, str], wait: bool = False) -> bool:
+    """Submit the replica of ``plan`` unless its application is active on the standby master (``wait``: until it runs
+    with a core)."""
     from spark_jobs.runtime.detached_submit import submit_stream
     from spark_jobs.runtime.job_streams import replica_app_name, replica_run_argv
 
     with locked(dep.replica_output(plan["plan_id"]) / "_submit.lock"):
         argv = replica_run_argv(dep, plan["plan_id"], plan["payload"].get("tasks", []))
-        done = submit_stream(replica_app_name(job, plan["plan_id"]), dep.standby_ui, [str(a) for a in argv], wait=False,
+        done = submit_stream(replica_app_name(job, plan["plan_id"]), dep.standby_ui, [str(a) for a in argv], wait=wait,
                              extra_env=driver_env)
         return bool(done["submitted"])
 
