@@ -40,6 +40,9 @@ def register_bench(bench_group) -> None:
                    "its finished runs are kept, the others run")
     b.add_argument("--port-base", type=flag(PortBase), default=24000, help="ports: masters and UIs above BASE, workers "
                    "BASE+100.., their UIs BASE+200.., the units' UIs BASE+300.. (default 24000)")
+    b.add_argument("--no-rehearsal", action="store_true", help="skip the restart rehearsal before the failure (each "
+                   "failing application killed and restarted once, about 3 minutes a run): the catch-up model then "
+                   "has each unit's first start as its restart delay")
     b.add_argument("--out", type=Path, help="report (default docs/benchmarks/recovery-runtime.md; --quick: none)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=_bench)
@@ -80,7 +83,8 @@ def _bench(args) -> int:
         raise InputError("--resume: give the --work-dir of the benchmark to continue")
     work = (args.work_dir or Path(tempfile.mkdtemp(prefix="ftops-bench-recovery-"))).resolve()
     wanted = RecoveryBenchConfig(work_dir=work, scenario=scenario, strategies=strategies, repetitions=reps,
-                                 port_base=args.port_base, arrival_interval_s=20.0 if args.quick else 30.0)
+                                 port_base=args.port_base, arrival_interval_s=20.0 if args.quick else 30.0,
+                                 rehearse_restart=not args.no_rehearsal)
     config = bench_config(work, wanted, args.resume)
 
     progress = Progress("bench recovery-runtime")

@@ -14,8 +14,10 @@ The default scenario (one run per strategy, each on a fresh cluster and deployme
 - three one-core nodes (applications): ``A`` = O1[0], O2[0], O3[0] and ``B`` = O1[1], O3[1] in failure domain
   ``rack-a``, ``C`` = O2[1] in ``rack-b`` (pinned: the failing domain's workers exist alone while its
   applications start, then each other domain's workers are added before its applications);
-- steady state, then ``rack-a`` fails (workers, executors and the drivers on them): five of six units and
-  five of six queries are down;
+- steady state; the rehearsal (``--no-rehearsal`` skips it): each of ``rack-a``'s applications killed and its
+  units restarted from their checkpoints in a new one, so the model's restart delay is one measured after a
+  failure; steady state again, then ``rack-a`` fails (workers, executors and the drivers on them): five of six
+  units and five of six queries are down;
 - replacement nodes (one-core workers in ``rack-c``) register with the master ``first_arrival_s`` after the
   failure and then every ``arrival_interval_s``; every unit costs ``cost_per_unit`` of a node (declared, see
   below) and a node's cap is 80 %, so one node restarts three units;
@@ -118,6 +120,9 @@ class RecoveryBenchConfig(BaseModel):
     port_base: int = 24000
     arrival_domain: str = "rack-c"
     timeout_s: float = 600.0
+    rehearse_restart: bool = Field(default=True, description="before the failure, kill the failing domain's "
+                                   "applications one by one and restart them from their checkpoints, so the catch-up "
+                                   "model's restart delay is one measured after a failure (rates.py)")
 
     def stage_times(self) -> list[float]:
         """When each stage's capacity is due, seconds after the failure: stage 0 (the survivors) at once, then
@@ -269,6 +274,25 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
     wait_for(steady, timeout_s=config.timeout_s, interval_s=2.0, what="a steady latency of the deployment", error=FtopsError)
 
 
+def _rehearse_restart(config: RecoveryBenchConfig, root: Path, progress) -> None:
+    """Kill each application of the failing domain (its driver, SIGKILL: mid-batch, as a failure does) and restart
+    its units from their checkpoints in a new application, the next one once the one before runs (as a recovery's
+    stages start): the restart delay the catch-up model is then given is one measured after a failure, with state
+    restore and the replayed micro-batch (:mod:`.rates`), not the deployment's first start from empty checkpoints."""
+    from spark_jobs.recovery_units.runtime import kill_apps, start_app, wait_app_placed, wait_app_running
+
+    scenario = config.scenario
+    for app in [a for a in scenario.apps if scenario.domains[a] == scenario.fail]:
+        again = f"{app}-rehearsal"
+        kill_apps(root, [app], domain=scenario.fail)
+        start_app(root, again, scenario.apps[app])
+        got = wait_app_placed(root, again, config.timeout_s)
+        if got != scenario.fail:
+            raise FtopsError(f"rehearsal: application {again} landed in {got}, not {scenario.fail}")
+        wait_app_running(root, again, config.timeout_s)
+        progress(f"  rehearsal: {app} killed, its units restarted from their checkpoints as {again} in {got}")
+
+
 def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float, errors: list, progress) -> threading.Thread:
     from spark_jobs.cluster.standalone import add_worker
 
@@ -297,6 +321,9 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
 
     _deploy_pinned(config, state_dir, root, progress)
     _wait_steady(config, root, progress)
+    if config.rehearse_restart:
+        _rehearse_restart(config, root, progress)
+        _wait_steady(config, root, progress)
     failure = kill_domain(root, config.scenario.fail)
     progress(f"  {config.scenario.fail} failed: {', '.join(failure.units)} down")
     errors: list = []

@@ -115,9 +115,12 @@ def _predicted_table(result: RecoveryBenchResult, queries: list[str]) -> list[st
     if not first:
         return []
     errors = prediction_errors(result)
+    rehearsal = ("; each unit's restart delay from the rehearsal, its application killed and restarted from its "
+                 "checkpoints once before the failure" if result.config.rehearse_restart else
+                 "; each unit's restart delay from its first start (no rehearsal)")
     lines = ["", "Predicted by the catch-up model (`ft_core.recovery.catch_up`, rates measured before the failure: "
-             "`spark_jobs/recovery_units/rates.py`) against measured, seconds (repetition 1), and the median relative "
-             "error over the repetitions:", "",
+             f"`spark_jobs/recovery_units/rates.py`{rehearsal}) against measured, seconds (repetition 1), and the "
+             "median relative error over the repetitions:", "",
              "| strategy | " + " | ".join(queries) + " | weighted mean |", "|---|" + "---|" * (len(queries) + 1)]
     for r in first:
         cells = [f"{_num(r.predicted_s.get(q))} / {_num(r.query_recovered_s.get(q))} ({_pct(errors[r.strategy].get(q))})"

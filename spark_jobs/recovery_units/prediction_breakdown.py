@@ -5,7 +5,7 @@ Problem: ``ftops bench recovery-runtime`` compares the catch-up model's predicte
 where a miss comes from. Split it, per failed query, into
 
 - **the restart**: when the model has the query's last failed partition running (its stage's start plus
-  the restart delay measured at deploy time, :mod:`.rates`), against the end of that partition's first
+  the restart delay measured before the failure, :mod:`.rates`), against the end of that partition's first
   batch after the failure;
 - **the drain**: when the model has the backlog gone (the query's predicted time back), against the end of
   the first batch after the restart whose event-time lag is below twice the lag before the failure;

@@ -26,6 +26,18 @@ def test_sharing_counts_units_not_batches():
     assert r.restart_s == pytest.approx(10.0)  # A's start to the end of its later first batch (u's, at 10 s)
 
 
+def test_the_restart_delay_is_the_newest_restart_from_the_checkpoint():
+    """u's first start (A at 0 s) took 6 s to its first batch; its restart from the checkpoint (A2 at 200 s, v
+    with it) took 45 s (state restore, the replayed batch): a recovery repeats the restart, not the first start."""
+    apps = {**APPS, "A2": (200.0, ["u", "v"])}
+    batches = {"u": [*_steady(5, 10, 30, "A"), Batch(230, 240, 20, "A2"), Batch(240, 250, 400, "A2"),
+                     *_steady(251, 10, 30, "A2")],
+               "v": [*_steady(4, 10, 3, "A"), Batch(235, 245, 5, "A2"), *_steady(250, 10, 3, "A2")], "w": []}
+    assert rates_from_batches(batches, apps, ["u"], failure_time=300)["u"].restart_s == pytest.approx(45.0)
+    before = {u: [b for b in theirs if b.end <= 100] for u, theirs in batches.items()}  # before the restart
+    assert rates_from_batches(before, apps, ["u"], failure_time=100)["u"].restart_s == pytest.approx(6.0)
+
+
 def test_a_unit_keeping_up_barely_is_capped_below_its_processing_rate():
     batches = {"u": [Batch(1, 2, 5, "A"), Batch(3, 5, 10, "A"), *_steady(6, 5, 9, "A", every=1.0, took=0.9)],
                "v": _steady(2, 3, 1, "A")}
