@@ -8,6 +8,11 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   ``add_worker_s`` (capacity back after the drill's delay) is the median over the last :data:`LEARN_FROM` drills on
   the job's cluster, of any job there (a worker's join is the cluster's); ``resume_s`` (the stalled batch's end
   after that) the median over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
+- unless the job *goes on*: its driver lives and it has executors outside the failed domain (``survivors``). Spark
+  then reruns the lost tasks there, and the first batch ends before the capacity is back (the soak of 2026-12-01:
+  21-40 s after the fault, the capacity back at 39-46 s). Its stall is the median over the job's last drills that
+  went on, else assumed to last until the capacity is back (``replacement_delay_s + add_worker_s``: the latest it
+  can end); the batches after it, and their cost, are learnt from those drills too (they ran on fewer executors);
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
@@ -46,13 +51,15 @@ class CatchUpForecast(BaseModel):
     inputs: dict[str, float]
     sources: dict[str, str]
     learned_from: list[int]
+    went_on: bool = False  # the job was forecast to go on with its executors outside the failed domain
 
 
 def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driver: bool, now: float,
-                       trigger_s: float = 0.0) -> CatchUpForecast | None:
-    """The forecast for a drill of ``job`` whose fault comes at ``now`` (module docstring); None when the job
-    recorded fewer than 3 batches in the :data:`STEADY_S` before (nothing to forecast from), or its batch cost says
-    it cannot keep up with its input (it would never catch up)."""
+                       trigger_s: float = 0.0, survivors: bool = False) -> CatchUpForecast | None:
+    """The forecast for a drill of ``job`` whose fault comes at ``now`` (module docstring; ``survivors``: the job
+    has executors outside the failed domain); None when the job recorded fewer than 3 batches in the
+    :data:`STEADY_S` before (nothing to forecast from), or its batch cost says it cannot keep up with its input (it
+    would never catch up)."""
     stream, steady = _steady_batches(store, job, now)
     span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
     if len(steady) < 3 or span <= 0:
@@ -60,34 +67,37 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     rate = sum(b["input_rows"] for b in steady[1:]) / span
     cycles = _points(steady)
     sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
+    went_on = survivors and not kill_driver  # a killed driver stops every executor, wherever it runs
     past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
-            if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
+            if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None
+            and m["went_on"] == went_on]
     past = past[:LEARN_FROM]
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
-    resume = _learned_or_assumed(past, "resume_s", ASSUMED_RESUME_S[kill_driver], learned, sources)
+    stall, stall_inputs = _stall(past, went_on, replacement_delay_s + add_worker, ASSUMED_RESUME_S[kill_driver],
+                                 learned, sources)
     after = min(max(1, round(_learned_or_assumed(past, "batches_after", 2, learned, sources))), MAX_BATCHES_AFTER)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
     if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
         return None
-    stall = max(replacement_delay_s + add_worker + resume, 1.0)
     pending = statistics.fmean(c for _, c in cycles) / 2
     prediction = predict_caught_up(CaughtUpInputs(stall_s=stall, pending_s=pending, input_rate=rate, cost=cost,
                                                   batches_after=after))
-    inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1), "resume_s": round(resume, 1),
-              "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
+    inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1),
+              **stall_inputs, "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
               "per_row_s": cost.per_row_s, "batches_after": after}
     sources["pending_s"] = "half the mean time between those batches"
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            batches=prediction.batches, inputs=inputs, sources=sources,
-                           learned_from=[m["drill_id"] for m in past])
+                           learned_from=[m["drill_id"] for m in past], went_on=went_on)
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
-    ``resume_s``, the batches from the stall to caught up, and (rows, seconds) of each batch that
-    caught up; None when its batches are not in the store (a job whose driver does not write there) or the job did
-    not stall (a batch ended before the capacity was back: its executors elsewhere went on)."""
+    whether the job went on (that batch ended before the capacity was back: its executors elsewhere reran the lost
+    tasks), ``resume_s`` (the stall after the capacity's return; None when it went on), the batches from the stall
+    to caught up, and (rows, seconds) of each batch that caught up; None when its batches are not in the store (a
+    job whose driver does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
@@ -95,12 +105,12 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     if not before or not after or drill["capacity_alive_s"] is None:
         return None
     stall = after[0]["batch_end"] - failed
-    if stall < drill["capacity_alive_s"]:  # it ran batches before its capacity was back: the stall model does not apply
-        return None
+    went_on = stall < drill["capacity_alive_s"]
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
-    return {"drill_id": drill["drill_id"], "stall_s": stall, "resume_s": stall - drill["capacity_alive_s"],
-            "batches_after": len(catching), "points": _points(after)[:max(len(catching), 1)]}
+    return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on,
+            "resume_s": None if went_on else stall - drill["capacity_alive_s"], "batches_after": len(catching),
+            "points": _points(after)[:max(len(catching), 1)]}
 
 
 def first_batch_after(store, job: str, failed_at: float) -> float | None:
@@ -140,6 +150,16 @@ def _add_worker(store, job: str, now: float, sources: dict[str, str]) -> float:
     sources["add_worker_s"] = ("median of drills " + ", ".join(f"#{d['drill_id']}" for d, _ in joins) + " on the job's "
                                "cluster" + (f" (of {', '.join(others)} too)" if others else ""))
     return statistics.median(max(0.0, s) for _, s in joins)
+
+
+def _stall(past: list[dict], went_on: bool, capacity_back_s: float, assumed_resume_s: float, learned: str,
+           sources: dict[str, str]) -> tuple[float, dict[str, float]]:
+    """When the first batch after the fault ends (module docstring), and what it was made of."""
+    if went_on:  # assumed: until the capacity is back, the latest it can end
+        stall = _learned_or_assumed(past, "stall_s", capacity_back_s, learned, sources)
+        return max(stall, 1.0), {"stall_s": round(stall, 1)}
+    resume = _learned_or_assumed(past, "resume_s", assumed_resume_s, learned, sources)
+    return max(capacity_back_s + resume, 1.0), {"resume_s": round(resume, 1)}
 
 
 def _learned_or_assumed(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:

@@ -168,7 +168,8 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
         ctx, capacity = preflight(dep, settings, store.running_replica_plan(settings.job))
         hold_domains(store, settings.job, holder, dep, ctx, capacity)  # no two drills share a failure domain (issue 33)
         params = {"failure_domain": settings.domain, "domain": ctx.domain, "fault": settings.fault,
-                  "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s}
+                  "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s,
+                  "survivor_executors": ctx.survivor_executors}
         drill_id = store.start_drill(settings.job, ctx.plan_id, params, dag_run_id)
     except BaseException:
         store.release_lease(settings.job, holder)
@@ -210,7 +211,8 @@ def preflight(dep, settings: DrillSettings, plan: dict | None) -> tuple[DrillCon
     else:
         app = primary_app_name(settings.job)
         running_app(dep.primary_ui, app, f"job {settings.job!r}: its primary", dep.primary_master)
-    domain = hosting_domain(settings.job, cluster.executor_domains(app), settings.domain)
+    hosting = cluster.executor_domains(app)
+    domain = hosting_domain(settings.job, hosting, settings.domain)
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else []
     replica = None
     if plan and tasks:
@@ -226,6 +228,7 @@ def preflight(dep, settings: DrillSettings, plan: dict | None) -> tuple[DrillCon
                        predicted_output_fidelity=float(plan["objective"]) if plan else 0.0, domain=domain,
                        predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
                        kill_driver=settings.kill_driver, replica_output=replica, engine_native=not dep.cluster_state,
+                       survivor_executors=sum(n for d, n in hosting.items() if d != domain),
                        replica_stream=replica_app_name(settings.job, plan["plan_id"]) if replica else None)
     return ctx, cluster.capacity()
 
@@ -293,7 +296,8 @@ def _forecast(store, state: DrillState) -> dict | None:
     s = state.settings
     try:
         forecast = forecast_caught_up(store, s.job, replacement_delay_s=s.replacement_delay_s, kill_driver=s.kill_driver,
-                                      now=time.time(), trigger_s=getattr(state.deployment, "trigger_s", 0.0))
+                                      now=time.time(), trigger_s=getattr(state.deployment, "trigger_s", 0.0),
+                                      survivors=state.ctx.survivor_executors > 0)
     except (ValueError, ArithmeticError) as exc:  # a model refused its inputs (pydantic's errors are ValueErrors)
         logging.getLogger(__name__).warning("drill #%s: no catch-up forecast: %s", state.drill_id, exc)
         return None

@@ -27,6 +27,7 @@ class DrillContext(BaseModel):
     predicted_accuracy: float | None = None  # the plan's estimate (issue 15), None: not estimated
     domain: str
     kill_driver: bool
+    survivor_executors: int = 0  # the primary's executors outside ``domain`` before the fault: it may go on there
     replica_output: str | None
     replica_stream: str | None = None  # the replica's query name: its progress in the history store
     t_fail: float | None = None

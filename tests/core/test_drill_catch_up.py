@@ -174,15 +174,29 @@ def test_the_forecast_bench_replays_each_drill_from_the_store_as_it_was_before_i
     assert missing.code == 2 and "job 'nobody' is not registered" in missing.err
 
 
-def test_a_drill_in_which_the_job_went_on_with_batches_is_not_learnt_from(store):
-    """A job whose executors elsewhere kept running did not stall: the stall model does not describe it (its
-    batches ended before the capacity was back), and forecasts learn nothing from it, nor fail on it."""
+def test_a_job_that_goes_on_with_executors_elsewhere_learns_its_stall_from_drills_where_it_did(store):
+    """The soak of 2026-12-01: the primary had an executor in each of two domains; when one went, the other reran
+    the lost tasks and the first batch after the fault ended 21-40 s after it, before the capacity was back (39-46 s),
+    where the stall model (capacity back, then an executor there) forecast 56-65 s. A forecast for a job with
+    executors outside the failed domain learns its stall from drills in which the job went on; one without learns
+    nothing from them, nor does one that kills the driver (every executor stops)."""
     now = time.time()
     feed = Feed(store, now - 1200)
-    feed.steady_until(now)  # batches all along, through the "outage" at now - 600
-    _drill(store, now - 600, 50.0, 12.0)
-    forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
-    assert forecast.learned_from == [] and forecast.sources["resume_s"].startswith("assumed")
+    feed.steady_until(now - 900)
+    caught = feed.outage(now - 900, 25.0)  # the first batch after the fault ends at 25 s; the capacity is back at 45 s
+    went_on = _drill(store, now - 900, 45.0, caught)
+    feed.steady_until(now)
+    going = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now, survivors=True)
+    assert going.went_on and going.learned_from == [went_on] and going.stall_s == pytest.approx(25.0, abs=0.1)
+    assert going.sources["stall_s"] == f"median of drills #{went_on}" and "resume_s" not in going.inputs
+    assert going.predicted_caught_up_s == pytest.approx(caught, rel=0.05)
+    stalled = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    assert not stalled.went_on and stalled.learned_from == [] and stalled.sources["resume_s"].startswith("assumed")
+    killing = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=True, now=now, survivors=True)
+    assert not killing.went_on and killing.learned_from == []
+    # before any drill: assumed to last until the capacity is back (the delay and a worker's assumed join)
+    first = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now - 950, survivors=True)
+    assert first.learned_from == [] and first.stall_s == pytest.approx(50.0) and first.sources["stall_s"].startswith("assumed")
 
 
 def test_a_workers_join_is_learnt_from_the_drills_of_every_job_on_the_same_cluster(store):
