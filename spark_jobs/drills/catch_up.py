@@ -8,11 +8,12 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   ``add_worker_s`` (capacity back after the drill's delay) is the median over the last :data:`LEARN_FROM` drills on
   the job's cluster, of any job there (a worker's join is the cluster's); ``resume_s`` (the stalled batch's end
   after that) the median over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
-- unless the job *goes on*: its driver lives and it has executors outside the failed domain (``survivors``). Spark
-  then reruns the lost tasks there, and the first batch ends before the capacity is back (the soak of 2026-12-01:
-  21-40 s after the fault, the capacity back at 39-46 s). Its stall is the median over the job's last drills that
-  went on, else assumed to last until the capacity is back (``replacement_delay_s + add_worker_s``: the latest it
-  can end); the batches after it, and their cost, are learnt from those drills too (they ran on fewer executors);
+- unless the job *goes on*: its driver lives and it has executors outside the failed domain (``survivors``), or
+  its newest drill of the kind went on (the cluster had free cores outside the domain and relaunched the lost
+  executors there). Spark then reruns the lost tasks there, and the first batch ends before the capacity is back
+  (the soak of 2026-12-01: 21-40 s after the fault, the capacity back at 39-46 s). Its stall is the median over
+  the job's last drills that went on, else assumed to last until the capacity is back (``replacement_delay_s +
+  add_worker_s``: the latest it can end); the batches after it, and their cost, are learnt from those drills too;
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
@@ -67,11 +68,10 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     rate = sum(b["input_rows"] for b in steady[1:]) / span
     cycles = _points(steady)
     sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
-    went_on = survivors and not kill_driver  # a killed driver stops every executor, wherever it runs
-    past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
-            if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None
-            and m["went_on"] == went_on]
-    past = past[:LEARN_FROM]
+    measured = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
+                if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
+    went_on = _goes_on(measured, kill_driver, survivors, sources)
+    past = [m for m in measured if m["went_on"] == went_on][:LEARN_FROM]
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
     stall, stall_inputs = _stall(past, went_on, replacement_delay_s + add_worker, ASSUMED_RESUME_S[kill_driver],
@@ -150,6 +150,25 @@ def _add_worker(store, job: str, now: float, sources: dict[str, str]) -> float:
     sources["add_worker_s"] = ("median of drills " + ", ".join(f"#{d['drill_id']}" for d, _ in joins) + " on the job's "
                                "cluster" + (f" (of {', '.join(others)} too)" if others else ""))
     return statistics.median(max(0.0, s) for _, s in joins)
+
+
+def _goes_on(measured: list[dict], kill_driver: bool, survivors: bool, sources: dict[str, str]) -> bool:
+    """Whether the job will go on through the fault (module docstring): not with its driver killed (every executor
+    stops); yes with executors outside the failed domain; else as in its newest drill of the kind (a cluster with
+    free cores outside the domain relaunches the lost executors there: the soak of 2026-12-01, one executor, went on
+    in every drill), and before any, no."""
+    if kill_driver:
+        sources["goes_on"] = "no: the driver is killed"
+        return False
+    if survivors:
+        sources["goes_on"] = "yes: executors outside the failed domain"
+        return True
+    if not measured:
+        sources["goes_on"] = "no: no executor outside the failed domain, no earlier drill"
+        return False
+    newest = measured[0]
+    sources["goes_on"] = f"{'yes' if newest['went_on'] else 'no'}: as in drill #{newest['drill_id']}, the newest"
+    return newest["went_on"]
 
 
 def _stall(past: list[dict], went_on: bool, capacity_back_s: float, assumed_resume_s: float, learned: str,

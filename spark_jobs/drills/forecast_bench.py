@@ -55,7 +55,7 @@ def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
         forecast = forecast_caught_up(store, job, kill_driver=kill, now=d["failed_at"] - BEFORE_FAULT_S, trigger_s=trigger_s,
                                       replacement_delay_s=float(d["params"].get("replacement_delay_s",
                                                                                 DEFAULT_REPLACEMENT_DELAY_S)),
-                                      survivors=had_survivors(d, measured))
+                                      survivors=int(d["params"].get("survivor_executors", 0)) > 0)
         rows.append(ForecastRow(drill_id=d["drill_id"], failed_at=d["failed_at"], kill_driver=kill,
                                 learned_from=forecast.learned_from if forecast else [],
                                 cost_source=forecast.sources.get("batch_cost") if forecast else None,
@@ -64,15 +64,6 @@ def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
                                 forecast_s=forecast.predicted_caught_up_s if forecast else None,
                                 stored_forecast_s=stored.get(d["drill_id"]), measured_s=round(d["time_to_caught_up_s"], 1)))
     return rows
-
-
-def had_survivors(drill: dict, measured: dict | None) -> bool:
-    """Whether the job had executors outside the failed domain before the fault: the drill recorded it (since
-    2026-12-01); an older drill's own measurement stands in (it went on: its first batch after the fault ended
-    before the capacity was back)."""
-    if "survivor_executors" in drill["params"]:
-        return int(drill["params"]["survivor_executors"]) > 0
-    return bool(measured and measured["went_on"])
 
 
 def render(rows: list[ForecastRow], job: str, command: str) -> str:

@@ -174,29 +174,33 @@ def test_the_forecast_bench_replays_each_drill_from_the_store_as_it_was_before_i
     assert missing.code == 2 and "job 'nobody' is not registered" in missing.err
 
 
-def test_a_job_that_goes_on_with_executors_elsewhere_learns_its_stall_from_drills_where_it_did(store):
-    """The soak of 2026-12-01: the primary had an executor in each of two domains; when one went, the other reran
-    the lost tasks and the first batch after the fault ended 21-40 s after it, before the capacity was back (39-46 s),
-    where the stall model (capacity back, then an executor there) forecast 56-65 s. A forecast for a job with
-    executors outside the failed domain learns its stall from drills in which the job went on; one without learns
-    nothing from them, nor does one that kills the driver (every executor stops)."""
+def test_a_job_that_goes_on_through_the_fault_learns_its_stall_from_drills_where_it_did(store):
+    """The soak of 2026-12-01: the primary's one executor was lost with its domain; the master relaunched it on the
+    free worker of the other domain and the first batch after the fault ended 21-40 s after it, before the capacity
+    was back (39-46 s), where the stall model (capacity back, then an executor there) forecast 56-65 s. A job goes on
+    when it has executors outside the failed domain, or as in its newest drill; its stall is then learnt from drills
+    in which it went on. With its driver killed it does not (every executor stops)."""
     now = time.time()
     feed = Feed(store, now - 1200)
     feed.steady_until(now - 900)
     caught = feed.outage(now - 900, 25.0)  # the first batch after the fault ends at 25 s; the capacity is back at 45 s
     went_on = _drill(store, now - 900, 45.0, caught)
     feed.steady_until(now)
-    going = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now, survivors=True)
-    assert going.went_on and going.learned_from == [went_on] and going.stall_s == pytest.approx(25.0, abs=0.1)
-    assert going.sources["stall_s"] == f"median of drills #{went_on}" and "resume_s" not in going.inputs
-    assert going.predicted_caught_up_s == pytest.approx(caught, rel=0.05)
-    stalled = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
-    assert not stalled.went_on and stalled.learned_from == [] and stalled.sources["resume_s"].startswith("assumed")
+    for survivors in (False, True):
+        going = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now, survivors=survivors)
+        assert going.went_on and going.learned_from == [went_on] and going.stall_s == pytest.approx(25.0, abs=0.1)
+        assert going.sources["stall_s"] == f"median of drills #{went_on}" and "resume_s" not in going.inputs
+        assert going.predicted_caught_up_s == pytest.approx(caught, rel=0.05)
+    assert going.sources["goes_on"] == "yes: executors outside the failed domain"
+    assert forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now).sources["goes_on"] == (
+        f"yes: as in drill #{went_on}, the newest")
     killing = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=True, now=now, survivors=True)
-    assert not killing.went_on and killing.learned_from == []
-    # before any drill: assumed to last until the capacity is back (the delay and a worker's assumed join)
+    assert not killing.went_on and killing.learned_from == [] and killing.sources["resume_s"].startswith("assumed")
+    # before any drill: with executors elsewhere, assumed to last until the capacity is back; without, the stall model
     first = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now - 950, survivors=True)
     assert first.learned_from == [] and first.stall_s == pytest.approx(50.0) and first.sources["stall_s"].startswith("assumed")
+    alone = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now - 950)
+    assert not alone.went_on and alone.stall_s == pytest.approx(65.0)  # 20 + 30 + 15, all assumed
 
 
 def test_a_workers_join_is_learnt_from_the_drills_of_every_job_on_the_same_cluster(store):
