@@ -12,8 +12,9 @@ each query is back.
 Model (times in seconds after the failure):
 
 - a partition of stage ``k`` runs from ``r = start_k + restart_s``, where stage ``k`` starts at
-  ``start_k = max(stage_times[k], r_{k-1})``, ``r_{k-1}`` the time the previous non-empty stage's last
-  partition runs (a stage starts only once the previous one runs, in both executors); its backlog then is
+  ``start_k = max(stage_times[k], u_{k-1})``, ``u_{k-1}`` the time the previous non-empty stage's applications
+  are up (``start_{k-1} + running_s``: their queries started, which both executors wait for before the next
+  stage, before the first batch ends; ``running_s`` defaults to ``restart_s``); its backlog then is
   ``λ (pending_s + r)`` rows (``pending_s``: input not yet committed when it failed, e.g. half a
   trigger interval, or the time since the last checkpoint);
 - the partitions placed on one node share it (processor sharing; a node of size ``z`` has ``z``
@@ -60,12 +61,14 @@ _EPS = 1e-9
 
 class UnitRates(BaseModel):
     """One partition's measured rates: rows per second arriving, rows per second one whole node processes
-    while it has a backlog, and seconds from its stage's start until it processes (start, state restore)."""
+    while it has a backlog, seconds from its stage's start until it processes (start, state restore, its first
+    batch's end), and until its application is up (queries started: the next stage may start; None: restart_s)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     input_rate: NonNegative
     processing_rate: Positive
     restart_s: Seconds = 0.0
+    running_s: Seconds | None = None
 
     @model_validator(mode="after")
     def _can_keep_up(self) -> UnitRates:
@@ -169,18 +172,19 @@ def predict_catch_up(problem: RecoveryProblem, schedule: StagedSchedule, model: 
 
 def stage_runs(stages: Sequence[tuple[int, Sequence[str]]], model: CatchUpModel) -> dict[str, float]:
     """When each restarted partition runs, given each stage's number and the partitions it starts, in order:
-    a stage starts once its capacity is there *and* every application of the previous non-empty stage runs
+    a stage starts once its capacity is there *and* every application of the previous non-empty stage is up
     (both executors, ``execute_schedule`` and the Airflow DAG's ``wait_capacity_k >> start_stage_k >>
-    record_stage_k`` chain, start a stage only then), and the partition runs ``restart_s`` later."""
+    record_stage_k`` chain, start a stage only then: its queries started, ``running_s``), and the partition runs
+    ``restart_s`` later."""
     runs: dict[str, float] = {}
     ready = 0.0
     for number, partitions in stages:
         if not partitions:
             continue
         start = max(model.stage_times[number], ready)
-        mine = {pid: start + model.rates[pid].restart_s for pid in partitions}
-        runs.update(mine)
-        ready = max(mine.values())
+        rates = [model.rates[pid] for pid in partitions]
+        runs.update({pid: start + r.restart_s for pid, r in zip(partitions, rates)})
+        ready = start + max(r.restart_s if r.running_s is None else r.running_s for r in rates)
     return runs
 
 

@@ -13,7 +13,8 @@ layouts, input, master, trigger), starts one query per unit from the unit's own 
   (:mod:`spark_jobs.runtime.progress_store`; QueriesRecoveredTrigger reads it there);
 - rewrites ``apps/<name>/status.json`` about once a second: per unit whether its query is active, its
   status (data available, trigger active), the batch its checkpoint had planned before this start
-  (``restored_batch``, replayed if uncommitted) and its CPU time so far.
+  (``restored_batch``, replayed if uncommitted) and its CPU time so far, and when its queries started
+  (``queries_started_at``: the application is up, what a recovery's next stage waits for).
 
 CPU time per unit comes from Spark's task metrics: Structured Streaming runs each micro-batch's jobs in the
 job group of the query's run id, so the sum of ``executorCpuTime`` over the stages of those jobs (the
@@ -136,8 +137,9 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
         unit_dir(root, u).mkdir(parents=True, exist_ok=True)
     spark.streams.addListener(_listener({query_name(u): u for u in units}, root, app))
     to_store = _store_listeners(spark, root, dep, units)
-    started_at = time.time()
+    session_at = time.time()
     queries = {u: start_unit(spark, workload, dep.layouts, u, Path(dep.input), root, dep.trigger_s) for u in units}
+    started_at = {"session": session_at, "queries": time.time()}  # the queries up: a recovery's next stage may start
     run_ids = {u: str(q.runId) for u, q in queries.items()}
     cpu: dict[str, float] = {}
     last_cpu = 0.0
@@ -160,7 +162,7 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
         spark.stop()
 
 
-def _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, stopped=False) -> None:
+def _write_status(root, app, sc, started_at: dict[str, float], queries, run_ids, restored, cpu, stopped=False) -> None:
     units = {}
     for u, q in queries.items():
         status = dict(q.status) if q.isActive else {}
@@ -169,7 +171,8 @@ def _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, st
                     "message": status.get("message"), "cpu_s": cpu.get(u)}
     write_json(app_dir(root, app) / "status.json", {
         "app": app, "pid": os.getpid(), "app_id": sc.applicationId, "ui": sc.uiWebUrl, "master": sc.master,
-        "started_at": started_at, "updated_at": time.time(), "stopped": stopped, "units": units})
+        "started_at": started_at["session"], "queries_started_at": started_at["queries"], "updated_at": time.time(),
+        "stopped": stopped, "units": units})
 
 
 def _stop_between_batches(query, wait_s: float = 15.0) -> None:

@@ -124,10 +124,10 @@ class RecoveryBenchConfig(BaseModel):
                                    "applications one by one and restart them from their checkpoints, so the catch-up "
                                    "model's restart delay is one measured after a failure (rates.py)")
 
-    def stage_times(self) -> list[float]:
-        """When each stage's capacity is due, seconds after the failure: stage 0 (the survivors) at once, then
-        the planned node arrivals (what the catch-up model is given)."""
-        return [0.0] + [self.first_arrival_s + i * self.arrival_interval_s for i in range(self.arrivals)]
+    def stage_times(self, worker_join_s: float = 0.0) -> list[float]:
+        """When each stage's capacity is due, seconds after the failure (what the catch-up model is given): stage 0
+        (the survivors) at once, then the planned node arrivals, each registered ``worker_join_s`` after its start."""
+        return [0.0] + [self.first_arrival_s + i * self.arrival_interval_s + worker_join_s for i in range(self.arrivals)]
 
 
 class StrategyRun(BaseModel):
@@ -139,6 +139,8 @@ class StrategyRun(BaseModel):
     predicted_s: dict[str, float | None] = Field(default_factory=dict, description="catch-up model, per query")
     predicted_weighted_s: float | None = None
     rates: dict[str, dict] = Field(default_factory=dict, description="the measured catch-up rates per failed unit")
+    worker_join_s: float = Field(default=0.0, description="a new worker's start until the master lists it, measured "
+                                 "when the deployment added its workers: added to the node arrivals the model gets")
     priority: dict[str, float] = Field(default_factory=dict)
     stages: list[dict]
     lost_rows: int
@@ -220,9 +222,9 @@ def _teardown(root: Path, state_dir: Path) -> None:
     cluster_down(state_dir)
 
 
-def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> None:
+def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> float:
     """Start the failing domain's applications while only its workers exist, then, domain by domain, add one
-    worker per application and start them."""
+    worker per application and start them. Returns the median seconds a worker took to join (0: none added)."""
     from spark_jobs.cluster.standalone import add_worker
     from spark_jobs.recovery_units.runtime import (
         DeployConfig,
@@ -238,12 +240,14 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
     create_deployment(DeployConfig(root=root, pipeline=scenario.pipeline, params=scenario.params, placement=placement,
                                    cluster_state=state_dir, trigger_s=config.trigger_s, backlog_s=10,
                                    ui_port_base=config.port_base + 300))
-    p = config.port_base
+    p, joins = config.port_base, []
     for domain in scenario.domain_order():
         apps = [a for a in scenario.apps if scenario.domains[a] == domain]
         if domain != scenario.fail:
             for _ in apps:
+                began = time.time()
                 add_worker(state_dir, domain, port_base=p + 110, ui_base=p + 210, timeout_s=config.timeout_s)
+                joins.append(time.time() - began)
         for app in apps:
             start_app(root, app, scenario.apps[app])
             got = wait_app_placed(root, app, config.timeout_s)
@@ -251,6 +255,7 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
                 raise FtopsError(f"application {app} landed in {got}, not {domain}")
             wait_app_running(root, app, config.timeout_s)
             progress(f"  {app} ({' '.join(scenario.apps[app])}) runs in {got}")
+    return statistics.median(joins) if joins else 0.0
 
 
 def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
@@ -279,12 +284,16 @@ def _rehearse_restart(config: RecoveryBenchConfig, root: Path, progress) -> None
     its units from their checkpoints in a new application, the next one once the one before runs (as a recovery's
     stages start): the restart delay the catch-up model is then given is one measured after a failure, with state
     restore and the replayed micro-batch (:mod:`.rates`), not the deployment's first start from empty checkpoints."""
+    from spark_jobs.recovery_units.recovery import wait_for_capacity
     from spark_jobs.recovery_units.runtime import kill_apps, start_app, wait_app_placed, wait_app_running
 
     scenario = config.scenario
     for app in [a for a in scenario.apps if scenario.domains[a] == scenario.fail]:
         again = f"{app}-rehearsal"
         kill_apps(root, [app], domain=scenario.fail)
+        # its core free again first (the master drops the dead driver's executor): a stage starts on free capacity,
+        # and the restart measured must not include that wait (the first rehearsal did: 88 s against 49-57 s)
+        wait_for_capacity(root, 0, 1, [], config.timeout_s)
         start_app(root, again, scenario.apps[app])
         got = wait_app_placed(root, again, config.timeout_s)
         if got != scenario.fail:
@@ -319,7 +328,7 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     from spark_jobs.recovery_units.recovery import execute_schedule
     from spark_jobs.recovery_units.runtime import kill_domain
 
-    _deploy_pinned(config, state_dir, root, progress)
+    join_s = _deploy_pinned(config, state_dir, root, progress)
     _wait_steady(config, root, progress)
     if config.rehearse_restart:
         _rehearse_restart(config, root, progress)
@@ -330,7 +339,7 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     arrivals = _arrivals_thread(config, state_dir, failure.time, errors, progress)
     units = load(root).units
     problem = units.problem(failure.units, units.declared_cost(config.cost_per_unit))
-    model = catch_up_model(root, failure.time, config.stage_times(), units=failure.units)
+    model = catch_up_model(root, failure.time, config.stage_times(join_s), units=failure.units)
     schedule = schedule_for(strategy, problem, config.arrivals, model)
     report = execute_schedule(root, schedule, prefix=strategy, timeout_s=config.timeout_s,
                               wait_recovered_s=config.timeout_s, progress=lambda m: progress(f"  {m}"))
@@ -342,7 +351,7 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     return StrategyRun(strategy=strategy, repetition=repetition, query_recovered_s=report.query_recovered_s,
                        weighted_mean_recovery_s=weighted_mean(report.query_recovered_s, priority), planned_stage=planned,
                        predicted_s=schedule.predicted_back_s or {}, predicted_weighted_s=schedule.predicted_weighted_mean_s,
-                       rates={u: r.model_dump() for u, r in model.rates.items()},
+                       rates={u: r.model_dump() for u, r in model.rates.items()}, worker_join_s=round(join_s, 2),
                        priority=priority,
                        stages=[s.model_dump() for s in report.stages], lost_rows=report.lost_rows,
                        duplicated_rows=report.duplicated_rows)

@@ -136,7 +136,7 @@ def _breakdown_table(result: RecoveryBenchResult, strategy: str) -> list[str]:
     from spark_jobs.recovery_units.prediction_breakdown import query_misses
 
     c = result.config
-    misses = [query_misses(c.work_dir / f"{r.strategy}-{r.repetition}", r, c.stage_times(), c.normal_s)
+    misses = [query_misses(c.work_dir / f"{r.strategy}-{r.repetition}", r, c.stage_times(r.worker_join_s), c.normal_s)
               for r in result.runs if r.strategy == strategy]
     queries = sorted({q for m in misses for q in m})
     if not queries:

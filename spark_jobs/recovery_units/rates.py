@@ -25,7 +25,10 @@ micro-batch, the application that ran it and when it ended) and the applications
   restarts after a failure measured 84-92 s where the deployment's first start took 54 s. It also depends
   on what else ran beside that application (about 40 s for the first application, 130 s for one started
   while the first caught up); on one measured recovery a deployment-wide median predicted worse (errors
-  +100 %) than each unit's own application (-24 % to +4 %).
+  +100 %) than each unit's own application (-24 % to +4 %);
+- ``running_s``: from that application's start until its queries started (``queries_started_at`` in its status
+  file: JVM, executor and session, not the first batch), what a recovery waits for before its next stage; absent
+  for an application that did not record it (the model then uses ``restart_s``).
 
 A unit whose input rate is not below its processing rate is reported at 95 % of it: the measurement says it
 barely keeps up, and the model then predicts a slow catch-up rather than refusing. A unit with fewer than two
@@ -49,7 +52,7 @@ from typing import NamedTuple
 
 from ft_core.errors import InputError
 from ft_core.recovery.catch_up import CatchUpModel, UnitRates
-from spark_jobs.recovery_units.deployment import load, read_progress
+from spark_jobs.recovery_units.deployment import load, read_progress, read_status
 
 _MAX_UTILISATION = 0.95
 
@@ -64,9 +67,10 @@ class Batch(NamedTuple):
 
 
 def rates_from_batches(batches: dict[str, list[Batch]], apps: dict[str, tuple[float, list[str]]], units: list[str],
-                       failure_time: float, normal_s: float = 30.0) -> dict[str, UnitRates]:
-    """The rates of ``units`` from every unit's batches before the failure (time order) and each application's
-    (start time, units)."""
+                       failure_time: float, normal_s: float = 30.0, up_at: dict[str, float] | None = None
+                       ) -> dict[str, UnitRates]:
+    """The rates of ``units`` from every unit's batches before the failure (time order), each application's
+    (start time, units) and, where known, when its queries started (``up_at``: ``running_s``)."""
     out: dict[str, UnitRates] = {}
     for unit in units:
         mine = batches.get(unit, [])
@@ -75,8 +79,11 @@ def rates_from_batches(batches: dict[str, list[Batch]], apps: dict[str, tuple[fl
                              "measure its rates (let the deployment run longer before the failure)")
         mu = _processing_rate(unit, mine, batches)
         lam = _input_rate(mine, failure_time, normal_s)
+        app = mine[-1].app
+        up = (up_at or {}).get(app)
         out[unit] = UnitRates(input_rate=min(lam, _MAX_UTILISATION * mu), processing_rate=mu,
-                              restart_s=_restart_s(mine[-1].app, apps, batches) or 0.0)
+                              restart_s=_restart_s(app, apps, batches) or 0.0,
+                              running_s=None if up is None else max(0.0, up - apps[app][0]))
     return out
 
 
@@ -89,7 +96,9 @@ def catch_up_model(root: Path, failure_time: float, stage_times: list[float], pe
     everyone = dep.units.unit_ids()
     batches = {u: [b for b in _batches(root, u) if b.end <= failure_time] for u in everyone}
     apps = {a.name: (a.started_at, a.units) for a in dep.apps.values()}
-    rates = rates_from_batches(batches, apps, units if units is not None else everyone, failure_time, normal_s)
+    up_at = {a: status["queries_started_at"] for a in apps
+             if "queries_started_at" in (status := read_status(root, a) or {})}
+    rates = rates_from_batches(batches, apps, units if units is not None else everyone, failure_time, normal_s, up_at)
     return CatchUpModel(rates=rates, stage_times=stage_times, pending_s=dep.trigger_s / 2 if pending_s is None else pending_s)
 
 

@@ -96,6 +96,18 @@ def test_a_stage_starts_only_once_the_previous_stage_runs():
     assert got.caught_up_s[second] == pytest.approx(80 + 80 / 4.5, abs=1e-3)  # 80 s of input, 5.5 - 1 rows/s
 
 
+def test_the_next_stage_waits_for_the_previous_applications_to_be_up_not_for_their_first_batch():
+    """The recovery-runtime run of 2026-12-01: stage 2's node registered at 60 s and its application started
+    then, once stage 1's was up (its queries started); the model had waited for stage 1's first batch to end (108 s
+    predicted). With ``running_s`` measured, the next stage starts when the previous one is up."""
+    schedule = plan_stages(PROBLEM, 0.0, [0.5, 0.5])
+    rates = {u: UnitRates(input_rate=1, processing_rate=11, restart_s=30, running_s=12) for u in ("a", "b")}
+    got = predict_catch_up(PROBLEM, schedule, CatchUpModel(rates=rates, stage_times=[0, 20, 25], pending_s=0))
+    first, second = schedule.stages[1].partitions[0], schedule.stages[2].partitions[0]
+    assert got.restarted_s[first] == 50  # 20 + 30: its first batch
+    assert got.restarted_s[second] == 62  # stage 1 up at 20 + 12 = 32 s, after the node's 25 s: 32 + 30
+
+
 def test_unscheduled_partitions_and_missing_inputs():
     schedule = plan_stages(PROBLEM, 0.0, [0.5])  # room for one partition only
     model = CatchUpModel(rates=_rates(a=(1, 11, 0), b=(1, 11, 0)), stage_times=[0, 20])

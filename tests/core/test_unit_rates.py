@@ -36,6 +36,10 @@ def test_the_restart_delay_is_the_newest_restart_from_the_checkpoint():
     assert rates_from_batches(batches, apps, ["u"], failure_time=300)["u"].restart_s == pytest.approx(45.0)
     before = {u: [b for b in theirs if b.end <= 100] for u, theirs in batches.items()}  # before the restart
     assert rates_from_batches(before, apps, ["u"], failure_time=100)["u"].restart_s == pytest.approx(6.0)
+    # up (queries started) 12 s after A2's start: what the next stage of a recovery waits for; unknown: None
+    up = rates_from_batches(batches, apps, ["u"], failure_time=300, up_at={"A": 3.0, "A2": 212.0})["u"]
+    assert up.running_s == pytest.approx(12.0) and up.restart_s == pytest.approx(45.0)
+    assert rates_from_batches(batches, apps, ["u"], failure_time=300, up_at={"A": 3.0})["u"].running_s is None
 
 
 def test_a_unit_keeping_up_barely_is_capped_below_its_processing_rate():
