@@ -4,16 +4,17 @@
 Inputs, each with where it came from (the forecast says so; "assumed" where nothing measured it yet):
 
 - the input rate and the time between batches: the job's batches in the :data:`STEADY_S` before the forecast;
-- the stall (the first batch after the fault ends ``replacement_delay_s + add_worker_s + resume_s`` after it):
-  ``add_worker_s`` (capacity back after the drill's delay) is the median over the last :data:`LEARN_FROM` drills on
-  the job's cluster, of any job there (a worker's join is the cluster's); ``resume_s`` (the stalled batch's end
-  after that) the median over the job's last :data:`LEARN_FROM` drills of the same kind (driver killed or not);
-- unless the job *goes on*: its driver lives and it has executors outside the failed domain (``survivors``), or
-  most of its newest drills of the kind went on (the cluster had free cores outside the domain and relaunched the
-  lost executors there). Spark then reruns the lost tasks there, and the first batch ends before the capacity is back
-  (the soak of 2026-12-01: 21-40 s after the fault, the capacity back at 39-46 s). Its stall is the median over
-  the job's last drills that went on, else assumed to last until the capacity is back (``replacement_delay_s +
-  add_worker_s``: the latest it can end); the batches after it, and their cost, are learnt from those drills too;
+- the stall (when the first batch after the fault ends): the median over the job's last :data:`LEARN_FROM` drills
+  of the same kind (driver killed or not) of theirs, each moved by the difference in replacement delay when that
+  drill's job waited for the capacity (its stalled batch ended after the capacity was back), as measured when it
+  went on (its batch ended before: the master relaunched the lost executors on free cores outside the domain, or
+  executors there reran the lost tasks; the delay did not matter). Why not the parts apart: in the soak of
+  2026-12-01 the job went on in most drills, 21-49 s after the fault with the capacity back at 38-51 s, and stalled
+  in a few, the two close under the same load; forecasting by kind flipped with one drill and missed by up to
+  +170 %. Before any drill: ``replacement_delay_s + add_worker_s`` (capacity back; ``add_worker_s`` the median over
+  the last :data:`LEARN_FROM` drills on the job's cluster, of any job there: a worker's join is the cluster's), plus
+  an assumed ``resume_s`` (an executor's start there) unless the job has executors outside the failed domain
+  (``survivors``: the latest it then resumes is when the capacity is back);
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
@@ -52,7 +53,6 @@ class CatchUpForecast(BaseModel):
     inputs: dict[str, float]
     sources: dict[str, str]
     learned_from: list[int]
-    went_on: bool = False  # the job was forecast to go on with its executors outside the failed domain
 
 
 def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driver: bool, now: float,
@@ -68,14 +68,13 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     rate = sum(b["input_rows"] for b in steady[1:]) / span
     cycles = _points(steady)
     sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
-    measured = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
-                if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
-    went_on = _goes_on(measured, kill_driver, survivors, sources)
-    past = [m for m in measured if m["went_on"] == went_on][:LEARN_FROM]
+    past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
+            if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
+    past = past[:LEARN_FROM]
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
-    stall, stall_inputs = _stall(past, went_on, replacement_delay_s + add_worker, ASSUMED_RESUME_S[kill_driver],
-                                 learned, sources)
+    resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
+    stall, stall_inputs = _stall(past, replacement_delay_s, add_worker, resume, learned, sources)
     after = min(max(1, round(_learned_or_assumed(past, "batches_after", 2, learned, sources))), MAX_BATCHES_AFTER)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
     if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
@@ -89,15 +88,14 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     sources["pending_s"] = "half the mean time between those batches"
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            batches=prediction.batches, inputs=inputs, sources=sources,
-                           learned_from=[m["drill_id"] for m in past], went_on=went_on)
+                           learned_from=[m["drill_id"] for m in past])
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
-    whether the job went on (that batch ended before the capacity was back: its executors elsewhere reran the lost
-    tasks), ``resume_s`` (the stall after the capacity's return; None when it went on), the batches from the stall
-    to caught up, and (rows, seconds) of each batch that caught up; None when its batches are not in the store (a
-    job whose driver does not write there)."""
+    whether the job went on (that batch ended before the capacity was back), its replacement delay, the batches from
+    the stall to caught up, and (rows, seconds) of each batch that caught up; None when its batches are not in the
+    store (a job whose driver does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
@@ -108,8 +106,8 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     went_on = stall < drill["capacity_alive_s"]
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
-    return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on,
-            "resume_s": None if went_on else stall - drill["capacity_alive_s"], "batches_after": len(catching),
+    return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on, "batches_after": len(catching),
+            "delay_s": float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)),
             "points": _points(after)[:max(len(catching), 1)]}
 
 
@@ -152,38 +150,17 @@ def _add_worker(store, job: str, now: float, sources: dict[str, str]) -> float:
     return statistics.median(max(0.0, s) for _, s in joins)
 
 
-def _goes_on(measured: list[dict], kill_driver: bool, survivors: bool, sources: dict[str, str]) -> bool:
-    """Whether the job will go on through the fault (module docstring): not with its driver killed (every executor
-    stops); yes with executors outside the failed domain; else as most of its newest :data:`LEARN_FROM` drills of
-    the kind did, the newest on a tie (a cluster with free cores outside the domain relaunches the lost executors
-    there: the soak of 2026-12-01, one executor, went on in 13 of its first 14 drills; the one that did not, under
-    a test's load beside it, had turned the next forecast to a stall of 91 s against 35 s measured), and before
-    any, no."""
-    if kill_driver:
-        sources["goes_on"] = "no: the driver is killed"
-        return False
-    if survivors:
-        sources["goes_on"] = "yes: executors outside the failed domain"
-        return True
-    if not measured:
-        sources["goes_on"] = "no: no executor outside the failed domain, no earlier drill"
-        return False
-    recent = measured[:LEARN_FROM]
-    went = sum(m["went_on"] for m in recent)
-    goes = went * 2 > len(recent) or (went * 2 == len(recent) and recent[0]["went_on"])
-    sources["goes_on"] = (f"{'yes' if goes else 'no'}: it went on in {went} of its newest {len(recent)} drills ("
-                          + ", ".join(f"#{m['drill_id']}" for m in recent) + ")")
-    return goes
-
-
-def _stall(past: list[dict], went_on: bool, capacity_back_s: float, assumed_resume_s: float, learned: str,
+def _stall(past: list[dict], delay_s: float, add_worker_s: float, resume_s: float, learned: str,
            sources: dict[str, str]) -> tuple[float, dict[str, float]]:
     """When the first batch after the fault ends (module docstring), and what it was made of."""
-    if went_on:  # assumed: until the capacity is back, the latest it can end
-        stall = _learned_or_assumed(past, "stall_s", capacity_back_s, learned, sources)
+    if past:
+        moved = [m["stall_s"] if m["went_on"] else m["stall_s"] - m["delay_s"] + delay_s for m in past]
+        sources["stall_s"] = learned + " (a drill that waited for the capacity: moved by the difference in delay)"
+        stall = statistics.median(moved)
         return max(stall, 1.0), {"stall_s": round(stall, 1)}
-    resume = _learned_or_assumed(past, "resume_s", assumed_resume_s, learned, sources)
-    return max(capacity_back_s + resume, 1.0), {"resume_s": round(resume, 1)}
+    sources["stall_s"] = ("assumed: the capacity back" + (f", then {resume_s:g} s for an executor to start there"
+                                                          if resume_s else " (the job has executors elsewhere)"))
+    return max(delay_s + add_worker_s + resume_s, 1.0), {"resume_s": resume_s}
 
 
 def _learned_or_assumed(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
