@@ -96,5 +96,5 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
         + (f" (median error {statistics.median(abs(e) for e in errors):.0%}" if errors else "")
         + (f"; of those learnt from earlier drills: {sum(abs(e) <= FORECAST_WITHIN for e in learned)} of {len(learned)}" if learned else "")
         + (")" if errors else "") + ". Issue 38's target: at least 18 of 20 drills within 25 %."
-        + ("" if not stall_misses else f" The stall's forecast (capacity back, then the stalled batch's end) alone "
+        + ("" if not stall_misses else f" The stall's forecast (the first batch's end after the fault) alone "
            f"misses by {statistics.median(stall_misses):.0%} of the time caught up (median)."), ""])
