@@ -137,9 +137,9 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
         unit_dir(root, u).mkdir(parents=True, exist_ok=True)
     spark.streams.addListener(_listener({query_name(u): u for u in units}, root, app))
     to_store = _store_listeners(spark, root, dep, units)
-    session_at = time.time()
+    started_at = time.time()
     queries = {u: start_unit(spark, workload, dep.layouts, u, Path(dep.input), root, dep.trigger_s) for u in units}
-    started_at = {"session": session_at, "queries": time.time()}  # the queries up: a recovery's next stage may start
+    queries_at = time.time()  # the queries up: a recovery's next stage may start
     run_ids = {u: str(q.runId) for u, q in queries.items()}
     cpu: dict[str, float] = {}
     last_cpu = 0.0
@@ -148,7 +148,7 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
             if time.monotonic() - last_cpu > 5:
                 cpu = unit_cpu_seconds(sc.uiWebUrl, sc.applicationId, run_ids) or cpu
                 last_cpu = time.monotonic()
-            _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu)
+            _write_status(root, app, sc, started_at, queries_at, queries, run_ids, restored, cpu)
             failed = [u for u, q in queries.items() if not q.isActive]
             if failed:
                 raise RuntimeError(f"unit query {failed[0]} stopped: {queries[failed[0]].exception()}")
@@ -158,11 +158,11 @@ def run(root: Path, app: str, units: list[str], ui_port: int, stop: threading.Ev
             _stop_between_batches(q)
         for listener in to_store:
             listener.close(timeout_s=5.0)
-        _write_status(root, app, sc, started_at, queries, run_ids, restored, cpu, stopped=True)
+        _write_status(root, app, sc, started_at, queries_at, queries, run_ids, restored, cpu, stopped=True)
         spark.stop()
 
 
-def _write_status(root, app, sc, started_at: dict[str, float], queries, run_ids, restored, cpu, stopped=False) -> None:
+def _write_status(root, app, sc, started_at, queries_at, queries, run_ids, restored, cpu, stopped=False) -> None:
     units = {}
     for u, q in queries.items():
         status = dict(q.status) if q.isActive else {}
@@ -171,7 +171,7 @@ def _write_status(root, app, sc, started_at: dict[str, float], queries, run_ids,
                     "message": status.get("message"), "cpu_s": cpu.get(u)}
     write_json(app_dir(root, app) / "status.json", {
         "app": app, "pid": os.getpid(), "app_id": sc.applicationId, "ui": sc.uiWebUrl, "master": sc.master,
-        "started_at": started_at["session"], "queries_started_at": started_at["queries"], "updated_at": time.time(),
+        "started_at": started_at, "queries_started_at": queries_at, "updated_at": time.time(),
         "stopped": stopped, "units": units})
 
 

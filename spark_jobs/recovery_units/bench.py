@@ -226,13 +226,7 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
     """Start the failing domain's applications while only its workers exist, then, domain by domain, add one
     worker per application and start them. Returns the median seconds a worker took to join (0: none added)."""
     from spark_jobs.cluster.standalone import add_worker
-    from spark_jobs.recovery_units.runtime import (
-        DeployConfig,
-        create_deployment,
-        start_app,
-        wait_app_placed,
-        wait_app_running,
-    )
+    from spark_jobs.recovery_units.runtime import DeployConfig, create_deployment
 
     scenario = config.scenario
     placement = root.parent / "placement.json"
@@ -249,13 +243,20 @@ def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, pro
                 add_worker(state_dir, domain, port_base=p + 110, ui_base=p + 210, timeout_s=config.timeout_s)
                 joins.append(time.time() - began)
         for app in apps:
-            start_app(root, app, scenario.apps[app])
-            got = wait_app_placed(root, app, config.timeout_s)
-            if got != domain:
-                raise FtopsError(f"application {app} landed in {got}, not {domain}")
-            wait_app_running(root, app, config.timeout_s)
-            progress(f"  {app} ({' '.join(scenario.apps[app])}) runs in {got}")
+            _start_in(config, root, app, scenario.apps[app], domain)
+            progress(f"  {app} ({' '.join(scenario.apps[app])}) runs in {domain}")
     return statistics.median(joins) if joins else 0.0
+
+
+def _start_in(config: RecoveryBenchConfig, root: Path, app: str, units: list[str], domain: str) -> None:
+    """Start application ``app`` with ``units`` and wait until it runs, checked to have landed in ``domain``."""
+    from spark_jobs.recovery_units.runtime import start_app, wait_app_placed, wait_app_running
+
+    start_app(root, app, units)
+    got = wait_app_placed(root, app, config.timeout_s)
+    if got != domain:
+        raise FtopsError(f"application {app} landed in {got}, not {domain}")
+    wait_app_running(root, app, config.timeout_s)
 
 
 def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
@@ -285,7 +286,7 @@ def _rehearse_restart(config: RecoveryBenchConfig, root: Path, progress) -> None
     stages start): the restart delay the catch-up model is then given is one measured after a failure, with state
     restore and the replayed micro-batch (:mod:`.rates`), not the deployment's first start from empty checkpoints."""
     from spark_jobs.recovery_units.recovery import wait_for_capacity
-    from spark_jobs.recovery_units.runtime import kill_apps, start_app, wait_app_placed, wait_app_running
+    from spark_jobs.recovery_units.runtime import kill_apps
 
     scenario = config.scenario
     for app in [a for a in scenario.apps if scenario.domains[a] == scenario.fail]:
@@ -294,12 +295,8 @@ def _rehearse_restart(config: RecoveryBenchConfig, root: Path, progress) -> None
         # its core free again first (the master drops the dead driver's executor): a stage starts on free capacity,
         # and the restart measured must not include that wait (the first rehearsal did: 88 s against 49-57 s)
         wait_for_capacity(root, 0, 1, [], config.timeout_s)
-        start_app(root, again, scenario.apps[app])
-        got = wait_app_placed(root, again, config.timeout_s)
-        if got != scenario.fail:
-            raise FtopsError(f"rehearsal: application {again} landed in {got}, not {scenario.fail}")
-        wait_app_running(root, again, config.timeout_s)
-        progress(f"  rehearsal: {app} killed, its units restarted from their checkpoints as {again} in {got}")
+        _start_in(config, root, again, scenario.apps[app], scenario.fail)
+        progress(f"  rehearsal: {app} killed, its units restarted from their checkpoints as {again} in {scenario.fail}")
 
 
 def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float, errors: list, progress) -> threading.Thread:
