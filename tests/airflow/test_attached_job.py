@@ -113,32 +113,24 @@ def test_a_command_drill_of_the_attached_job_passes_with_exactly_once_held(attac
     assert cluster_of(dep).capacity() == before and store.open_faults(JOB) == []
 
 
-def test_a_drill_that_kills_the_driver_restarts_the_job_from_its_checkpoint(attached):
-    dep, store, _ = attached
-    first_app = json.loads((dep.control / "_run.json").read_text())["app_id"]
-    res = run_cli("drill", "job", JOB, "--kill-driver", "--replacement-delay-s", "5", "--timeout-s", "400", "--json",
-                  timeout=900)
-    assert res.code == 0, res.err[-3000:] + res.out[-3000:]
-    report = res.json()
-    assert report["verdict"] == "passed", report["reasons"]
-    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # submitted again
-    stored = store.drill_report(report["experiment_id"])
-    audit = stored["exactly_once"]["ftops-clicks-clicks"]
-    assert stored["exactly_once_held"] and audit["failed"] == []
-    assert any(f["kind"] == "driver_killed" and f["closed_at"] for f in store.faults(JOB))
-
-
-def test_the_chaos_drill_dag_drills_the_attached_job(attached):
+def test_the_chaos_drill_dag_kills_the_attached_jobs_driver_and_restarts_it_from_its_checkpoint(attached):
+    """The DAG's way in (the command's is the drill above) and the other fault kind: the driver killed with the
+    domain, the job submitted again from its checkpoint, exactly once held across the restart."""
     from tests.live_jobs import repository_dag
 
     dep, store, _ = attached
     before = cluster_of(dep).capacity()
+    first_app = json.loads((dep.control / "_run.json").read_text())["app_id"]
     run = repository_dag("ftops_chaos_drill").test(
-        run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
+        run_conf={"job": JOB, "kill_driver": True, "replacement_delay_s": 5, "timeout_s": 400})
     assert run.state == "success"
     drill = store.drills(JOB)[-1]
     assert drill["dag_run_id"] == run.run_id and drill["status"] == "passed"
-    assert store.drill_report(drill["drill_id"])["exactly_once_held"]
+    assert json.loads((dep.control / "_run.json").read_text())["app_id"] != first_app  # submitted again
+    stored = store.drill_report(drill["drill_id"])
+    audit = stored["exactly_once"]["ftops-clicks-clicks"]
+    assert stored["exactly_once_held"] and audit["failed"] == []
+    assert any(f["kind"] == "driver_killed" and f["closed_at"] for f in store.faults(JOB))
     assert cluster_of(dep).capacity() == before
 
 

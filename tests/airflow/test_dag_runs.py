@@ -21,12 +21,12 @@ from ft_core.store.history import HistoryStore
 from spark_jobs.cluster.standalone import require_state
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
+from tests.live_jobs import EXAMPLE, PARAMS
+from tests.live_jobs import registration as live_registration
 from tests.live_jobs import repository_dag, standby_holder
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 BASE = test_port(14400)  # the test cluster's ports (a developer's stack uses 7077/8090)
-EXAMPLE = ROOT / "examples" / "sensor_alerts.py"
-PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_p=2", "sites_p=2"]
 JOB = "alerts"
 REGISTRATION: list = []  # the job's `ftops job register` arguments (set by the live_job fixture)
 
@@ -56,11 +56,7 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
         cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     conn.autocommit = False
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
-    params = [a for p in PARAMS for a in ("--param", p)]
-    registration = ["job", "register", "--name", JOB, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / JOB,
-                    "--master", f"spark://127.0.0.1:{BASE + 77}", "--master-ui", f"http://127.0.0.1:{BASE + 90}",
-                    "--standby-master", f"spark://127.0.0.1:{BASE + 78}", "--standby-ui", f"http://127.0.0.1:{BASE + 91}",
-                    "--state-dir", state, "--trigger-s", "1", "--budget", "3", "--max-recovery-s", "300", *params]
+    registration = live_registration(JOB, root, BASE)
     REGISTRATION[:] = registration
     res = run_cli(*registration, "--test-job", env=env)
     assert res.code == 0, res.err
@@ -211,27 +207,6 @@ def _holder(store) -> str | None:
     return None if lease is None else lease["holder"]
 
 
-def test_a_dag_drill_beside_a_command_drill_is_refused_as_skipped(live_job):
-    dep, store = live_job
-    command = _drill_command(dep)
-    try:
-        wait_for(lambda: (_holder(store) or "").startswith("command ftops drill job"), timeout_s=120, interval_s=0.5,
-                 what="the command to take the job's lease")
-        before = {d["drill_id"] for d in store.drills(JOB)}
-        run = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB, "replacement_delay_s": 5, "timeout_s": 400})
-        out, err = command.communicate(timeout=900)
-    finally:
-        command.kill()
-    assert run.state == "success"  # refused: skipped, not a failed drill
-    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-    assert states["preflight"] == "skipped" and states["inject_failure"] == "skipped" and states["finish"] == "skipped"
-    assert command.returncode == 0, err
-    report = json.loads(out)
-    assert report["verdict"] == "passed" and report["dag_run_id"] is None
-    assert {d["drill_id"] for d in store.drills(JOB)} - before == {report["experiment_id"]}  # the command's drill only
-    assert store.lease(JOB) is None
-
-
 def _wait_keeping_up(dep, bound_s: float = 30, polls: int = 3) -> None:
     """The preflight drills only a job that keeps up (lag under 60 s). Alone, a test meets a job that just
     started; after another drill, one perhaps still catching up, whose lag jumps back over 60 s with its next
@@ -315,7 +290,7 @@ def test_a_drill_in_approve_mode_waits_for_a_person_and_a_rejection_injects_noth
     assert store.lease(JOB) is None
 
 
-def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_capacity(live_job, smtp):
+def test_a_drill_beside_a_killed_holders_lease_is_refused_and_after_it_expires_the_next_drill_runs_and_its_abort_probe_restores_capacity(live_job, smtp):
     import os
     import signal
 
@@ -327,8 +302,11 @@ def test_after_a_killed_holder_the_next_drill_runs_and_its_abort_probe_restores_
     wait_for(lambda: _holder(store) is not None, timeout_s=120, interval_s=0.2, what="the command to take the lease")
     os.kill(command.pid, signal.SIGKILL)  # in its preflight: it has injected nothing
     command.wait(timeout=30)
+    # a DAG drill beside the command's lease (not expired yet) is refused: skipped, not a failed drill
     refused = repository_dag("ftops_chaos_drill").test(run_conf={"job": JOB})
-    assert {ti.task_id: ti.state for ti in refused.get_task_instances()}["preflight"] == "skipped"  # not expired yet
+    states = {ti.task_id: ti.state for ti in refused.get_task_instances()}
+    assert refused.state == "success" and not [d for d in store.drills(JOB) if d["dag_run_id"] == refused.run_id]
+    assert states["preflight"] == "skipped" and states["inject_failure"] == "skipped" and states["finish"] == "skipped"
     wait_for(lambda: store.lease(JOB) is None or store.lease(JOB)["expires_at"] < _now(store), timeout_s=200,
              interval_s=1, what="the dead command's lease to expire")
 

@@ -168,44 +168,19 @@ def test_job_protect_without_a_local_stack_registers_starts_and_says_what_waits_
     assert refused.code == 2 and "--drill: a first drill runs through the local stack's Airflow" in refused.err
 
 
-def test_job_protect_through_airflow_plans_the_job_and_starts_its_replica(job, airflow):
-    """The local-stack path of ``ftops job protect`` on a real Airflow (this module's) and the job's real standby:
-    ftops_profile_and_plan runs, the plan is stored and its replica runs on the standby master."""
-    from ft_core.cli.main import build_parser
-    from ftops_provider.protect_cli import protect
-    from tests.live_jobs import registration
-
-    dep, store = job
-    args = build_parser().parse_args(["job", "protect", *map(str, registration(JOB, dep.input.parent, BASE)[2:])])
-    said: list[str] = []
-    doc = protect(args, airflow, said.append)
-    assert doc["plan_run"] == "success", said
-    plan = store.current_plan(JOB, "replication")
-    assert doc["plan"] == {"plan_id": plan["plan_id"], "output_fidelity": plan["objective"],
-                           "tasks": sorted(plan["payload"]["tasks"])} and doc["plan"]["tasks"]
-    assert doc["replica"]["state"] == "RUNNING", doc
-    assert store.running_replica_plan(JOB)["plan_id"] == plan["plan_id"]
-    assert doc["apply_mode"] == "auto"  # the local stack's default when neither --apply nor --test-job says
-    assert said[0].startswith("the local stack: apply mode auto") and said[1].startswith("1/4 registered")
-    assert any(m.startswith("4/4 plan #") and m.endswith("replica RUNNING") for m in said), said
-    # while the run works, its progress names the tasks at work (a 20-minute wait said only "running")
-    assert any(m.startswith("ftops_profile_and_plan: running (") and m.endswith(")") for m in said), said
-
-
 def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflow):
     """Issue 37's new-user trial: after `make demo` the standby's one core was another job's, and `job protect` sat
     20 minutes in a failing plan run and said nothing; its drill was then refused (a lease the failed run kept) and
     it printed "drill #None: not recorded". Now it checks the standby before anything slow, names the holder and
     what to do; a plan run meeting a full standby (a scheduled one) fails its wait naming the holder, stops the
-    replica and releases the job; a drill refused before it starts says why."""
+    replica and releases the job; a drill refused before it starts says why. (The way through, a standby worker
+    added and the replica running on it, is the next test's.)"""
     from ft_core.cli.main import build_parser
     from ftops_provider.protect_cli import _first_drill, _plan_and_replica, _protected, protect
     from spark_jobs.cluster.web_ui import master_state
-    from spark_jobs.runtime.launch import stop_run
     from tests.live_jobs import registration, standby_holder
 
     dep, store = job
-    assert stop_run(dep.replica_output(store.running_replica_plan(JOB)["plan_id"]))  # the previous test's replica
     said: list[str] = []
     with standby_holder(dep, "standby-holder"):
         flags = [*map(str, registration(JOB, dep.input.parent, BASE)[2:])]
@@ -230,13 +205,35 @@ def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflo
     assert "busy" in drill["why"] and "a test's recovery" in drill["why"], drill
     assert said[-1].startswith("no drill ran (ftops_chaos_drill ")
 
-    # by default, on the stack's own cluster: a standby worker is added and the replica runs on it
+
+def test_job_protect_through_airflow_adds_a_standby_worker_plans_the_job_and_starts_its_replica(job, airflow):
+    """The local-stack path of ``ftops job protect`` on a real Airflow (this module's) and the job's real standby,
+    whose one core another application holds (as after `make demo`): by default, on the stack's own cluster, a
+    standby worker is added, ftops_profile_and_plan runs, the plan is stored and its replica runs on the standby
+    master; the primary's failure domains are untouched."""
+    from ft_core.cli.main import build_parser
+    from ftops_provider.protect_cli import _protected, protect
+    from tests.live_jobs import registration, standby_holder
+
+    dep, store = job
     before = cluster_of(dep).capacity()
+    said: list[str] = []
     with standby_holder(dep, "standby-holder"):
-        doc = protect(build_parser().parse_args(["job", "protect", *flags]), airflow, said.append)
-        assert _protected(doc, drilled=False) and doc["replica"]["state"] == "RUNNING", (doc, said)
+        args = build_parser().parse_args(["job", "protect", *map(str, registration(JOB, dep.input.parent, BASE)[2:])])
+        doc = protect(args, airflow, said.append)
+        assert _protected(doc, drilled=False) and doc["plan_run"] == "success", (doc, said)
         assert doc["standby_worker_added"].startswith("worker-standby-standby-"), doc
         assert any(m.startswith("the standby (") and "added standby worker" in m for m in said), said
+    plan = store.current_plan(JOB, "replication")
+    assert doc["plan"] == {"plan_id": plan["plan_id"], "output_fidelity": plan["objective"],
+                           "tasks": sorted(plan["payload"]["tasks"])} and doc["plan"]["tasks"]
+    assert doc["replica"]["state"] == "RUNNING", doc
+    assert store.running_replica_plan(JOB)["plan_id"] == plan["plan_id"]
+    assert doc["apply_mode"] == "auto"  # the local stack's default when neither --apply nor --test-job says
+    assert said[0].startswith("the local stack: apply mode auto") and said[1].startswith("1/4 registered")
+    assert any(m.startswith("4/4 plan #") and m.endswith("replica RUNNING") for m in said), said
+    # while the run works, its progress names the tasks at work (a 20-minute wait said only "running")
+    assert any(m.startswith("ftops_profile_and_plan: running (") and m.endswith(")") for m in said), said
     assert cluster_of(dep).capacity() == before  # the primary's failure domains are untouched
 
 
