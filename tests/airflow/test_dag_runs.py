@@ -23,7 +23,7 @@ from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
 from tests.live_jobs import EXAMPLE, PARAMS
 from tests.live_jobs import registration as live_registration
-from tests.live_jobs import repository_dag, standby_holder
+from tests.live_jobs import repository_dag
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 BASE = test_port(14400)  # the test cluster's ports (a developer's stack uses 7077/8090)
@@ -331,33 +331,6 @@ def test_a_drill_beside_a_killed_holders_lease_is_refused_and_after_it_expires_t
     mail = wait_for(lambda: smtp.messages or None, timeout_s=60, interval_s=1, what="the abort's email")
     assert mail[0]["To"] == "oncall@example.com" and "aborted" in mail[0]["Subject"]
     assert "longer than its bound of 30 s" in _text(mail[0]) and run.run_id in _text(mail[0])
-
-
-def test_a_replica_without_standby_cores_fails_at_once_naming_their_holder_and_the_run_undoes_its_change(live_job, capfd):
-    """A new user's job after `make demo`: the standby's only core is another application's. The replica's wait
-    used to time out three times (15 minutes), keep the job's lease for 30 minutes and leave the replica WAITING,
-    to run later unrecorded; now the wait fails in its first try, naming the holder, and the run stops the
-    replica and releases the lease."""
-    from spark_jobs.runtime.launch import stop_run
-
-    dep, store = live_job
-    applied = next(a for a in store.applied_plans(JOB) if a["role"] == "replica" and a["stopped_at"] is None)
-    assert stop_run(dep.replica_output(applied["plan_id"]))  # the replica stopped outside Airflow: the run replaces it
-    with standby_holder(dep, "standby-holder"):
-        run = repository_dag("ftops_profile_and_plan").test()
-        tis = {ti.task_id: ti for ti in run.get_task_instances()}
-        assert run.state == "failed"
-        wait = tis["wait_replica_running"]
-        assert wait.state == "failed" and wait.try_number == 1  # no retry: it would wait the same way
-        assert tis["record_applied"].state == "upstream_failed" and tis["undo_unapplied"].state == "success"
-        assert tis["watcher"].state == "failed"
-        [undone] = tis["undo_unapplied"].xcom_pull(task_ids="undo_unapplied")
-        assert undone["job"] == JOB
-        assert store.lease(JOB) is None  # released when the run ended, not 30 minutes later
-        apps = {a["name"]: a["state"] for a in _all(dep.standby_ui)}
-        assert apps.get("standby-holder") == "RUNNING" and not [n for n in apps if n.startswith(f"ftops-{JOB}-replica")]
-        logged = capfd.readouterr()
-        assert "held by standby-holder (1 core)" in logged.out + logged.err
 
 
 def _now(store):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -172,7 +171,7 @@ def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflo
     """Issue 37's new-user trial: after `make demo` the standby's one core was another job's, and `job protect` sat
     20 minutes in a failing plan run and said nothing; its drill was then refused (a lease the failed run kept) and
     it printed "drill #None: not recorded". Now it checks the standby before anything slow, names the holder and
-    what to do; a plan run meeting a full standby (a scheduled one) fails its wait naming the holder, stops the
+    what to do; a plan run meeting a full standby (a scheduled one) fails its wait at its first try naming the holder, stops the
     replica and releases the job; a drill refused before it starts says why. (The way through, a standby worker
     added and the replica running on it, is the next test's.)"""
     from ft_core.cli.main import build_parser
@@ -194,7 +193,16 @@ def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflo
         assert out["plan_run"] == "failed" and out["replica"]["state"] == "not running", out
         assert "wait_replica_running" in out["replica"]["why"] and "held by standby-holder (1 core)" in out["replica"]["why"]
         assert store.lease(JOB) is None and store.running_replica_plan(JOB) is None  # released; no replica recorded
-        assert not [a for a in master_state(dep.standby_ui)["activeapps"] if a["name"].startswith(f"ftops-{JOB}-replica")]
+        apps = {a["name"]: a["state"] for a in master_state(dep.standby_ui)["activeapps"]}
+        assert apps.get("standby-holder") == "RUNNING" and not [n for n in apps if n.startswith(f"ftops-{JOB}-replica")]
+        # the wait failed in its first try (a retry would wait the same way; it used to time out three times, 15
+        # minutes, and leave the replica WAITING to run later unrecorded) and the run undid its change
+        runs = airflow.api("GET", "/api/v2/dags/ftops_profile_and_plan/dagRuns?limit=100")["dag_runs"]
+        run = max(runs, key=lambda r: r["start_date"] or "")  # this module's schedules are off: the one just run
+        tis = airflow.task_instances("ftops_profile_and_plan", run["dag_run_id"])
+        assert (tis["wait_replica_running"]["state"], tis["wait_replica_running"]["try_number"]) == ("failed", 1), tis
+        assert tis["record_applied"]["state"] == "upstream_failed" and tis["undo_unapplied"]["state"] == "success"
+        assert tis["watcher"]["state"] == "failed"
 
     store.acquire_lease(JOB, "recovery", "a test's recovery", ttl_s=600)
     try:

@@ -3,9 +3,11 @@ job on a standalone cluster of two one-core workers on two loopback addresses (S
 speculative copy on the host of the original, see spark_jobs.cluster.worker_hosts), one executor paused by
 the injector at fixed times.
 Without redundancy the pauses show in the durations of the micro-batches they overlap and no task
-is ever copied; with ``--redundancy-level 1`` Spark runs with the level's speculation settings and
-speculative copies of the paused executor's tasks really run (the event log records them); with
-``--live-redundancy`` a level written while the job runs takes effect without a restart."""
+is ever copied; with ``--live-redundancy`` a level written while the job runs takes effect without a restart,
+and at level 1 speculative copies of the paused executor's tasks really run (the event log records them). A
+level given at submission (``--redundancy-level 1``) sets the same speculation settings at launch instead
+(tests/core/test_redundancy_runtime.py checks those confs; its run on Spark was a third cluster and job here, cut
+for the suite's time on 2026-12-02)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from ft_core.redundancy.allocation import speculation_settings
 from ft_core.redundancy.fault_profile import parse_fault_profile
 from spark_jobs.fault_injection import app_of_run, find_executors, inject
 from spark_jobs.pipeline import sample_input as generator
@@ -37,7 +38,6 @@ WARMUP = 3  # the first micro-batches pay for JVM start-up and code generation
 # one's shuffle blocks): no task has finished, so Spark has nothing to speculate against. Level 1
 # gets up to three pauses to meet a stage where a copy can run; level 0 must copy nothing at all.
 LEVEL_1_PAUSES = 3
-LEVEL_1_AT_S = [10.0 * k + 1.0 for k in range(LEVEL_1_PAUSES)]
 # Three input splits per one-second file: every stage has several tasks, so a stalled task always
 # has a finished sibling to be compared with (Spark never speculates a stage's only task).
 SPLITS = ["spark.sql.files.maxPartitionBytes=3k", "spark.sql.files.openCostInBytes=0"]
@@ -144,18 +144,6 @@ def test_an_executor_pause_shows_in_the_batch_durations_and_nothing_is_speculate
     assert _spark_properties(tmp_path / "events").get("spark.speculation", "false") == "false"
 
 
-def test_redundancy_level_turns_speculation_on_and_copies_the_paused_executors_tasks(tmp_path):
-    out, report, records = _run_with_pauses(tmp_path, ["--redundancy-level", "1"], test_port(16000), LEVEL_1_AT_S)
-
-    assert report.applied == {"slowdown": len(LEVEL_1_AT_S)}
-    props = _spark_properties(tmp_path / "events")
-    assert {k: props.get(k) for k in speculation_settings(1.0)} == speculation_settings(1.0)
-    copies = speculative_attempts(tmp_path / "events")
-    assert copies, "no speculative task attempt while an executor was paused"
-    # a copy of a stalled task ran on the executor that was not paused and finished first
-    assert _copied_on_the_other_executor(copies), copies
-
-
 def _copied_on_the_other_executor(copies: list[dict]) -> bool:
     """A speculative copy ran on executor 1 while executor 0 (the paused one) held the original, and won."""
     return any(c["executor"] == "1" and c["reason"] == "Success" for c in copies)
@@ -194,11 +182,6 @@ def test_a_level_written_while_the_job_runs_turns_speculation_on_without_a_resta
     assert copies, "no speculative task attempt after level 1 was applied"
     assert all(c["batch"] is None or c["batch"] > switch for c in copies), (switch, copies)  # none at level 0
     assert _copied_on_the_other_executor(copies), copies
-
-
-def _copied_on_the_other_executor(copies: list[dict]) -> bool:
-    """A speculative copy ran on executor 1 while executor 0 (the paused one) held the original, and won."""
-    return any(c["executor"] == "1" and c["reason"] == "Success" for c in copies)
 
 
 def _pause_and_wait(profile, out: Path, proc, log: Path) -> None:
