@@ -22,7 +22,7 @@ PARAMS = ["rate=50", "window_s=2", "watermark_s=1", "spike_prob=0.05", "sensors_
 def registration(job: str, root: Path, base: int, *extra: object) -> list:
     """The job's ``ftops job register`` arguments on the test cluster of ports ``base``... Its trigger is the
     default (2 s): the suite is CPU-bound on two cores, and a live job's micro-batches (driver and executors) were
-    the largest share of it (45 % of the suite's CPU at a 1-s trigger, 2026-12-02)."""
+    the largest share of it (with their executors, 43 % of the suite's CPU at a 1-s trigger, 2026-12-02)."""
     params = [a for p in PARAMS for a in ("--param", p)]
     return ["job", "register", "--name", job, "--pipeline", EXAMPLE, "--input", root / "input", "--root", root / job,
             "--master", f"spark://127.0.0.1:{base + 77}", "--master-ui", f"http://127.0.0.1:{base + 90}",

@@ -253,7 +253,7 @@ def _plan_and_replica(airflow, standby_ui: str, job: str, db_dir, say) -> dict:
     finally:
         store.conn.close()
     tasks = sorted(plan["payload"].get("tasks", [])) if plan else None
-    out = {"plan_run": run["state"], "plan": None if plan is None else
+    out = {"plan_run": run["state"], "plan_run_id": run["dag_run_id"], "plan": None if plan is None else
            {"plan_id": plan["plan_id"], "output_fidelity": plan["objective"], "tasks": tasks}}
     if plan is None:
         say(f"4/4 ftops_profile_and_plan {run['state']}, but no replication plan was stored for {job}")

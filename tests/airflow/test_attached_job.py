@@ -101,6 +101,7 @@ def test_a_command_drill_of_the_attached_job_passes_with_exactly_once_held(attac
     assert res.code == 0, res.err[-3000:] + res.out[-3000:]
     report = res.json()
     assert report["verdict"] == "passed", report["reasons"]
+    assert report["dag_run_id"] is None  # a command's drill, not a DAG run's
     checks = {c["name"]: c for c in report["hypothesis_after"]}
     assert checks["exactly once"]["held"] and checks["failure domains as before"]["held"]
     measured = report["measurements"]

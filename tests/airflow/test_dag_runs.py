@@ -21,9 +21,7 @@ from ft_core.store.history import HistoryStore
 from spark_jobs.cluster.standalone import require_state
 from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, run_cli, test_port
-from tests.live_jobs import EXAMPLE, PARAMS
-from tests.live_jobs import registration as live_registration
-from tests.live_jobs import repository_dag
+from tests.live_jobs import EXAMPLE, PARAMS, registration, repository_dag
 from tests.store_fixtures import pg_server  # noqa: F401 - fixture
 
 BASE = test_port(14400)  # the test cluster's ports (a developer's stack uses 7077/8090)
@@ -56,9 +54,8 @@ def live_job(pg_server, tmp_path_factory, monkeypatch_module):
         cur.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
     conn.autocommit = False
     env = {"FTOPS_DATABASE_URL": pg_server.url()}
-    registration = live_registration(JOB, root, BASE)
-    REGISTRATION[:] = registration
-    res = run_cli(*registration, "--test-job", env=env)
+    REGISTRATION[:] = registration(JOB, root, BASE)
+    res = run_cli(*REGISTRATION, "--test-job", env=env)
     assert res.code == 0, res.err
     store = HistoryStore(conn)
     dep = parse_deployment(store.job(JOB)["deployment"], JOB)

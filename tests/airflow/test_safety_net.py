@@ -197,12 +197,13 @@ def test_job_protect_says_who_holds_the_standby_and_why_no_drill_ran(job, airflo
         assert apps.get("standby-holder") == "RUNNING" and not [n for n in apps if n.startswith(f"ftops-{JOB}-replica")]
         # the wait failed in its first try (a retry would wait the same way; it used to time out three times, 15
         # minutes, and leave the replica WAITING to run later unrecorded) and the run undid its change
-        runs = airflow.api("GET", "/api/v2/dags/ftops_profile_and_plan/dagRuns?limit=100")["dag_runs"]
-        run = max(runs, key=lambda r: r["start_date"] or "")  # this module's schedules are off: the one just run
-        tis = airflow.task_instances("ftops_profile_and_plan", run["dag_run_id"])
+        tis = airflow.task_instances("ftops_profile_and_plan", out["plan_run_id"])
         assert (tis["wait_replica_running"]["state"], tis["wait_replica_running"]["try_number"]) == ("failed", 1), tis
         assert tis["record_applied"]["state"] == "upstream_failed" and tis["undo_unapplied"]["state"] == "success"
         assert tis["watcher"]["state"] == "failed"
+        [undone] = airflow.api("GET", f"/api/v2/dags/ftops_profile_and_plan/dagRuns/{out['plan_run_id']}/taskInstances/"
+                                      "undo_unapplied/xcomEntries/return_value")["value"]
+        assert undone["job"] == JOB
 
     store.acquire_lease(JOB, "recovery", "a test's recovery", ttl_s=600)
     try:
