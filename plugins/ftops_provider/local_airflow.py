@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import httpx
@@ -174,8 +175,8 @@ class LocalAirflow:
 
     # -- REST ------------------------------------------------------------------------------
     # A loaded machine's api-server can miss a timeout now and then, and its SQLite metadata database answers
-    # "Database error" (HTTP 500) while another component holds the write lock: reads, the token and idempotent
-    # writes (PATCH) are asked again; the last answer stands.
+    # "Database error" (HTTP 500) while another component holds the write lock: reads, the token, idempotent
+    # writes (PATCH) and a trigger naming its own run id are asked again; the last answer stands.
     @staticmethod
     @retry(retry=retry_if_exception_type(httpx.TimeoutException) | retry_if_result(lambda r: r.status_code >= 500),
            stop=stop_after_attempt(4), wait=wait_fixed(3), reraise=True, retry_error_callback=lambda s: s.outcome.result())
@@ -200,7 +201,24 @@ class LocalAirflow:
         wait_for(lambda: self._dag_parsed(dag_id, token), timeout_s=parse_timeout_s, interval_s=3,
                  what=f"DAG {dag_id} to be parsed (check /api/v2/importErrors)")
         self.api("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False}, token)
-        return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf or {}}, token)["dag_run_id"]
+        return self._post_run(dag_id, conf or {}, token)
+
+    def _post_run(self, dag_id: str, conf: dict, token: str) -> str:
+        """POST a run under a run id of our own, so a "Database error" (HTTP 500) or a timeout can be asked again
+        (the soak of 2026-12-02 13:54 lost its trigger to one: Airflow's audit-log insert lost SQLite's write lock).
+        A conflict (409) on that id is an earlier try's run, committed before its answer was lost."""
+        run_id = f"manual__{datetime.now(timezone.utc).isoformat()}"
+        path = f"/api/v2/dags/{dag_id}/dagRuns"
+        try:
+            resp = self._request("POST", f"{self.url}{path}", json={"dag_run_id": run_id, "logical_date": None, "conf": conf},
+                                 headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        except httpx.HTTPError as exc:
+            raise ExternalError(f"Airflow API POST {path}: {exc}") from None
+        if resp.status_code == 409 and self.dag_run(dag_id, run_id).get("conf") == conf:
+            return run_id
+        if resp.is_error:
+            raise ExternalError(f"Airflow API POST {path}: HTTP {resp.status_code} {resp.text[:300]!r}")
+        return resp.json()["dag_run_id"]
 
     def run_dag(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900,
                 progress=lambda _m: None) -> dict:
