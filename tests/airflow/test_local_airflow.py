@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
+import threading
+import time
 
 import httpx
 import pytest
@@ -12,6 +15,7 @@ from ft_core.errors import InputError
 from ft_core.store.history import HistoryStore, JobSpec
 from ft_core.store.migrations import upgrade
 from ftops_provider.local_airflow import LocalAirflow
+from spark_jobs.runtime.waiting import wait_for
 from tests.conftest import ROOT, test_port
 from tests.store_fixtures import pg_conn, pg_server  # noqa: F401 - fixtures
 
@@ -55,6 +59,15 @@ def test_local_airflow_serves_the_view_behind_auth_and_stops_cleanly(airflow, pg
     for path in airflow.home.rglob("*"):
         if path.is_file() and path.suffix in (".log", ".cfg", ".json"):
             assert password not in path.read_text(errors="replace"), path
+    # a trigger that meets the metadata database's write lock (HTTP 500 "Database error") is asked again under
+    # its own run id and creates one run (the DAG stays paused: the run is queued, nothing executes)
+    wait_for(lambda: airflow._dag_parsed("ftops_fleet_watch", airflow.token()), timeout_s=180, what="ftops_fleet_watch parsed")
+    errors_before = _database_errors(airflow)
+    with _write_lock_held(airflow.home / "airflow.db", seconds=8):
+        run_id = airflow._post_run("ftops_fleet_watch", {"why": "locked"}, airflow.token())
+    assert _database_errors(airflow) > errors_before, "the lock never reached the api-server: the retry was not tested"
+    runs = airflow.api("GET", "/api/v2/dags/ftops_fleet_watch/dagRuns")["dag_runs"]
+    assert [(r["dag_run_id"], r["conf"]) for r in runs] == [(run_id, {"why": "locked"})]
     # a second Airflow on the same port is refused before anything starts
     with pytest.raises(InputError, match=f"port {PORT} is in use"):
         LocalAirflow(home=airflow.home.parent / "airflow-local-test-2", port=PORT).up()
@@ -71,3 +84,32 @@ def _running(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"  # a zombie has exited
     except FileNotFoundError:
         return False
+
+
+def _database_errors(airflow: LocalAirflow) -> int:
+    """How many requests the api-server has answered with its "Database error" so far (its log's error ids)."""
+    return (airflow.home / "logs" / "api-server.log").read_text(errors="replace").count("[error    ] Error with id")
+
+
+class _write_lock_held:
+    """SQLite's write lock on ``db`` for ``seconds`` from entering (another writer's long transaction); the block
+    runs meanwhile and the exit waits for the release."""
+
+    def __init__(self, db, seconds: float):
+        self.db, self.seconds, self.taken = db, seconds, threading.Event()
+
+    def _hold(self) -> None:
+        conn = sqlite3.connect(self.db, timeout=30, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        self.taken.set()
+        time.sleep(self.seconds)
+        conn.execute("ROLLBACK")
+        conn.close()
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self._hold, daemon=True)
+        self.thread.start()
+        assert self.taken.wait(30), "the write lock was not taken"
+
+    def __exit__(self, *exc):
+        self.thread.join()
