@@ -1,5 +1,6 @@
 """A real local Airflow (api-server, scheduler, dag-processor, triggerer as separate processes) serving the
-"Fault tolerance" view behind its authentication, and a clean stop of every process it started."""
+"Fault tolerance" view behind its authentication, triggering a run through its metadata database's write lock, and
+a clean stop of every process it started."""
 
 from __future__ import annotations
 
