@@ -185,12 +185,19 @@ class LocalAirflow:
 
     def api(self, method: str, path: str, body: dict | None = None, token: str | None = None) -> dict:
         """One call of Airflow's REST API as the admin user; an error names the call and the status."""
+        resp = self._send(method, path, body, token, repeat=method in ("GET", "PATCH"))  # a POST is not repeated blindly
+        return self._answer(method, path, resp)
+
+    def _send(self, method: str, path: str, body: dict | None, token: str | None, repeat: bool) -> httpx.Response:
         try:
-            send = self._request if method in ("GET", "PATCH") else httpx.request  # a POST is not repeated blindly
-            resp = send(method, f"{self.url}{path}", json=body, timeout=30,
+            send = self._request if repeat else httpx.request
+            return send(method, f"{self.url}{path}", json=body, timeout=30,
                         headers={"Authorization": f"Bearer {token or self.token()}"})
         except httpx.HTTPError as exc:
             raise ExternalError(f"Airflow API {method} {path}: {exc}") from None
+
+    @staticmethod
+    def _answer(method: str, path: str, resp: httpx.Response) -> dict:
         if resp.is_error:
             raise ExternalError(f"Airflow API {method} {path}: HTTP {resp.status_code} {resp.text[:300]!r}")
         return resp.json()
@@ -207,18 +214,11 @@ class LocalAirflow:
         """POST a run under a run id of our own, so a "Database error" (HTTP 500) or a timeout can be asked again
         (the soak of 2026-12-02 13:54 lost its trigger to one: Airflow's audit-log insert lost SQLite's write lock).
         A conflict (409) on that id is an earlier try's run, committed before its answer was lost."""
-        run_id = f"manual__{datetime.now(timezone.utc).isoformat()}"
-        path = f"/api/v2/dags/{dag_id}/dagRuns"
-        try:
-            resp = self._request("POST", f"{self.url}{path}", json={"dag_run_id": run_id, "logical_date": None, "conf": conf},
-                                 headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        except httpx.HTTPError as exc:
-            raise ExternalError(f"Airflow API POST {path}: {exc}") from None
+        run_id, path = f"manual__{datetime.now(timezone.utc).isoformat()}", f"/api/v2/dags/{dag_id}/dagRuns"
+        resp = self._send("POST", path, {"dag_run_id": run_id, "logical_date": None, "conf": conf}, token, repeat=True)
         if resp.status_code == 409 and self.dag_run(dag_id, run_id).get("conf") == conf:
             return run_id
-        if resp.is_error:
-            raise ExternalError(f"Airflow API POST {path}: HTTP {resp.status_code} {resp.text[:300]!r}")
-        return resp.json()["dag_run_id"]
+        return self._answer("POST", path, resp)["dag_run_id"]
 
     def run_dag(self, dag_id: str, conf: dict | None = None, timeout_s: float = 900,
                 progress=lambda _m: None) -> dict:

@@ -4,6 +4,7 @@ a clean stop of every process it started."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import threading
@@ -92,25 +93,22 @@ def _database_errors(airflow: LocalAirflow) -> int:
     return (airflow.home / "logs" / "api-server.log").read_text(errors="replace").count("[error    ] Error with id")
 
 
-class _write_lock_held:
+@contextlib.contextmanager
+def _write_lock_held(db, seconds: float):
     """SQLite's write lock on ``db`` for ``seconds`` from entering (another writer's long transaction); the block
     runs meanwhile and the exit waits for the release."""
+    taken = threading.Event()
 
-    def __init__(self, db, seconds: float):
-        self.db, self.seconds, self.taken = db, seconds, threading.Event()
-
-    def _hold(self) -> None:
-        conn = sqlite3.connect(self.db, timeout=30, isolation_level=None)
+    def hold() -> None:
+        conn = sqlite3.connect(db, timeout=30, isolation_level=None)
         conn.execute("BEGIN IMMEDIATE")
-        self.taken.set()
-        time.sleep(self.seconds)
+        taken.set()
+        time.sleep(seconds)
         conn.execute("ROLLBACK")
         conn.close()
 
-    def __enter__(self):
-        self.thread = threading.Thread(target=self._hold, daemon=True)
-        self.thread.start()
-        assert self.taken.wait(30), "the write lock was not taken"
-
-    def __exit__(self, *exc):
-        self.thread.join()
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    assert taken.wait(30), "the write lock was not taken"
+    yield
+    thread.join()
