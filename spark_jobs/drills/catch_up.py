@@ -18,7 +18,14 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
-- the batches after the stall until caught up: their median over those drills (2 when none).
+- the batches after the stall until caught up: their median over those drills (2 when none);
+- the machine's pace: each learnt drill's stall and catching-up batches are scaled by the job's batch time now
+  over its batch time before that drill's fault (the median of ``batch_end - batch_start`` of its batches in the
+  :data:`PACE_S` before each; 1 where a batch's start is not recorded). Why: in the soak of 2026-12-02 the primary's
+  batches took 2.2 s, then 6.3 s in a slow stretch of the shared machine, and the stall went from 46 s to 101 s with
+  them: a relaunched executor's start, its state's reload and the rerun batch are CPU work on the same cores. The
+  time between batches is no measure of it (a trigger holds it up while the batches are quick); a batch's own time
+  is. The replacement delay a drill waited for is wall-clock and not scaled.
 
     # forecast = forecast_caught_up(store, "alerts", replacement_delay_s=30, kill_driver=False, now=time.time())
 """
@@ -39,6 +46,7 @@ DEFAULT_REPLACEMENT_DELAY_S = 30.0  # a drill's (DrillSettings.replacement_delay
 ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver restarted from its checkpoint
 ASSUMED_HEADROOM = 4.0
 MAX_BATCHES_AFTER = 10
+PACE_S = 120.0  # the job's batch time before a fault: the batches of the two minutes before it
 STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
 DONE_BEFORE_S = 1.0  # a batch that ended this soon after the fault had done its work before it (its tasks had
 # finished; the driver was committing): not the end of the stall (a drill in CI measured a stall of 0.0 s so)
@@ -70,7 +78,7 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
     past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
-    past = past[:LEARN_FROM]
+    past = _paced(past[:LEARN_FROM], _batch_time([b for b in steady if b["batch_end"] > now - PACE_S]))
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
     resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
@@ -85,6 +93,10 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1),
               **stall_inputs, "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
               "per_row_s": cost.per_row_s, "batches_after": after}
+    if past:
+        inputs["pace_ratio"] = round(statistics.median(m["pace"] for m in past), 2)
+        sources["pace_ratio"] = (f"the job's median batch time in the {PACE_S:.0f} s before now over the one before "
+                                 "each of those drills' faults (their stalls and catching-up batches scaled by it)")
     sources["pending_s"] = "half the mean time between those batches"
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            batches=prediction.batches, inputs=inputs, sources=sources,
@@ -97,7 +109,7 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     the stall to caught up, and (rows, seconds) of each batch that caught up; None when its batches are not in the
     store (a job whose driver does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
-    _, batches = _main_stream(store.job_batches(job, failed - 60, failed + caught + 60))  # running just before?
+    _, batches = _main_stream(store.job_batches(job, failed - PACE_S, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
     after = [b for b in batches if b["batch_end"] > failed + DONE_BEFORE_S]
     if not before or not after or drill["capacity_alive_s"] is None:
@@ -108,7 +120,26 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
     return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on, "batches_after": len(catching),
             "delay_s": float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)),
-            "points": _points(after)[:max(len(catching), 1)]}
+            "points": _points(after)[:max(len(catching), 1)], "batch_time_s": _batch_time(before)}
+
+
+def _batch_time(batches: list[dict]) -> float | None:
+    """The median time a batch took (start to end), None when no batch recorded its start (before migration 018)."""
+    took = [b["batch_end"] - b["batch_start"] for b in batches if b.get("batch_start") is not None]
+    took = [t for t in took if t > 0]
+    return statistics.median(took) if took else None
+
+
+def _paced(past: list[dict], batch_time_now: float | None) -> list[dict]:
+    """Each learnt drill with its ``pace`` (the job's batch time now over before its fault; 1 when either is not
+    known) and its stall and catching-up batches scaled by it (module docstring)."""
+    out = []
+    for m in past:
+        pace = batch_time_now / m["batch_time_s"] if batch_time_now and m.get("batch_time_s") else 1.0
+        waited = 0.0 if m["went_on"] else min(m["delay_s"], m["stall_s"])  # wall-clock: not scaled
+        out.append({**m, "pace": pace, "stall_s": waited + (m["stall_s"] - waited) * pace,
+                    "points": [(rows, s * pace) for rows, s in m["points"]]})
+    return out
 
 
 def first_batch_after(store, job: str, failed_at: float) -> float | None:
@@ -155,7 +186,8 @@ def _stall(past: list[dict], delay_s: float, add_worker_s: float, resume_s: floa
     """When the first batch after the fault ends (module docstring), and what it was made of."""
     if past:
         moved = [m["stall_s"] if m["went_on"] else m["stall_s"] - m["delay_s"] + delay_s for m in past]
-        sources["stall_s"] = learned + " (a drill that waited for the capacity: moved by the difference in delay)"
+        sources["stall_s"] = learned + (" (each scaled by the job's pace; one that waited for the capacity: moved by "
+                                        "the difference in delay)")
         stall = statistics.median(moved)
         return max(stall, 1.0), {"stall_s": round(stall, 1)}
     sources["stall_s"] = ("assumed: the capacity back" + (f", then {resume_s:g} s for an executor to start there"

@@ -29,6 +29,7 @@ class ForecastRow(BaseModel):
     kill_driver: bool
     learned_from: list[int]
     cost_source: str | None
+    pace_ratio: float | None  # the job's batch time then over before the drills learnt from (median)
     stall_forecast_s: float | None
     stall_measured_s: float | None
     forecast_s: float | None
@@ -59,6 +60,7 @@ def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
         rows.append(ForecastRow(drill_id=d["drill_id"], failed_at=d["failed_at"], kill_driver=kill,
                                 learned_from=forecast.learned_from if forecast else [],
                                 cost_source=forecast.sources.get("batch_cost") if forecast else None,
+                                pace_ratio=forecast.inputs.get("pace_ratio") if forecast else None,
                                 stall_forecast_s=forecast.stall_s if forecast else None,
                                 stall_measured_s=round(measured["stall_s"], 1) if measured else None,
                                 forecast_s=forecast.predicted_caught_up_s if forecast else None,
@@ -74,10 +76,11 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
         return "-" if v is None else f"{v:.1f}"
 
     table = format_table(
-        ["drill", "fault (UTC)", "driver killed", "learnt from drills", "stall: forecast (s)", "stall: measured (s)",
+        ["drill", "fault (UTC)", "driver killed", "learnt from drills", "pace", "stall: forecast (s)", "stall: measured (s)",
          "caught up: forecast (s)", "caught up: measured (s)", "error", "stored forecast (s)"],
         [[r.drill_id, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.failed_at)), "yes" if r.kill_driver else "no",
-          ", ".join(f"#{i}" for i in r.learned_from) or "none (assumed)", num(r.stall_forecast_s), num(r.stall_measured_s),
+          ", ".join(f"#{i}" for i in r.learned_from) or "none (assumed)",
+          "-" if r.pace_ratio is None else f"{r.pace_ratio:.2f}", num(r.stall_forecast_s), num(r.stall_measured_s),
           num(r.forecast_s), num(r.measured_s), "-" if r.error is None else f"{r.error:+.0%}", num(r.stored_forecast_s)]
          for r in rows])
     errors = [r.error for r in rows if r.error is not None]
@@ -90,7 +93,8 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
         f"Produced by `{command}` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC; {os.cpu_count()} cores. Each "
         f"drill's forecast is made {BEFORE_FAULT_S:g} s before its fault from the batches and drills recorded by then "
         "(spark_jobs/drills/catch_up.py, the code a drill runs); \"stored forecast\" is the one the drill made itself "
-        "(drills since migration 016).", "",
+        "(drills since migration 016); \"pace\": the job's batch time before the fault over its batch time before "
+        "the faults of the drills learnt from (median), by which their stalls are scaled.", "",
         "```", table, "```", "",
         f"**{within} of {len(errors)} forecasts within {FORECAST_WITHIN:.0%}** of the measured time caught up"
         + (f" (median error {statistics.median(abs(e) for e in errors):.0%}" if errors else "")

@@ -14,9 +14,9 @@ The default scenario (one run per strategy, each on a fresh cluster and deployme
 - three one-core nodes (applications): ``A`` = O1[0], O2[0], O3[0] and ``B`` = O1[1], O3[1] in failure domain
   ``rack-a``, ``C`` = O2[1] in ``rack-b`` (pinned: the failing domain's workers exist alone while its
   applications start, then each other domain's workers are added before its applications);
-- steady state; the rehearsal (``--no-rehearsal`` skips it): each of ``rack-a``'s applications killed and its
-  units restarted from their checkpoints in a new one, so the model's restart delay is one measured after a
-  failure; steady state again, then ``rack-a`` fails (workers, executors and the drivers on them): five of six
+- steady state; the rehearsal (``--no-rehearsal`` skips it): ``rack-a``'s applications killed together and
+  each one's units restarted from their checkpoints in a new one, one after another, so the model's restart delay
+  is one measured after a failure; steady state again, then ``rack-a`` fails (workers, executors and the drivers on them): five of six
   units and five of six queries are down;
 - replacement nodes (one-core workers in ``rack-c``) register with the master ``first_arrival_s`` after the
   failure and then every ``arrival_interval_s``; every unit costs ``cost_per_unit`` of a node (declared, see
@@ -121,8 +121,8 @@ class RecoveryBenchConfig(BaseModel):
     arrival_domain: str = "rack-c"
     timeout_s: float = 600.0
     rehearse_restart: bool = Field(default=True, description="before the failure, kill the failing domain's "
-                                   "applications one by one and restart them from their checkpoints, so the catch-up "
-                                   "model's restart delay is one measured after a failure (rates.py)")
+                                   "applications together and restart them from their checkpoints one after another, "
+                                   "so the catch-up model's restart delay is one measured after a failure (rates.py)")
 
     def stage_times(self, worker_join_s: float = 0.0) -> list[float]:
         """When each stage's capacity is due, seconds after the failure (what the catch-up model is given): stage 0
@@ -140,7 +140,8 @@ class StrategyRun(BaseModel):
     predicted_weighted_s: float | None = None
     rates: dict[str, dict] = Field(default_factory=dict, description="the measured catch-up rates per failed unit")
     worker_join_s: float = Field(default=0.0, description="a new worker's start until the master lists it, measured "
-                                 "when the deployment added its workers: added to the node arrivals the model gets")
+                                 "in the rehearsal (without one: when the deployment added its workers): added to the "
+                                 "node arrivals the model gets")
     priority: dict[str, float] = Field(default_factory=dict)
     stages: list[dict]
     lost_rows: int
@@ -222,6 +223,9 @@ def _teardown(root: Path, state_dir: Path) -> None:
     cluster_down(state_dir)
 
 
+REHEARSAL_DOMAIN = "rehearsal"  # the rehearsal's replacement worker: a domain no scenario names
+
+
 def _deploy_pinned(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> float:
     """Start the failing domain's applications while only its workers exist, then, domain by domain, add one
     worker per application and start them. Returns the median seconds a worker took to join (0: none added)."""
@@ -280,23 +284,53 @@ def _wait_steady(config: RecoveryBenchConfig, root: Path, progress) -> None:
     wait_for(steady, timeout_s=config.timeout_s, interval_s=2.0, what="a steady latency of the deployment", error=FtopsError)
 
 
-def _rehearse_restart(config: RecoveryBenchConfig, root: Path, progress) -> None:
-    """Kill each application of the failing domain (its driver, SIGKILL: mid-batch, as a failure does) and restart
-    its units from their checkpoints in a new application, the next one once the one before runs (as a recovery's
-    stages start): the restart delay the catch-up model is then given is one measured after a failure, with state
-    restore and the replayed micro-batch (:mod:`.rates`), not the deployment's first start from empty checkpoints."""
+def _rehearse_restart(config: RecoveryBenchConfig, state_dir: Path, root: Path, progress) -> float:
+    """A dress rehearsal of the failure: kill every application of the failing domain at once (their drivers,
+    SIGKILL: mid-batch, as a failure does), then restart each one's units from their checkpoints in a new
+    application, the next one once the one before runs (as a recovery's stages start): the restart delay the
+    catch-up model is then given is one measured after a failure, with state restore and the replayed micro-batch
+    (:mod:`.rates`), not the deployment's first start from empty checkpoints, and beside what a recovery has
+    beside it (the surviving applications and the next restart), not beside the failing domain's other
+    applications still running: killed one at a time, the first restart ran beside them and took 137 s to its first
+    batch where the recovery's took about 60 s (2026-12-02). Returns a replacement worker's join measured there
+    (:func:`_rehearse_join`)."""
     from spark_jobs.recovery_units.recovery import wait_for_capacity
     from spark_jobs.recovery_units.runtime import kill_apps
 
     scenario = config.scenario
-    for app in [a for a in scenario.apps if scenario.domains[a] == scenario.fail]:
+    failing = [a for a in scenario.apps if scenario.domains[a] == scenario.fail]
+    kill_apps(root, failing, domain=scenario.fail)
+    progress(f"  rehearsal: {', '.join(failing)} killed")
+    join_s = _rehearse_join(config, state_dir, progress)
+    for app in failing:
         again = f"{app}-rehearsal"
-        kill_apps(root, [app], domain=scenario.fail)
-        # its core free again first (the master drops the dead driver's executor): a stage starts on free capacity,
-        # and the restart measured must not include that wait (the first rehearsal did: 88 s against 49-57 s)
+        # a free core first (the master drops the dead driver's executor): a stage starts on free capacity, and the
+        # restart measured must not include that wait (the first rehearsal did: 88 s against 49-57 s)
         wait_for_capacity(root, 0, 1, [], config.timeout_s)
         _start_in(config, root, again, scenario.apps[app], scenario.fail)
-        progress(f"  rehearsal: {app} killed, its units restarted from their checkpoints as {again} in {scenario.fail}")
+        progress(f"  rehearsal: {app}'s units restarted from their checkpoints as {again} in {scenario.fail}")
+    return join_s
+
+
+def _rehearse_join(config: RecoveryBenchConfig, state_dir: Path, progress) -> float:
+    """Seconds a replacement worker takes to join with the failing domain's applications down (one added in a
+    domain of its own, then killed, and waited for until the master no longer lists it alive): the join the
+    catch-up model's stage times are given. Measured at deploy instead, beside the failing domain's applications
+    catching up from their first backlog, it took 29 s where the failure's replacements joined in 6-10 s."""
+    from spark_jobs.cluster.standalone import add_worker, kill_domain, master_json, require_state
+
+    began = time.time()
+    worker = add_worker(state_dir, REHEARSAL_DOMAIN, port_base=config.port_base + 130, ui_base=config.port_base + 230,
+                        timeout_s=config.timeout_s)
+    join_s = time.time() - began
+    kill_domain(state_dir, REHEARSAL_DOMAIN)
+    ui = require_state(state_dir).master_ui(worker.pool)
+    wait_for(lambda: all((w["host"], w["port"]) != (worker.host, worker.port) or w["state"] != "ALIVE"
+                         for w in master_json(ui)["workers"]),
+             timeout_s=config.timeout_s, interval_s=1.0, what="the rehearsal's worker to leave the master",
+             error=FtopsError)
+    progress(f"  rehearsal: a replacement worker joined in {join_s:.1f} s (then removed)")
+    return join_s
 
 
 def _arrivals_thread(config: RecoveryBenchConfig, state_dir: Path, t_fail: float, errors: list, progress) -> threading.Thread:
@@ -328,7 +362,7 @@ def _measure(config: RecoveryBenchConfig, strategy: str, repetition: int, state_
     join_s = _deploy_pinned(config, state_dir, root, progress)
     _wait_steady(config, root, progress)
     if config.rehearse_restart:
-        _rehearse_restart(config, root, progress)
+        join_s = _rehearse_restart(config, state_dir, root, progress)
         _wait_steady(config, root, progress)
     failure = kill_domain(root, config.scenario.fail)
     progress(f"  {config.scenario.fail} failed: {', '.join(failure.units)} down")

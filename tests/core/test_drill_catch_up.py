@@ -29,26 +29,27 @@ class Feed:
 
     def __init__(self, store: HistoryStore, start: float):
         self.store, self.t, self.batch = store, start, 0
+        self.pace = 1.0  # the machine's slowdown: every batch takes pace times as long
         self._write(round(RATE * 4))
 
     def _write(self, rows: int) -> float:
-        took = A + B * rows
+        took = (A + B * rows) * self.pace
         self.t += took
         self.store.record_batch(BatchProgress(stream=STREAM, app_id="app-1", batch_id=self.batch, role="primary",
-                                              batch_end=self.t, input_rows=rows))
+                                              batch_start=self.t - took, batch_end=self.t, input_rows=rows))
         self.batch += 1
         return took
 
     def steady_until(self, until: float) -> None:
         took = 4.0
-        while self.t + A + B * RATE * took < until:
+        while self.t + (A + B * RATE * took) * self.pace < until:
             took = self._write(round(RATE * took))
 
     def outage(self, failed_at: float, stall_s: float) -> float:
         """The fault at ``failed_at``: the batch in flight ends ``stall_s`` after it; the two after it catch up.
         Returns when the second ended (caught up), seconds after the fault."""
         since = self.t
-        self.t = failed_at + stall_s - (A + B * RATE * 4)  # the stalled batch ends at failed_at + stall_s
+        self.t = failed_at + stall_s - (A + B * RATE * 4) * self.pace  # the stalled batch ends at failed_at + stall_s
         self._write(round(RATE * 4))
         took = self._write(round(RATE * (self.t - since)))
         self._write(round(RATE * took))
@@ -196,6 +197,34 @@ def test_the_stall_is_learnt_from_every_drill_of_the_kind_whether_the_job_went_o
     assert longer.stall_s == pytest.approx(28.0, abs=0.1)  # 25, 28 and 130: the two that went on did not wait
     killing = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=True, now=now, survivors=True)
     assert killing.learned_from == [] and killing.stall_s == pytest.approx(20.0 + 24.0 + 30.0)  # joins of 25, 24, 20 s
+
+
+def test_the_learnt_stalls_are_scaled_by_the_jobs_batch_time_now_over_before_each_drill(store):
+    """The soak of 2026-12-02: in a slow stretch of the shared machine the primary's batches took about three times as
+    long and so did the stall (46 s, then 77-101 s); the median of the newest drills forecast the slow stretch's
+    first drills too early and, after it, the drills that followed too late. Each learnt stall is scaled by the
+    job's batch time now over its batch time before that drill's fault."""
+    now = time.time()
+    feed = Feed(store, now - 2400)
+    ids = []
+    for k, (pace, stall) in enumerate(((1.0, 40.0), (1.5, 60.0), (1.5, 60.0))):
+        failed_at = now - 2000 + 500 * k  # one drill at the usual pace, two in a slow stretch half as slow again
+        feed.pace = pace
+        feed.steady_until(failed_at)
+        ids.append(_drill(store, failed_at, 90.0, feed.outage(failed_at, stall)))
+    feed.pace = 1.0  # the stretch is over
+    feed.steady_until(now)
+    after = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    # the steady batch takes 3 s / (1 - 0.25) = 4 s at pace 1 and 4.5 s / (1 - 0.375) = 7.2 s at pace 1.5 (it reads
+    # more rows then)
+    assert after.stall_s == pytest.approx(60.0 * 4 / 7.2, rel=0.05)  # 60 s at 7.2 s a batch is 33 s at 4 s
+    assert after.inputs["pace_ratio"] == pytest.approx(4 / 7.2, rel=0.05)
+    assert "pace" in after.sources["stall_s"] and "batch time" in after.sources["pace_ratio"]
+    feed.pace = 1.5  # slow again: the forecast follows
+    feed.steady_until(now + 300)
+    slow = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now + 300)
+    assert slow.stall_s == pytest.approx(60.0, rel=0.05)  # 40 s at 4 s a batch is 72 s at 7.2 s; 60 and 60 as they were
+    assert slow.predicted_caught_up_s > after.predicted_caught_up_s + 30
 
 
 def test_before_any_drill_a_job_with_executors_elsewhere_is_assumed_back_by_the_capacity_at_the_latest(store):
