@@ -41,8 +41,8 @@ def register_bench(bench_group) -> None:
     b.add_argument("--port-base", type=flag(PortBase), default=24000, help="ports: masters and UIs above BASE, workers "
                    "BASE+100.., their UIs BASE+200.., the units' UIs BASE+300.. (default 24000)")
     b.add_argument("--no-rehearsal", action="store_true", help="skip the restart rehearsal before the failure (the "
-                   "failing domain's applications killed together and restarted once, about 3 minutes a run): the catch-up model then "
-                   "has each unit's first start as its restart delay")
+                   "failing domain's applications killed together and restarted once, about 3 minutes a run): the "
+                   "catch-up model then has each unit's first start as its restart delay")
     b.add_argument("--out", type=Path, help="report (default docs/benchmarks/recovery-runtime.md; --quick: none)")
     b.add_argument("--json", action="store_true", help="print the summary as JSON")
     b.set_defaults(func=_bench)

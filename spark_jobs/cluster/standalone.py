@@ -489,12 +489,28 @@ def wait_for_workers(state: ClusterState, workers: list[Process], timeout_s: flo
     wait_for(ready, timeout_s=timeout_s, what=lambda: f"the cluster to be ready ({pending})", error=ClusterError)
 
 
+def wait_workers_gone(state: ClusterState, workers: list[Process], timeout_s: float) -> None:
+    """Poll the masters until none of ``workers`` (killed) is listed ALIVE: until then the master may still place
+    an executor on one."""
+    def gone() -> bool:
+        alive = {pool: _alive_workers(state, pool) for pool in {p.pool for p in workers}}  # one ask per master
+        return not any((p.host, p.port) in alive[p.pool] for p in workers)
+
+    wait_for(gone, timeout_s=timeout_s, what=f"{', '.join(p.name for p in workers)} to leave the master",
+             error=ClusterError)
+
+
 def _pending_workers(state: ClusterState, workers: list[Process]) -> str:
     missing = []
     for pool in {p.pool for p in workers}:
-        alive = {(w["host"], w["port"]) for w in master_json(state.master_ui(pool))["workers"] if w["state"] == "ALIVE"}
+        alive = _alive_workers(state, pool)
         missing += [p.name for p in workers if p.pool == pool and (p.host, p.port) not in alive]
     return ", ".join(f"{m} not registered" for m in missing)
+
+
+def _alive_workers(state: ClusterState, pool: str) -> set[tuple[str, int]]:
+    """(host, port) of every worker ``pool``'s master lists ALIVE."""
+    return {(w["host"], w["port"]) for w in master_json(state.master_ui(pool))["workers"] if w["state"] == "ALIVE"}
 
 
 def cluster_status(state_dir: Path) -> dict:

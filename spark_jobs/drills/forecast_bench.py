@@ -76,8 +76,8 @@ def render(rows: list[ForecastRow], job: str, command: str) -> str:
         return "-" if v is None else f"{v:.1f}"
 
     table = format_table(
-        ["drill", "fault (UTC)", "driver killed", "learnt from drills", "pace", "stall: forecast (s)", "stall: measured (s)",
-         "caught up: forecast (s)", "caught up: measured (s)", "error", "stored forecast (s)"],
+        ["drill", "fault (UTC)", "driver killed", "learnt from drills", "pace", "stall: forecast (s)",
+         "stall: measured (s)", "caught up: forecast (s)", "caught up: measured (s)", "error", "stored forecast (s)"],
         [[r.drill_id, time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.failed_at)), "yes" if r.kill_driver else "no",
           ", ".join(f"#{i}" for i in r.learned_from) or "none (assumed)",
           "-" if r.pace_ratio is None else f"{r.pace_ratio:.2f}", num(r.stall_forecast_s), num(r.stall_measured_s),

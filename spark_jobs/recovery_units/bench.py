@@ -16,8 +16,8 @@ The default scenario (one run per strategy, each on a fresh cluster and deployme
   applications start, then each other domain's workers are added before its applications);
 - steady state; the rehearsal (``--no-rehearsal`` skips it): ``rack-a``'s applications killed together and
   each one's units restarted from their checkpoints in a new one, one after another, so the model's restart delay
-  is one measured after a failure; steady state again, then ``rack-a`` fails (workers, executors and the drivers on them): five of six
-  units and five of six queries are down;
+  is one measured after a failure; steady state again, then ``rack-a`` fails (workers, executors and the drivers
+  on them): five of six units and five of six queries are down;
 - replacement nodes (one-core workers in ``rack-c``) register with the master ``first_arrival_s`` after the
   failure and then every ``arrival_interval_s``; every unit costs ``cost_per_unit`` of a node (declared, see
   below) and a node's cap is 80 %, so one node restarts three units;
@@ -317,18 +317,13 @@ def _rehearse_join(config: RecoveryBenchConfig, state_dir: Path, progress) -> fl
     domain of its own, then killed, and waited for until the master no longer lists it alive): the join the
     catch-up model's stage times are given. Measured at deploy instead, beside the failing domain's applications
     catching up from their first backlog, it took 29 s where the failure's replacements joined in 6-10 s."""
-    from spark_jobs.cluster.standalone import add_worker, kill_domain, master_json, require_state
+    from spark_jobs.cluster.standalone import add_worker, kill_domain, require_state, wait_workers_gone
 
     began = time.time()
-    worker = add_worker(state_dir, REHEARSAL_DOMAIN, port_base=config.port_base + 130, ui_base=config.port_base + 230,
-                        timeout_s=config.timeout_s)
+    add_worker(state_dir, REHEARSAL_DOMAIN, port_base=config.port_base + 130, ui_base=config.port_base + 230,
+               timeout_s=config.timeout_s)
     join_s = time.time() - began
-    kill_domain(state_dir, REHEARSAL_DOMAIN)
-    ui = require_state(state_dir).master_ui(worker.pool)
-    wait_for(lambda: all((w["host"], w["port"]) != (worker.host, worker.port) or w["state"] != "ALIVE"
-                         for w in master_json(ui)["workers"]),
-             timeout_s=config.timeout_s, interval_s=1.0, what="the rehearsal's worker to leave the master",
-             error=FtopsError)
+    wait_workers_gone(require_state(state_dir), kill_domain(state_dir, REHEARSAL_DOMAIN), config.timeout_s)
     progress(f"  rehearsal: a replacement worker joined in {join_s:.1f} s (then removed)")
     return join_s
 

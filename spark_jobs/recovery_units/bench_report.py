@@ -116,8 +116,8 @@ def _predicted_table(result: RecoveryBenchResult, queries: list[str]) -> list[st
         return []
     errors = prediction_errors(result)
     rehearsal = ("; each unit's restart delay from the rehearsal, the failing domain's applications killed "
-                 "together and restarted from their checkpoints once before the failure" if result.config.rehearse_restart else
-                 "; each unit's restart delay from its first start (no rehearsal)")
+                 "together and restarted from their checkpoints once before the failure"
+                 if result.config.rehearse_restart else "; each unit's restart delay from its first start (no rehearsal)")
     lines = ["", "Predicted by the catch-up model (`ft_core.recovery.catch_up`, rates measured before the failure: "
              f"`spark_jobs/recovery_units/rates.py`{rehearsal}) against measured, seconds (repetition 1), and the "
              "median relative error over the repetitions:", "",

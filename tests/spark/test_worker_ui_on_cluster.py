@@ -1,4 +1,5 @@
-"""A worker's web UI address comes from the master's JSON, on a real local standalone cluster.
+"""A worker's web UI address comes from the master's JSON, and a killed worker leaves the master's live ones, on a
+real local standalone cluster.
 
 The second worker binds another loopback address (127.0.0.2, as :mod:`spark_jobs.cluster.worker_hosts`
 does): its UI is not on 127.0.0.1, so only the address the master reports reaches it.
@@ -6,7 +7,8 @@ does): its UI is not on 127.0.0.1, so only the address the master reports reache
 
 from __future__ import annotations
 
-from spark_jobs.cluster.standalone import ClusterConfig, add_worker, cluster_down, cluster_up, require_state
+from spark_jobs.cluster.standalone import (ClusterConfig, add_worker, cluster_down, cluster_up, kill_domain, require_state,
+                                          wait_workers_gone)
 from spark_jobs.cluster.web_ui import master_state
 from spark_jobs.cluster.worker_hosts import loopback_host
 from spark_jobs.cluster.worker_ui import executors_by_worker, reported_worker_uis
@@ -31,5 +33,28 @@ def test_worker_ui_address_comes_from_the_masters_json(tmp_path):
         workers = require_state(state_dir).workers("primary")
         answered = {w.domain: executors for w, executors in executors_by_worker(master_ui, workers)}
         assert answered == {"rack-a": [], "rack-b": []}  # both workers' own JSON answered, no executors yet
+    finally:
+        cluster_down(state_dir)
+
+
+def test_a_killed_worker_is_waited_for_until_the_master_no_longer_lists_it_alive(tmp_path):
+    """What recovery-runtime's rehearsal does with the replacement worker it timed: kill it and wait until the master
+    cannot place an executor on it, the other worker untouched. On loopback the master drops it about at once (the
+    wait returns on its first look); the wait is for a master that notices later."""
+    state_dir = tmp_path / "spark"
+    state = cluster_up(ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 1),), standby_workers=0,
+                                     worker_timeout_s=5, **PORTS))
+    try:
+        added = add_worker(state_dir, "rehearsal", port_base=test_port(11520), ui_base=test_port(11620))
+
+        def alive() -> set:
+            return {(w["host"], w["port"]) for w in master_state(state.master_ui("primary"))["workers"]
+                    if w["state"] == "ALIVE"}
+        assert (added.host, added.port) in alive()
+        killed = kill_domain(state_dir, "rehearsal")
+        assert [p.name for p in killed] == [added.name]
+        wait_workers_gone(state, killed, timeout_s=60)
+        first = state.workers("primary")[0]
+        assert (added.host, added.port) not in alive() and (first.host, first.port) in alive()
     finally:
         cluster_down(state_dir)
