@@ -99,6 +99,10 @@ def _register_bench(bench) -> None:
     b.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="override a topk parameter")
     b.add_argument("--conf", action="append", metavar="KEY=VALUE",
                    help="Spark conf for every scenario (default: spark.sql.files.openCostInBytes=0 spark.locality.wait=0s)")
+    b.add_argument("--shuffle-service", action="store_true",
+                   help="shuffle files served by Spark's external shuffle service (run by the first worker; on one "
+                        "machine it serves every worker's executors), so a paused executor does not hold up the "
+                        "reads of what it wrote")
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
     b.add_argument("--port-base", type=flag(PortBase), default=7600, help="ports: masters and UIs above BASE, workers "
                    "BASE+100.., their UIs BASE+200.. (default 7600)")
@@ -235,7 +239,7 @@ def _bench(args: argparse.Namespace) -> int:
                 period_batches=args.period_batches, step_pct=args.step_pct,
                 modes=_controller_modes(args.controller_modes)),
             extra_conf=args.conf if args.conf is not None else list(rb.EXTRA_CONF),
-            port_base=args.port_base, drill=not args.no_drill)
+            shuffle_service=args.shuffle_service, port_base=args.port_base, drill=not args.no_drill)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}") from None

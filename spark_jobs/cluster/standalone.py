@@ -60,6 +60,10 @@ class ClusterConfig:
     start_timeout_s: float = 90.0
     network: str = "loopback"  # or "namespaces": a host per daemon (spark_jobs.cluster.netns)
     subnet: int | None = None  # namespaces: 198.18.<subnet>.0/24 (None: the first free one)
+    # Spark's external shuffle service on this port: shuffle files served by the worker, not the executor that
+    # wrote them (an executor paused or lost does not hold up the reads). On loopback only the first primary
+    # worker runs it: it listens on every address, so it serves the executors of every worker on the machine.
+    shuffle_service_port: int | None = None
 
 
 @dataclass
@@ -203,7 +207,8 @@ def cluster_up(config: ClusterConfig) -> ClusterState:
         slot = 0
         for domain, count in config.primary_domains:
             for _ in range(count):
-                _start_worker(state, config, "primary", domain, slot)
+                service = config.shuffle_service_port if slot == 0 or config.network == "namespaces" else None
+                _start_worker(state, config, "primary", domain, slot, service)
                 slot += 1
         for _ in range(config.standby_workers):
             _start_worker(state, config, "standby", "standby", slot)
@@ -254,6 +259,7 @@ def check_ports_free(config: ClusterConfig) -> None:
     workers = sum(c for _, c in config.primary_domains) + config.standby_workers
     ports = [config.primary_port, config.primary_ui, config.standby_port, config.standby_ui]
     ports += [config.worker_port_base + i for i in range(workers)] + [config.worker_ui_base + i for i in range(workers)]
+    ports += [config.shuffle_service_port] if config.shuffle_service_port else []
     if len(set(ports)) != len(ports):
         raise InputError(f"ports: the configured ports overlap: {sorted(ports)}")
     for port in ports:
@@ -281,16 +287,19 @@ def _start_master(state: ClusterState, pool: str, port: int, ui: int, host: netn
     state.save()
 
 
-def _start_worker(state: ClusterState, config: ClusterConfig, pool: str, domain: str, slot: int) -> Process:
+def _start_worker(state: ClusterState, config: ClusterConfig, pool: str, domain: str, slot: int,
+                  shuffle_service_port: int | None = None) -> Process:
     port, ui = config.worker_port_base + slot, config.worker_ui_base + slot
-    return start_worker(state, pool, domain, port, ui, config.worker_cores, config.worker_memory)
+    return start_worker(state, pool, domain, port, ui, config.worker_cores, config.worker_memory,
+                        shuffle_service_port=shuffle_service_port)
 
 
 def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int, cores: int, memory: str,
-                 host: str = HOST) -> Process:
+                 host: str = HOST, shuffle_service_port: int | None = None) -> Process:
     """Start one worker process registered with ``pool``'s master, labelled with ``domain``, bound to
     ``host`` (another loopback address is another host to Spark: :mod:`spark_jobs.cluster.worker_hosts`);
-    on a namespace network, on a new host of its own."""
+    on a namespace network, on a new host of its own. With ``shuffle_service_port`` it runs Spark's external
+    shuffle service there (:class:`ClusterConfig`)."""
     own = _new_host(state, domain)
     host = own.address if own else host
     name = f"worker-{pool}-{domain}-{port}" if host == HOST else f"worker-{pool}-{domain}-{host}-{port}"
@@ -301,7 +310,10 @@ def start_worker(state: ClusterState, pool: str, domain: str, port: int, ui: int
             "--work-dir", str(work_dir), state.master_url(pool)]
     # The worker heartbeats every timeout / 4 of *its own* spark.worker.timeout: without this it would
     # use Spark's 60 s (a heartbeat every 15 s) and the master would drop it as dead every few seconds.
-    env = spark_env({"SPARK_WORKER_OPTS": f"-Dspark.worker.timeout={state.worker_timeout_s}"})
+    opts = f"-Dspark.worker.timeout={state.worker_timeout_s}"
+    if shuffle_service_port:
+        opts += f" -Dspark.shuffle.service.enabled=true -Dspark.shuffle.service.port={shuffle_service_port}"
+    env = spark_env({"SPARK_WORKER_OPTS": opts})
     if host != HOST:  # the executors it launches inherit SPARK_LOCAL_IP: they bind to (and report) ``host`` too
         env["SPARK_LOCAL_IP"] = host
     pid, log = _spawn(state, name, args, env, own)

@@ -115,6 +115,8 @@ class BenchRedundancyConfig(BaseModel):
     deadline_ms: float | None = None
     seed: int = 1
     extra_conf: list[str] = Field(default_factory=lambda: list(EXTRA_CONF))
+    shuffle_service: bool = Field(default=False, description="shuffle files served by Spark's external shuffle "
+                                  "service (a worker's), not by the executor that wrote them")
     port_base: int = 7600
     timeout_s: float = 900.0
     drill: bool = True
@@ -224,7 +226,12 @@ def _cluster_config(config: BenchRedundancyConfig, state_dir: Path):
     b = config.port_base
     return ClusterConfig(state_dir=state_dir, primary_domains=(("rack-a", 1),), standby_workers=0,
                          primary_port=b + 77, primary_ui=b + 90, standby_port=b + 78, standby_ui=b + 91,
-                         worker_port_base=b + 100, worker_ui_base=b + 200, worker_timeout_s=10)
+                         worker_port_base=b + 100, worker_ui_base=b + 200, worker_timeout_s=10,
+                         shuffle_service_port=shuffle_service_port(config))
+
+
+def shuffle_service_port(config: BenchRedundancyConfig) -> int | None:
+    return config.port_base + 37 if config.shuffle_service else None
 
 
 class _Bench:
@@ -299,7 +306,9 @@ class _Bench:
                 "--trigger-s", self.config.trigger_s, "--max-files-per-trigger", 1,
                 "--shuffle-partitions", self.config.shuffle_partitions, "--total-executor-cores", self.config.executors,
                 "--state-dir", self.config.work_dir / "spark", "--conf", "spark.ui.enabled=false"]
-        for item in [*event_log_conf(out / "events"), *self.config.extra_conf]:
+        service = shuffle_service_port(self.config)
+        shuffle = ["spark.shuffle.service.enabled=true", f"spark.shuffle.service.port={service}"] if service else []
+        for item in [*event_log_conf(out / "events"), *self.config.extra_conf, *shuffle]:
             argv += ["--conf", item]
         for item in self.config.params:
             argv += ["--param", item]

@@ -35,7 +35,11 @@ def _setup(result: BenchResult) -> list[str]:
         f"workers on {c.executors} loopback addresses (127.0.0.1-{c.executors}: Spark never runs a speculative copy on "
         f"the host of the original), one executor each, {c.shuffle_partitions} shuffle partitions, one input file per micro-batch "
         f"(trigger {c.trigger_s:g} s), so batch b does the same work in every scenario. Each scenario is a fresh run; "
-        f"{c.warmup_batches} warm-up batches, then {c.batches} measured batches.",
+        f"{c.warmup_batches} warm-up batches, then {c.batches} measured batches."
+        + (" Shuffle files are served by Spark's external shuffle service, run by the first worker (on one machine it "
+           "listens on every address and serves every worker's executors, as each host's own would), not by the "
+           "executor that wrote them: a paused executor does not hold up the reads of its map outputs."
+           if c.shuffle_service else ""),
         "",
         f"Faults (`spark_jobs.fault_injection`): one slowdown process per executor, exponential time between "
         f"faults (mean {f.mean_gap_s:.1f} s), Gaussian magnitude {f.magnitude_ms:.0f} +- {f.stddev_ms:.0f} ms truncated to "
