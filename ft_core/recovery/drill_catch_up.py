@@ -21,7 +21,14 @@ utilisation ``U = I_avg / I_max``; times in seconds after the fault):
 - *caught up*: at the end of the ``batches_after``-th batch after the stall (2 by default: the first reads
   the input up to past the capacity's return, and a window's output follows its watermark one batch later:
   Spark moves the watermark at the end of a batch). Measured on the demo's nine drills, the output caught up
-  at the end of the second batch after the stall eight times and of the third once.
+  at the end of the second batch after the stall eight times and of the third once;
+- *never before the capacity is back*: caught up is measured as the output reaching the input's watermark *at the
+  capacity's return* (``capacity_back_s``), so a job that goes on before that (its executors relaunched on free
+  cores elsewhere, or running there all along) is caught up ``tail_s`` after it, the time its output takes to
+  follow its input while it runs (a batch reading past that moment, then the batch that moves the watermark):
+  the prediction is the later of the two. In the soak of 2026-12-03 the job went on 14-35 s after the fault in
+  all 20 drills and was caught up 4.6-9.8 s after the capacity's return in 18 (in the other two, 17 and 29 s: a
+  relaunch that took 35 s, and batches slowed threefold by the machine's load).
 
 The rates come from the job's own batches (:func:`fit_batch_cost`: least squares of the time between two
 batch ends on the rows read, over batches with a backlog and steady ones); the stall from its earlier drills.
@@ -36,12 +43,20 @@ arrive, a batch costs 3.3 s plus 2.1 ms a row: the first batch after the stall r
     >>> cost = BatchCost(overhead_s=3.3, per_row_s=0.0021, trigger_s=1.0)
     >>> predict_caught_up(CaughtUpInputs(stall_s=64.5, pending_s=3.6, input_rate=100, cost=cost)).caught_up_s
     89.1
+
+The same job going on after 20 s on free cores elsewhere, the capacity back at 40 s, its output 6 s behind its
+input: the backlog is worked off by 33.3 s, and it is caught up at 46 s::
+
+    >>> went_on = CaughtUpInputs(stall_s=20, pending_s=3.6, input_rate=100, cost=cost, capacity_back_s=40, tail_s=6)
+    >>> predict_caught_up(went_on).caught_up_s, predict_caught_up(went_on).bound
+    (46.0, 'capacity')
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,14 +88,17 @@ class CaughtUpInputs(BaseModel):
     input_rate: NonNegative
     cost: BatchCost
     batches_after: int = Field(default=2, ge=1, le=10)
+    capacity_back_s: Seconds = 0.0
+    tail_s: Seconds = 0.0
 
 
 class CaughtUpPrediction(BaseModel):
-    """When the primary is caught up (seconds after the fault), and each batch after the stall: when it ends and
-    the rows it reads."""
+    """When the primary is caught up (seconds after the fault), what bounds it (its ``backlog``, or the
+    ``capacity``'s return and the tail), and each batch after the stall: when it ends and the rows it reads."""
 
     caught_up_s: float
     stall_s: float
+    bound: Literal["backlog", "capacity"] = "backlog"
     batches: list[tuple[float, float]]
 
 
@@ -93,7 +111,9 @@ def predict_caught_up(inputs: CaughtUpInputs) -> CaughtUpPrediction:
         t += took
         batches.append((round(t, 1), round(rows)))
         rows = inputs.input_rate * took
-    return CaughtUpPrediction(caught_up_s=round(t, 1), stall_s=round(inputs.stall_s, 1), batches=batches)
+    after_capacity = inputs.capacity_back_s + inputs.tail_s
+    return CaughtUpPrediction(caught_up_s=round(max(t, after_capacity), 1), stall_s=round(inputs.stall_s, 1),
+                              bound="capacity" if after_capacity > t else "backlog", batches=batches)
 
 
 def fit_batch_cost(points: Sequence[tuple[float, float]], trigger_s: float = 0.0) -> BatchCost | None:

@@ -44,6 +44,9 @@ class EngineNative:
     def shared_cpus(self, demand: float) -> float | None:
         return None  # the executors' hosts are not this machine: their cores are taken as CPUs of their own
 
+    def free_cores(self, outside: str) -> int | None:
+        return None  # the cluster manager places the executors the driver asks back: its free capacity is its own
+
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:
         return {}  # no daemon of another domain is ftops's to watch: the second-domain probe has nothing here
 

@@ -15,6 +15,8 @@ The interface (:class:`Cluster`):
 - ``capacity()``: live workers (or, engine-native, executors) per failure domain: the snapshot a drill takes
   before and compares after (a drill leaves the domains it found);
 - ``executor_domains(app, pool)``: failure domain -> executors of an application: where it runs;
+- ``free_cores(outside)``: cores free now on the live workers outside a domain (None: the cluster manager does not
+  say): where a lost executor is relaunched at once, before any capacity comes back;
 - ``watched_outside(domain)``: what the second-domain-lost probe watches;
 - ``check_blast_radius(domain)``: refuse a domain whose loss would take what must survive;
 - ``undo_of(domain, fault)``: the undo document, before anything is touched;
@@ -30,7 +32,7 @@ Implementations: :class:`~spark_jobs.cluster.local_standalone.LocalStandalone` (
 loopback), :class:`~spark_jobs.cluster.local_standalone.NamespaceHosts` (each daemon on a host of its own:
 ``host-down`` powers hosts off, ``partition`` cuts them off) and
 :class:`~spark_jobs.cluster.engine_native.EngineNative` (any cluster manager: the driver kills its own
-executors). Kubernetes and YARN would implement the same seven methods and a ``give_back`` with their own APIs
+executors). Kubernetes and YARN would implement the same eight methods and a ``give_back`` with their own APIs
 (docs/spark.md, "One seam for clusters").
 
     >>> undo = {"seam": "standalone", "state_dir": "/no/such/cluster", "domain": "rack-a", "fault": "host-down",
@@ -68,6 +70,8 @@ class Cluster(Protocol):
     def capacity(self) -> dict[str, int]: ...
 
     def executor_domains(self, app: str, pool: str = "primary") -> dict[str, int]: ...
+
+    def free_cores(self, outside: str) -> int | None: ...
 
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]: ...
 

@@ -14,11 +14,20 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   +170 %. Before any drill: ``replacement_delay_s + add_worker_s`` (capacity back; ``add_worker_s`` the median over
   the last :data:`LEARN_FROM` drills on the job's cluster, of any job there: a worker's join is the cluster's), plus
   an assumed ``resume_s`` (an executor's start there) unless the job has executors outside the failed domain
-  (``survivors``: the latest it then resumes is when the capacity is back);
+  (``survivors``: the latest it then resumes is when the capacity is back); when it has none there but the cluster
+  has cores free outside the domain (``free_cores_outside``), the master relaunches its executors there at once and
+  the stall is ``resume_s`` alone (the soak of 2026-12-03: a first drill's stall assumed 65 s, measured 22 s, its
+  executor relaunched on the other domain's free core);
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
-- the batches after the stall until caught up: their median over those drills (2 when none);
+- the batches after the stall until caught up when the backlog bounds it: their median over those drills that
+  waited for the capacity (2 when none);
+- caught up no earlier than the capacity's return (``replacement_delay_s + add_worker_s``) plus the tail: the median
+  over those drills of the time from their capacity's return to caught up, else two steady batches (the model:
+  caught up is measured against the input at the capacity's return). Why: in the soak of 2026-12-03 the job went on
+  in all 20 drills before the capacity was back, and the forecast by batches after the stall (8-14 of them, at a
+  cost per row fitted anew each time) missed 6 of 20; anchored on the capacity, the same drills replayed: 19 of 20;
 - the machine's pace: each learnt drill's stall and catching-up batches are scaled by the job's batch time now
   over its batch time before that drill's fault (the median of ``batch_end - batch_start`` of its batches in the
   :data:`PACE_S` before each; 1 where a batch's start is not recorded). Why: in the soak of 2026-12-02 the primary's
@@ -64,11 +73,12 @@ class CatchUpForecast(BaseModel):
 
 
 def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driver: bool, now: float,
-                       trigger_s: float = 0.0, survivors: bool = False) -> CatchUpForecast | None:
+                       trigger_s: float = 0.0, survivors: bool = False,
+                       free_cores_outside: int | None = None) -> CatchUpForecast | None:
     """The forecast for a drill of ``job`` whose fault comes at ``now`` (module docstring; ``survivors``: the job
-    has executors outside the failed domain); None when the job recorded fewer than 3 batches in the
-    :data:`STEADY_S` before (nothing to forecast from), or its batch cost says it cannot keep up with its input (it
-    would never catch up)."""
+    has executors outside the failed domain; ``free_cores_outside``: the cluster's free cores there); None when the
+    job recorded fewer than 3 batches in the :data:`STEADY_S` before (nothing to forecast from), or its batch cost
+    says it cannot keep up with its input (it would never catch up)."""
     stream, steady = _steady_batches(store, job, now)
     span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
     if len(steady) < 3 or span <= 0:
@@ -82,22 +92,27 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
     resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
-    stall, stall_inputs = _stall(past, replacement_delay_s, add_worker, resume, learned, sources)
-    after = min(max(1, round(_learned_or_assumed(past, "batches_after", 2, learned, sources))), MAX_BATCHES_AFTER)
+    relaunch = not kill_driver and not survivors and bool(free_cores_outside)  # (module docstring)
+    stall, stall_inputs = _stall(past, replacement_delay_s, add_worker, resume, learned, sources, relaunch)
+    after = _batches_after(past, sources)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
     if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
         return None
-    pending = statistics.fmean(c for _, c in cycles) / 2
+    cycle = statistics.fmean(c for _, c in cycles)
+    pending = cycle / 2
+    tail = _tail(past, 2 * cycle, learned, sources)
     prediction = predict_caught_up(CaughtUpInputs(stall_s=stall, pending_s=pending, input_rate=rate, cost=cost,
-                                                  batches_after=after))
+                                                  batches_after=after, capacity_back_s=replacement_delay_s + add_worker,
+                                                  tail_s=tail))
     inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1),
               **stall_inputs, "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
-              "per_row_s": cost.per_row_s, "batches_after": after}
+              "per_row_s": cost.per_row_s, "batches_after": after, "tail_s": round(tail, 1)}
     if past:
         inputs["pace_ratio"] = round(statistics.median(m["pace"] for m in past), 2)
         sources["pace_ratio"] = (f"the job's median batch time in the {PACE_S:.0f} s before now over the one before "
                                  "each of those drills' faults (their stalls and catching-up batches scaled by it)")
     sources["pending_s"] = "half the mean time between those batches"
+    sources["bound"] = prediction.bound
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            batches=prediction.batches, inputs=inputs, sources=sources,
                            learned_from=[m["drill_id"] for m in past])
@@ -119,6 +134,7 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
     return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on, "batches_after": len(catching),
+            "tail_s": max(0.0, caught - drill["capacity_alive_s"]),
             "delay_s": float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)),
             "points": _points(after)[:max(len(catching), 1)], "batch_time_s": _batch_time(before)}
 
@@ -137,7 +153,7 @@ def _paced(past: list[dict], batch_time_now: float | None) -> list[dict]:
     for m in past:
         pace = batch_time_now / m["batch_time_s"] if batch_time_now and m.get("batch_time_s") else 1.0
         waited = 0.0 if m["went_on"] else min(m["delay_s"], m["stall_s"])  # wall-clock: not scaled
-        out.append({**m, "pace": pace, "stall_s": waited + (m["stall_s"] - waited) * pace,
+        out.append({**m, "pace": pace, "stall_s": waited + (m["stall_s"] - waited) * pace, "tail_s": m["tail_s"] * pace,
                     "points": [(rows, s * pace) for rows, s in m["points"]]})
     return out
 
@@ -182,7 +198,7 @@ def _add_worker(store, job: str, now: float, sources: dict[str, str]) -> float:
 
 
 def _stall(past: list[dict], delay_s: float, add_worker_s: float, resume_s: float, learned: str,
-           sources: dict[str, str]) -> tuple[float, dict[str, float]]:
+           sources: dict[str, str], relaunch: bool = False) -> tuple[float, dict[str, float]]:
     """When the first batch after the fault ends (module docstring), and what it was made of."""
     if past:
         moved = [m["stall_s"] if m["went_on"] else m["stall_s"] - m["delay_s"] + delay_s for m in past]
@@ -190,18 +206,36 @@ def _stall(past: list[dict], delay_s: float, add_worker_s: float, resume_s: floa
                                         "the difference in delay)")
         stall = statistics.median(moved)
         return max(stall, 1.0), {"stall_s": round(stall, 1)}
+    if relaunch:
+        sources["stall_s"] = (f"assumed: {resume_s:g} s for an executor to start on the cores free outside the domain "
+                              "(the master relaunches the lost ones there at once)")
+        return max(resume_s, 1.0), {"resume_s": resume_s}
     sources["stall_s"] = ("assumed: the capacity back" + (f", then {resume_s:g} s for an executor to start there"
                                                           if resume_s else " (the job has executors elsewhere)"))
     return max(delay_s + add_worker_s + resume_s, 1.0), {"resume_s": resume_s}
 
 
-def _learned_or_assumed(past: list[dict], key: str, assumed: float, learned: str, sources: dict[str, str]) -> float:
-    """The median of ``key`` over the drills learnt from, else ``assumed``; its source goes into ``sources``."""
+def _batches_after(past: list[dict], sources: dict[str, str]) -> int:
+    """The batches from the stall to caught up when the backlog bounds it: their median over the drills learnt from
+    that waited for the capacity (in one that went on, the batches until the capacity's return count too, and the
+    tail stands for them), else 2 (module docstring of :mod:`ft_core.recovery.drill_catch_up`)."""
+    waited = [m for m in past if not m["went_on"]]
+    if not waited:
+        sources["batches_after"] = "assumed (2: no earlier drill of this kind waited for the capacity)"
+        return 2
+    sources["batches_after"] = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in waited)
+    return min(max(1, round(statistics.median(m["batches_after"] for m in waited))), MAX_BATCHES_AFTER)
+
+
+def _tail(past: list[dict], two_cycles: float, learned: str, sources: dict[str, str]) -> float:
+    """How long after the capacity's return the output is caught up when the job runs by then: the median over the
+    drills learnt from of theirs (scaled by the pace), else two of its batches (one reading past that moment, one
+    moving the watermark)."""
     if past:
-        sources[key] = learned
-        return statistics.median(m[key] for m in past)
-    sources[key] = f"assumed ({assumed:g}: no earlier drill of this kind measured it)"
-    return assumed
+        sources["tail_s"] = learned + " (caught up after the capacity's return, each scaled by the job's pace)"
+        return statistics.median(m["tail_s"] for m in past)
+    sources["tail_s"] = "assumed: two batches at the job's steady time between batches"
+    return two_cycles
 
 
 def _cost(store, job: str, steady: list[tuple[float, float]], caught: list[tuple[float, float]], rate: float,

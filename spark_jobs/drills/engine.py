@@ -169,7 +169,7 @@ def begin(store, settings: DrillSettings, holder: str, dag_run_id: str | None = 
         hold_domains(store, settings.job, holder, dep, ctx, capacity)  # no two drills share a failure domain (issue 33)
         params = {"failure_domain": settings.domain, "domain": ctx.domain, "fault": settings.fault,
                   "kill_driver": settings.kill_driver, "replacement_delay_s": settings.replacement_delay_s,
-                  "survivor_executors": ctx.survivor_executors}
+                  "survivor_executors": ctx.survivor_executors, "free_cores_outside": ctx.free_cores_outside}
         drill_id = store.start_drill(settings.job, ctx.plan_id, params, dag_run_id)
     except BaseException:
         store.release_lease(settings.job, holder)
@@ -229,6 +229,7 @@ def preflight(dep, settings: DrillSettings, plan: dict | None) -> tuple[DrillCon
                        predicted_accuracy=plan.get("predicted_accuracy") if plan else 0.0,
                        kill_driver=settings.kill_driver, replica_output=replica, engine_native=not dep.cluster_state,
                        survivor_executors=sum(n for d, n in hosting.items() if d != domain),
+                       free_cores_outside=cluster.free_cores(domain),
                        replica_stream=replica_app_name(settings.job, plan["plan_id"]) if replica else None)
     return ctx, cluster.capacity()
 
@@ -297,7 +298,8 @@ def _forecast(store, state: DrillState) -> dict | None:
     try:
         forecast = forecast_caught_up(store, s.job, replacement_delay_s=s.replacement_delay_s, kill_driver=s.kill_driver,
                                       now=time.time(), trigger_s=getattr(state.deployment, "trigger_s", 0.0),
-                                      survivors=state.ctx.survivor_executors > 0)
+                                      survivors=state.ctx.survivor_executors > 0,
+                                      free_cores_outside=state.ctx.free_cores_outside)
     except (ValueError, ArithmeticError) as exc:  # a model refused its inputs (pydantic's errors are ValueErrors)
         logging.getLogger(__name__).warning("drill #%s: no catch-up forecast: %s", state.drill_id, exc)
         return None

@@ -55,7 +55,8 @@ def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
         forecast = forecast_caught_up(store, job, kill_driver=kill, now=d["failed_at"] - BEFORE_FAULT_S, trigger_s=trigger_s,
                                       replacement_delay_s=float(d["params"].get("replacement_delay_s",
                                                                                 DEFAULT_REPLACEMENT_DELAY_S)),
-                                      survivors=int(d["params"].get("survivor_executors", 0)) > 0)
+                                      survivors=int(d["params"].get("survivor_executors", 0)) > 0,
+                                      free_cores_outside=d["params"].get("free_cores_outside"))
         measured = measured_drill(store, job, d)
         rows.append(ForecastRow(drill_id=d["drill_id"], failed_at=d["failed_at"], kill_driver=kill,
                                 learned_from=forecast.learned_from if forecast else [],

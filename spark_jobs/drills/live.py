@@ -28,6 +28,7 @@ class DrillContext(BaseModel):
     domain: str
     kill_driver: bool
     survivor_executors: int = 0  # the primary's executors outside ``domain`` before the fault: it may go on there
+    free_cores_outside: int | None = None  # cores free outside ``domain`` before the fault (None: not known)
     replica_output: str | None
     replica_stream: str | None = None  # the replica's query name: its progress in the history store
     t_fail: float | None = None

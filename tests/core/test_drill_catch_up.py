@@ -212,7 +212,7 @@ def test_the_learnt_stalls_are_scaled_by_the_jobs_batch_time_now_over_before_eac
         failed_at = now - 2000 + 500 * k  # one drill at the usual pace, two in a slow stretch half as slow again
         feed.pace = pace
         feed.steady_until(failed_at)
-        ids.append(_drill(store, failed_at, 90.0, feed.outage(failed_at, stall)))
+        ids.append(_drill(store, failed_at, stall + 1, feed.outage(failed_at, stall)))  # it went on, then capacity
     feed.pace = 1.0  # the stretch is over
     feed.steady_until(now)
     after = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
@@ -225,7 +225,28 @@ def test_the_learnt_stalls_are_scaled_by_the_jobs_batch_time_now_over_before_eac
     feed.steady_until(now + 300)
     slow = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now + 300)
     assert slow.stall_s == pytest.approx(60.0, rel=0.05)  # 40 s at 4 s a batch is 72 s at 7.2 s; 60 and 60 as they were
-    assert slow.predicted_caught_up_s > after.predicted_caught_up_s + 30
+    assert slow.batches[-1][0] > after.batches[-1][0] + 30  # the backlog's batches follow the pace too
+    assert slow.predicted_caught_up_s > after.predicted_caught_up_s
+
+
+def test_a_job_that_goes_on_before_the_capacity_is_back_is_caught_up_a_learnt_tail_after_it(store):
+    """The soak of 2026-12-03: in every drill the job went on 14-35 s after the fault, and was caught up (its output
+    reaching the input as it was at the capacity's return) 5-10 s after the capacity was back, whatever its batches
+    after the stall. The forecast is the capacity's return plus that tail, and a longer replacement delay moves it."""
+    now = time.time()
+    feed = Feed(store, now - 1400)
+    for failed_at in (now - 1000, now - 500):
+        feed.steady_until(failed_at)
+        feed.outage(failed_at, 20.0)  # its backlog worked off well before the capacity's return
+        _drill(store, failed_at, 40.0, 46.0)  # capacity back at 40 s (a 20 s join), caught up 6 s later
+    feed.steady_until(now)
+    forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    assert forecast.sources["bound"] == "capacity" and forecast.inputs["tail_s"] == pytest.approx(6.0, abs=0.3)
+    assert forecast.predicted_caught_up_s == pytest.approx(46.0, abs=0.5)
+    assert forecast.batches[-1][0] < 40  # the backlog's batches alone would have said it was back before that
+    assert forecast.inputs["batches_after"] == 2  # learnt only from drills that waited for the capacity: none here
+    later = forecast_caught_up(store, JOB, replacement_delay_s=50.0, kill_driver=False, now=now)
+    assert later.predicted_caught_up_s == pytest.approx(76.0, abs=0.5)
 
 
 def test_before_any_drill_a_job_with_executors_elsewhere_is_assumed_back_by_the_capacity_at_the_latest(store):
@@ -237,6 +258,21 @@ def test_before_any_drill_a_job_with_executors_elsewhere_is_assumed_back_by_the_
     assert elsewhere.sources["stall_s"] == "assumed: the capacity back (the job has executors elsewhere)"
     alone = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
     assert alone.stall_s == pytest.approx(65.0)  # and 15 s for an executor to start there
+
+
+def test_before_any_drill_a_job_whose_executors_can_start_on_free_cores_elsewhere_does_not_wait_for_the_capacity(store):
+    now = time.time()
+    feed = Feed(store, now - 400)
+    feed.steady_until(now)
+    relaunched = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now,
+                                    free_cores_outside=1)
+    assert relaunched.stall_s == pytest.approx(15.0)  # an executor's start on the free core, not the capacity
+    assert "cores free outside the domain" in relaunched.sources["stall_s"]
+    full = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now, free_cores_outside=0)
+    assert full.stall_s == pytest.approx(65.0)  # no free core: the capacity back, then the executor's start
+    restarted = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=True, now=now,
+                                   free_cores_outside=1)
+    assert restarted.stall_s == pytest.approx(80.0)  # a killed driver: its resubmission waits as before
 
 
 def test_a_workers_join_is_learnt_from_the_drills_of_every_job_on_the_same_cluster(store):
