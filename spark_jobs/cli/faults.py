@@ -105,7 +105,7 @@ def _register_bench(bench) -> None:
                         "reads of what it wrote")
     b.add_argument("--work-dir", type=Path, help="an empty folder (default: a new temp folder)")
     b.add_argument("--port-base", type=flag(PortBase), default=7600, help="ports: masters and UIs above BASE, workers "
-                   "BASE+100.., their UIs BASE+200.. (default 7600)")
+                   "BASE+100.., their UIs BASE+200.., the shuffle service BASE+37 (default 7600)")
     b.add_argument("--out", type=Path, default=Path("docs/benchmarks/redundancy.md"))
     b.add_argument("--json", action="store_true", help='print {"out": PATH, "report": MARKDOWN}')
     b.set_defaults(func=_bench)

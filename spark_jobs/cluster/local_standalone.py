@@ -66,14 +66,18 @@ class LocalStandalone:
     def free_cores(self, outside: str) -> int | None:
         """Cores free now on the live primary workers outside the domain ``outside``, as the master counts them: a
         lost executor is relaunched there at once (the application still asks for its cores). Workers ftops did not
-        start (no domain) are not counted."""
+        start (no domain) are not counted; None when the master does not answer (it only informs a forecast)."""
+        from ft_core.errors import ExternalError
         from spark_jobs.cluster.web_ui import master_state
 
         state = self._state()
         domains = {(w.host, w.port): w.domain for w in state.workers("primary")}
-        listed = master_state(self.uis.get("primary") or state.master_ui("primary")).get("workers", [])
-        return sum(max(0, w["cores"] - w["coresused"]) for w in listed
-                   if w["state"] == "ALIVE" and domains.get((w["host"], w["port"])) not in (None, outside))
+        try:
+            listed = master_state(self.uis.get("primary") or state.master_ui("primary")).get("workers", [])
+        except ExternalError:
+            return None
+        return sum(max(0, w.get("cores", 0) - w.get("coresused", 0)) for w in listed
+                   if w.get("state") == "ALIVE" and domains.get((w.get("host"), w.get("port"))) not in (None, outside))
 
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:
         """The live workers outside ``domain`` (name -> pid and start time)."""

@@ -62,7 +62,9 @@ class ClusterConfig:
     subnet: int | None = None  # namespaces: 198.18.<subnet>.0/24 (None: the first free one)
     # Spark's external shuffle service on this port: shuffle files served by the worker, not the executor that
     # wrote them (an executor paused or lost does not hold up the reads). On loopback only the first primary
-    # worker runs it: it listens on every address, so it serves the executors of every worker on the machine.
+    # worker runs it: it listens on every address, so it serves the executors of every worker on the machine,
+    # and losing that worker loses it for all (a benchmark's setting: `ftops bench redundancy --shuffle-service`;
+    # workers added later, add_worker and give_back's, do not run one).
     shuffle_service_port: int | None = None
 
 

@@ -27,7 +27,8 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   over those drills of the time from their capacity's return to caught up, else two steady batches (the model:
   caught up is measured against the input at the capacity's return). Why: in the soak of 2026-12-03 the job went on
   in all 20 drills before the capacity was back, and the forecast by batches after the stall (8-14 of them, at a
-  cost per row fitted anew each time) missed 6 of 20; anchored on the capacity, the same drills replayed: 19 of 20;
+  cost per row fitted anew each time) missed 6 of 20; anchored on the capacity, the same drills replayed: 18 of 20
+  (docs/benchmarks/drill-forecast.md);
 - the machine's pace: each learnt drill's stall and catching-up batches are scaled by the job's batch time now
   over its batch time before that drill's fault (the median of ``batch_end - batch_start`` of its batches in the
   :data:`PACE_S` before each; 1 where a batch's start is not recorded). Why: in the soak of 2026-12-02 the primary's
@@ -66,6 +67,7 @@ class CatchUpForecast(BaseModel):
 
     predicted_caught_up_s: float
     stall_s: float
+    bound: str = "backlog"  # what the forecast ends with: the backlog's batches, or the capacity's return and the tail
     batches: list[tuple[float, float]]
     inputs: dict[str, float]
     sources: dict[str, str]
@@ -112,17 +114,18 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
         sources["pace_ratio"] = (f"the job's median batch time in the {PACE_S:.0f} s before now over the one before "
                                  "each of those drills' faults (their stalls and catching-up batches scaled by it)")
     sources["pending_s"] = "half the mean time between those batches"
-    sources["bound"] = prediction.bound
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
-                           batches=prediction.batches, inputs=inputs, sources=sources,
+                           bound=prediction.bound, batches=prediction.batches, inputs=inputs, sources=sources,
                            learned_from=[m["drill_id"] for m in past])
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
     whether the job went on (that batch ended before the capacity was back), its replacement delay, the batches from
-    the stall to caught up, and (rows, seconds) of each batch that caught up; None when its batches are not in the
-    store (a job whose driver does not write there)."""
+    the stall to caught up, its tail (caught up after both the capacity's return and the end of the two batches
+    after the stall, the backlog's in the model: a drain that ran past the capacity is not counted twice), and
+    (rows, seconds) of each batch that caught up; None when its batches are not in the store (a job whose driver
+    does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - PACE_S, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
@@ -133,8 +136,9 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     went_on = stall < drill["capacity_alive_s"]
     caught_at = failed + caught
     catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
+    drained = after[min(2, len(after) - 1)]["batch_end"] - failed
     return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on, "batches_after": len(catching),
-            "tail_s": max(0.0, caught - drill["capacity_alive_s"]),
+            "tail_s": max(0.0, caught - max(drill["capacity_alive_s"], drained)),
             "delay_s": float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)),
             "points": _points(after)[:max(len(catching), 1)], "batch_time_s": _batch_time(before)}
 
@@ -228,9 +232,9 @@ def _batches_after(past: list[dict], sources: dict[str, str]) -> int:
 
 
 def _tail(past: list[dict], two_cycles: float, learned: str, sources: dict[str, str]) -> float:
-    """How long after the capacity's return the output is caught up when the job runs by then: the median over the
-    drills learnt from of theirs (scaled by the pace), else two of its batches (one reading past that moment, one
-    moving the watermark)."""
+    """How long after the capacity's return (and the backlog's batches) the output is caught up: the median over the
+    drills learnt from of theirs (:func:`measured_drill`, scaled by the pace), else two of its batches (one reading
+    past that moment, one moving the watermark)."""
     if past:
         sources["tail_s"] = learned + " (caught up after the capacity's return, each scaled by the job's pace)"
         return statistics.median(m["tail_s"] for m in past)

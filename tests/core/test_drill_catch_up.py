@@ -225,8 +225,10 @@ def test_the_learnt_stalls_are_scaled_by_the_jobs_batch_time_now_over_before_eac
     feed.steady_until(now + 300)
     slow = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now + 300)
     assert slow.stall_s == pytest.approx(60.0, rel=0.05)  # 40 s at 4 s a batch is 72 s at 7.2 s; 60 and 60 as they were
-    assert slow.batches[-1][0] > after.batches[-1][0] + 30  # the backlog's batches follow the pace too
-    assert slow.predicted_caught_up_s > after.predicted_caught_up_s
+    # after the stretch the backlog is worked off before the capacity's return (20 s + the median join, 41 s); the
+    # drills' own backlogs ran to caught up, so they leave no tail beyond it
+    assert after.bound == "capacity" and after.predicted_caught_up_s == pytest.approx(61.0, abs=0.5)
+    assert slow.bound == "backlog" and slow.predicted_caught_up_s > after.predicted_caught_up_s + 30
 
 
 def test_a_job_that_goes_on_before_the_capacity_is_back_is_caught_up_a_learnt_tail_after_it(store):
@@ -241,7 +243,7 @@ def test_a_job_that_goes_on_before_the_capacity_is_back_is_caught_up_a_learnt_ta
         _drill(store, failed_at, 40.0, 46.0)  # capacity back at 40 s (a 20 s join), caught up 6 s later
     feed.steady_until(now)
     forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
-    assert forecast.sources["bound"] == "capacity" and forecast.inputs["tail_s"] == pytest.approx(6.0, abs=0.3)
+    assert forecast.bound == "capacity" and forecast.inputs["tail_s"] == pytest.approx(6.0, abs=0.3)
     assert forecast.predicted_caught_up_s == pytest.approx(46.0, abs=0.5)
     assert forecast.batches[-1][0] < 40  # the backlog's batches alone would have said it was back before that
     assert forecast.inputs["batches_after"] == 2  # learnt only from drills that waited for the capacity: none here
@@ -267,6 +269,9 @@ def test_before_any_drill_a_job_whose_executors_can_start_on_free_cores_elsewher
     relaunched = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now,
                                     free_cores_outside=1)
     assert relaunched.stall_s == pytest.approx(15.0)  # an executor's start on the free core, not the capacity
+    assert relaunched.bound == "capacity"  # worked off by then, it is caught up two batches after the capacity (50 s)
+    assert relaunched.predicted_caught_up_s == pytest.approx(50.0 + relaunched.inputs["tail_s"], abs=0.1)
+    assert relaunched.inputs["tail_s"] == pytest.approx(2 * 4.0, rel=0.05)  # two steady batches of 4 s
     assert "cores free outside the domain" in relaunched.sources["stall_s"]
     full = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now, free_cores_outside=0)
     assert full.stall_s == pytest.approx(65.0)  # no free core: the capacity back, then the executor's start
