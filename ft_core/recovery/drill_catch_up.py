@@ -65,6 +65,7 @@ from ft_core.input.quantities import NonNegative, Positive, Seconds
 FORECAST_WITHIN = 0.25  # issue 38's bar: a forecast within 25 % of the measured time caught up
 MIN_MEASURED_S = 0.05  # a time caught up measured at about 0 (two clocks) has no relative error
 MIN_SPREAD = 3.0  # the largest batch must read this many times the rows of the smallest for a slope to be fitted
+Bound = Literal["backlog", "capacity"]  # what ends a forecast: the backlog's batches, or the capacity's return
 
 
 class BatchCost(BaseModel):
@@ -98,7 +99,7 @@ class CaughtUpPrediction(BaseModel):
 
     caught_up_s: float
     stall_s: float
-    bound: Literal["backlog", "capacity"] = "backlog"
+    bound: Bound = "backlog"
     batches: list[tuple[float, float]]
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ft_core.recovery.drill_catch_up import BatchCost, CaughtUpInputs, fit_batch_cost, predict_caught_up
+from ft_core.recovery.drill_catch_up import Bound, BatchCost, CaughtUpInputs, fit_batch_cost, predict_caught_up
 
 STEADY_S = 300.0
 LEARN_FROM = 5
@@ -67,7 +67,7 @@ class CatchUpForecast(BaseModel):
 
     predicted_caught_up_s: float
     stall_s: float
-    bound: str = "backlog"  # what the forecast ends with: the backlog's batches, or the capacity's return and the tail
+    bound: Bound = "backlog"  # what it ends with: the backlog's batches, or the capacity's return and the tail
     batches: list[tuple[float, float]]
     inputs: dict[str, float]
     sources: dict[str, str]
