@@ -18,6 +18,12 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   has cores free outside the domain (``free_cores_outside``), the master relaunches its executors there at once and
   the stall is ``resume_s`` alone (the soak of 2026-12-03: a first drill's stall assumed 65 s, measured 22 s, its
   executor relaunched on the other domain's free core);
+- the race: where the drills learnt from went on in some and waited for the capacity in others (the lost executor
+  relaunched on free cores outside the domain, racing the capacity's return), each outcome is forecast from its own
+  drills and the forecast is :func:`~ft_core.recovery.drill_catch_up.hedge` of the two (the value missing either by
+  the least; its inputs say both, ``caught_up_if_went_on_s`` and ``caught_up_if_waited_s``). Why: in the soak of
+  2026-12-03 08:07 UTC the relaunch won 5 times of 12 and lost 7, and a stall's median over both outcomes missed 3
+  drills by 36-42 %, all where the job went on after mostly waiting drills;
 - a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
   (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
   checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
@@ -43,11 +49,13 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from ft_core.recovery.drill_catch_up import Bound, BatchCost, CaughtUpInputs, fit_batch_cost, predict_caught_up
+from ft_core.recovery.drill_catch_up import (Bound, BatchCost, CaughtUpInputs, CaughtUpPrediction, fit_batch_cost,
+                                              hedge, predict_caught_up)
 
 STEADY_S = 300.0
 LEARN_FROM = 5
@@ -91,32 +99,66 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = _paced(past[:LEARN_FROM], _batch_time([b for b in steady if b["batch_end"] > now - PACE_S]))
-    learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
     add_worker = _add_worker(store, job, now, sources)
-    resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
-    relaunch = not kill_driver and not survivors and bool(free_cores_outside)  # (module docstring)
-    stall, stall_inputs = _stall(past, replacement_delay_s, add_worker, resume, learned, sources, relaunch)
-    after = _batches_after(past, sources)
     cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
     if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
         return None
     cycle = statistics.fmean(c for _, c in cycles)
-    pending = cycle / 2
-    tail = _tail(past, 2 * cycle, learned, sources)
-    prediction = predict_caught_up(CaughtUpInputs(stall_s=stall, pending_s=pending, input_rate=rate, cost=cost,
-                                                  batches_after=after, capacity_back_s=replacement_delay_s + add_worker,
-                                                  tail_s=tail))
-    inputs = {"replacement_delay_s": replacement_delay_s, "add_worker_s": round(add_worker, 1),
-              **stall_inputs, "pending_s": round(pending, 1), "input_rate": round(rate, 2), "overhead_s": cost.overhead_s,
-              "per_row_s": cost.per_row_s, "batches_after": after, "tail_s": round(tail, 1)}
+    resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
+    relaunch = not kill_driver and not survivors and bool(free_cores_outside)  # (module docstring)
+    model = _Model(replacement_delay_s, add_worker, resume, relaunch, rate, cost, pending_s=cycle / 2, two_cycles=2 * cycle)
+    went_on, waited = [m for m in past if m["went_on"]], [m for m in past if not m["went_on"]]
+    if went_on and waited:  # both outcomes of the race among the drills learnt from (module docstring)
+        (early, _, _), (late, inputs, late_sources) = model.predict(went_on, {}), model.predict(waited, sources)
+        share = len(went_on) / len(past)
+        prediction = late.model_copy(update={"caught_up_s": hedge(early.caught_up_s, late.caught_up_s, share),
+                                             "stall_s": hedge(early.stall_s, late.stall_s, share), "bound": "race"})
+        inputs |= {"caught_up_if_went_on_s": early.caught_up_s, "caught_up_if_waited_s": late.caught_up_s,
+                   "went_on_share": round(share, 2)}
+        sources = late_sources | {"caught_up_s": (
+            f"went on in {len(went_on)} of the {len(past)} drills learnt from: each outcome forecast from its own "
+            "drills (the inputs here: the waiting ones'), then the value missing either by the least")}
+    else:
+        prediction, inputs, sources = model.predict(past, sources)
     if past:
         inputs["pace_ratio"] = round(statistics.median(m["pace"] for m in past), 2)
         sources["pace_ratio"] = (f"the job's median batch time in the {PACE_S:.0f} s before now over the one before "
                                  "each of those drills' faults (their stalls and catching-up batches scaled by it)")
-    sources["pending_s"] = "half the mean time between those batches"
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            bound=prediction.bound, batches=prediction.batches, inputs=inputs, sources=sources,
                            learned_from=[m["drill_id"] for m in past])
+
+
+@dataclass(frozen=True)
+class _Model:
+    """What a forecast knows before it picks the drills to learn the stall, the batches after it and the tail from."""
+
+    delay_s: float
+    add_worker_s: float
+    resume_s: float
+    relaunch: bool
+    rate: float
+    cost: BatchCost
+    pending_s: float
+    two_cycles: float
+
+    def predict(self, past: list[dict], sources: dict[str, str]) -> tuple[CaughtUpPrediction, dict, dict[str, str]]:
+        """The prediction from the drills ``past``, its inputs, and where each came from (``sources`` and more)."""
+        sources = dict(sources)
+        learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
+        stall, stall_inputs = _stall(past, self.delay_s, self.add_worker_s, self.resume_s, learned, sources,
+                                     self.relaunch)
+        after = _batches_after(past, sources)
+        tail = _tail(past, self.two_cycles, learned, sources)
+        prediction = predict_caught_up(CaughtUpInputs(
+            stall_s=stall, pending_s=self.pending_s, input_rate=self.rate, cost=self.cost, batches_after=after,
+            capacity_back_s=self.delay_s + self.add_worker_s, tail_s=tail))
+        inputs = {"replacement_delay_s": self.delay_s, "add_worker_s": round(self.add_worker_s, 1), **stall_inputs,
+                  "pending_s": round(self.pending_s, 1), "input_rate": round(self.rate, 2),
+                  "overhead_s": self.cost.overhead_s, "per_row_s": self.cost.per_row_s, "batches_after": after,
+                  "tail_s": round(tail, 1)}
+        sources["pending_s"] = "half the mean time between those batches"
+        return prediction, inputs, sources
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
