@@ -3,7 +3,8 @@
 
 Inputs, each with where it came from (the forecast says so; "assumed" where nothing measured it yet):
 
-- the input rate and the time between batches: the job's batches in the :data:`STEADY_S` before the forecast;
+- the input rate and the time between batches: the job's batches in the :data:`STEADY_S` before the forecast, after
+  the last drill's catch-up (the rows of its backlog arrived before);
 - the stall (when the first batch after the fault ends): the median over the job's last :data:`LEARN_FROM` drills
   of the same kind (driver killed or not) of theirs, each moved by the difference in replacement delay when that
   drill's job waited for the capacity (its stalled batch ended after the capacity was back), as measured when it
@@ -65,6 +66,9 @@ ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver 
 ASSUMED_HEADROOM = 4.0
 MAX_BATCHES_AFTER = 10
 PACE_S = 120.0  # the job's batch time before a fault: the batches of the two minutes before it
+DRAINED_AFTER_S = 30.0  # a drill's catch-up over: in the soak of 2026-12-03 12:23 UTC the batches read the steady
+# rows again 5 s after caught up; before, the steady window of the next drill held the last one's backlog batches
+# (7,300 and 2,000 rows against 300-500) and its input rate read 125 rows/s for 100
 STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
 DONE_BEFORE_S = 1.0  # a batch that ended this soon after the fault had done its work before it (its tasks had
 # finished; the driver was committing): not the end of the stall (a drill in CI measured a stall of 0.0 s so)
@@ -89,14 +93,15 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     has executors outside the failed domain; ``free_cores_outside``: the cluster's free cores there); None when the
     job recorded fewer than 3 batches in the :data:`STEADY_S` before (nothing to forecast from), or its batch cost
     says it cannot keep up with its input (it would never catch up)."""
-    stream, steady = _steady_batches(store, job, now)
+    drills = store.drill_timings(job, now, limit=LEARN_FROM * 3)
+    stream, steady = _steady_batches(store, job, now, drills[0] if drills else None)
     span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
     if len(steady) < 3 or span <= 0:
         return None
     rate = sum(b["input_rows"] for b in steady[1:]) / span
     cycles = _points(steady)
     sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
-    past = [m for d in store.drill_timings(job, now, limit=LEARN_FROM * 3)
+    past = [m for d in drills
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = _paced(past[:LEARN_FROM], _batch_time([b for b in steady if b["batch_end"] > now - PACE_S]))
     add_worker = _add_worker(store, job, now, sources)
@@ -211,8 +216,15 @@ def first_batch_after(store, job: str, failed_at: float) -> float | None:
     return round(batches[0]["batch_end"] - failed_at, 1) if batches else None
 
 
-def _steady_batches(store, job: str, now: float) -> tuple[str | None, list[dict]]:
-    return _main_stream(store.job_batches(job, now - STEADY_S, now))
+def _steady_batches(store, job: str, now: float, last_drill: dict | None) -> tuple[str | None, list[dict]]:
+    """The job's batches in the :data:`STEADY_S` before ``now``, but not those of ``last_drill``'s catch-up (up to
+    :data:`DRAINED_AFTER_S` after it was caught up) when at least 3 remain: its backlog's rows arrived before."""
+    stream, batches = _main_stream(store.job_batches(job, now - STEADY_S, now))
+    if last_drill:
+        drained = last_drill["failed_at"] + last_drill["time_to_caught_up_s"] + DRAINED_AFTER_S
+        after = [b for b in batches if b["batch_end"] > drained]
+        batches = after if len(after) >= 3 else batches
+    return stream, batches
 
 
 def _main_stream(batches: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:

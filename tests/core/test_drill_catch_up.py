@@ -313,3 +313,21 @@ def test_a_workers_join_is_learnt_from_the_drills_of_every_job_on_the_same_clust
     assert learnt.inputs["add_worker_s"] == pytest.approx(5.0)  # joins of 4 and 6 s; not the other cluster's 55 s
     assert "(of neighbour too)" in learnt.sources["add_worker_s"] and learnt.learned_from == []
     assert learnt.predicted_caught_up_s < assumed.predicted_caught_up_s
+
+
+def test_the_input_rate_is_not_read_from_the_last_drills_catch_up(store):
+    """The soak of 2026-12-03 12:23 UTC: the second drill's forecast, 5 min after the first drill's fault, read the
+    input rate from the batches of the 300 s before, which began with the first drill's catch-up (7,300 and 2,000
+    rows, arrived before that window): 125 rows/s for 100. The window starts after the last drill's catch-up."""
+    now = time.time()
+    feed = Feed(store, now - 900)
+    feed.steady_until(now - 320)
+    caught = feed.outage(now - 320, 60.0)  # the stalled batch ends 260 s before the forecast, inside its window
+    _drill(store, now - 320, 50.0, caught)
+    feed.steady_until(now)
+    window = store.job_batches(JOB, now - 300, now)[STREAM]
+    naive = sum(b["input_rows"] for b in window[1:]) / (window[-1]["batch_end"] - window[0]["batch_end"])
+    assert naive > 1.15 * RATE  # what the forecast read before
+    forecast = forecast_caught_up(store, JOB, replacement_delay_s=20.0, kill_driver=False, now=now)
+    assert forecast.inputs["input_rate"] == pytest.approx(RATE, rel=0.05)
+    assert forecast.sources["input_rate"].startswith(f"{len([b for b in window if b['batch_end'] > now - 320 + caught + 30])} batches")
