@@ -37,11 +37,11 @@ utilisation ``U = I_avg / I_max``; times in seconds after the fault):
   input known before the fault telling which: a forecast of either outcome missed the other by 36-42 %.
   :func:`hedge` gives the one value within 25 % of both where there is one.
 
-The rates come from the job's own batches (:func:`fit_batch_cost`: least squares of the time between two
-batch ends on the rows read, over batches with a backlog and steady ones); the stall from its earlier drills.
+This is the forecast before a job's first drill (its rates from its steady batches and its checkpoint profile);
+once drills have measured the time from the capacity's return to caught up, the drills' forecast is that offset
+after the capacity instead: on a shared machine the chain above multiplies the errors of its parts.
 
-Algorithm: ``batches_after`` steps of the recurrence. Complexity: O(batches_after) for the prediction, O(P) for
-the fit over P batches.
+Algorithm: ``batches_after`` steps of the recurrence. Complexity: O(batches_after).
 
 Example: the stall ends 64.5 s after the fault, the batch before it ended 3.6 s before the fault, 100 rows/s
 arrive, a batch costs 3.3 s plus 2.1 ms a row: the first batch after the stall reads 6,810 rows and takes
@@ -61,7 +61,6 @@ input: the backlog is worked off by 33.3 s, and it is caught up at 46 s::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -71,7 +70,6 @@ from ft_core.input.quantities import NonNegative, Positive, Seconds
 
 FORECAST_WITHIN = 0.25  # issue 38's bar: a forecast within 25 % of the measured time caught up
 MIN_MEASURED_S = 0.05  # a time caught up measured at about 0 (two clocks) has no relative error
-MIN_SPREAD = 3.0  # the largest batch must read this many times the rows of the smallest for a slope to be fitted
 Bound = Literal["backlog", "capacity", "race"]  # what ends a forecast: the backlog's batches, the capacity's return,
 # or both outcomes of the race between an executor relaunched elsewhere and the capacity (:func:`hedge`)
 
@@ -142,30 +140,6 @@ def hedge(went_on_s: float, waited_s: float, went_on_share: float, within: float
     if hi * (1 - within) <= lo * (1 + within):
         return round(2 * lo * hi / (lo + hi), 1)
     return went_on_s if went_on_share > 0.5 else waited_s
-
-
-def fit_batch_cost(points: Sequence[tuple[float, float]], trigger_s: float = 0.0) -> BatchCost | None:
-    """``overhead_s`` and ``per_row_s`` by least squares of ``cycle = a + b rows`` over ``points`` (rows read, seconds
-    from the batch before to this one's end); None when the rows do not spread enough to tell the two apart
-    (largest under :data:`MIN_SPREAD` times the smallest) or the fit is not a cost (a slope or intercept below 0).
-
-    >>> fit_batch_cost([(400, 4.0), (500, 4.2), (6800, 17.6), (1500, 7.6)])
-    BatchCost(overhead_s=3.544, per_row_s=0.002089, trigger_s=0.0)
-    >>> fit_batch_cost([(400, 4.0), (500, 4.2)]) is None
-    True
-    """
-    if len(points) < 2:
-        return None
-    xs, ys = [float(r) for r, _ in points], [float(c) for _, c in points]
-    if max(xs) < MIN_SPREAD * max(min(xs), 1.0):
-        return None
-    mx, my = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
-    sxx = math.fsum((x - mx) ** 2 for x in xs)
-    b = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-    a = my - b * mx
-    if b <= 0 or a < 0:
-        return None
-    return BatchCost(overhead_s=round(a, 3), per_row_s=round(b, 6), trigger_s=trigger_s)
 
 
 def forecast_error(predicted: float | None, measured: float | None) -> float | None:

@@ -19,30 +19,30 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   has cores free outside the domain (``free_cores_outside``), the master relaunches its executors there at once and
   the stall is ``resume_s`` alone (the soak of 2026-12-03: a first drill's stall assumed 65 s, measured 22 s, its
   executor relaunched on the other domain's free core);
-- the race: where the drills learnt from went on in some and waited for the capacity in others (the lost executor
-  relaunched on free cores outside the domain, racing the capacity's return), each outcome is forecast from its own
-  drills and the forecast is :func:`~ft_core.recovery.drill_catch_up.hedge` of the two (the value missing either by
-  the least; its inputs say both, ``caught_up_if_went_on_s`` and ``caught_up_if_waited_s``). Why: in the soak of
-  2026-12-03 08:07 UTC the relaunch won 5 times of 12 and lost 7, and a stall's median over both outcomes missed 3
-  drills by 36-42 %, all where the job went on after mostly waiting drills;
-- a batch's cost: fitted on the batches that caught up after those drills and the newest steady ones
-  (:func:`~ft_core.recovery.drill_catch_up.fit_batch_cost`); without such batches, ``1 / I_max`` from the job's
-  checkpoint profile (Chiron's profiling runs), else :data:`ASSUMED_HEADROOM` times the input rate;
-- the batches after the stall until caught up when the backlog bounds it: their median over those drills that
-  waited for the capacity (2 when none);
-- caught up no earlier than the capacity's return (``replacement_delay_s + add_worker_s``) plus the tail: the median
-  over those drills of the time from their capacity's return to caught up, else two steady batches (the model:
-  caught up is measured against the input at the capacity's return). Why: in the soak of 2026-12-03 the job went on
-  in all 20 drills before the capacity was back, and the forecast by batches after the stall (8-14 of them, at a
-  cost per row fitted anew each time) missed 6 of 20; anchored on the capacity, the same drills replayed: 18 of 20
+- caught up, learnt: the capacity's return (``replacement_delay_s + add_worker_s``) plus the *offset*, the median
+  over those drills of the time from their capacity's return to caught up, as measured (Chiron's restore and
+  catch-up, profiled by the drills themselves). Caught up is measured against the input at the capacity's return,
+  so it never comes before it, and a longer replacement delay moves it by as much. Why not the stall, then the
+  backlog's batches at a fitted cost, scaled by the machine's pace (the model before): in the soak of 2026-12-03
+  12:23 UTC that chain multiplied its errors (a pace of 1.7 from a slow stretch that was over by the fault, a cost
+  per row fitted on paced batches, an input rate read from the last drill's backlog) and forecast 132-160 s for
+  drills caught up at 73-76 s; the offset alone, replayed on the same drills, kept to 4-29 %
   (docs/benchmarks/drill-forecast.md);
-- the machine's pace: each learnt drill's stall and catching-up batches are scaled by the job's batch time now
-  over its batch time before that drill's fault (the median of ``batch_end - batch_start`` of its batches in the
-  :data:`PACE_S` before each; 1 where a batch's start is not recorded). Why: in the soak of 2026-12-02 the primary's
-  batches took 2.2 s, then 6.3 s in a slow stretch of the shared machine, and the stall went from 46 s to 101 s with
-  them: a relaunched executor's start, its state's reload and the rerun batch are CPU work on the same cores. The
-  time between batches is no measure of it (a trigger holds it up while the batches are quick); a batch's own time
-  is. The replacement delay a drill waited for is wall-clock and not scaled.
+- the race: where the drills learnt from went on in some (the lost executor relaunched on free cores outside the
+  domain before the capacity was back) and waited for the capacity in others, each outcome's offset is learnt from
+  its own drills and the forecast is :func:`~ft_core.recovery.drill_catch_up.hedge` of the two (the value missing
+  either by the least; its inputs say both, ``caught_up_if_went_on_s`` and ``caught_up_if_waited_s``). Why: in the
+  soak of 2026-12-03 08:07 UTC the relaunch won 5 times of 12 (caught up 4-14 s after the capacity) and lost 7
+  (20-40 s after), and a median over both outcomes missed 3 drills by 36-42 %;
+- before any drill: Chiron's model (:mod:`ft_core.recovery.drill_catch_up`): the stall above, then the backlog's
+  batches at a batch's cost (``1 / I_max`` from the job's checkpoint profile, Chiron's profiling runs, else
+  :data:`ASSUMED_HEADROOM` times the input rate), and no earlier than the capacity's return plus two steady batches;
+- the stall (recorded beside the forecast, and the first drill's forecast) is scaled by the machine's pace: each
+  learnt drill's by the job's batch time now over its batch time before that drill's fault (the median of
+  ``batch_end - batch_start`` of its batches in the :data:`PACE_S` before each; 1 where a batch's start is not
+  recorded). Why: in the soak of 2026-12-02 the primary's batches took 2.2 s, then 6.3 s in a slow stretch of the
+  shared machine, and the stall went from 46 s to 101 s with them. The replacement delay a drill waited for is
+  wall-clock and not scaled.
 
     # forecast = forecast_caught_up(store, "alerts", replacement_delay_s=30, kill_driver=False, now=time.time())
 """
@@ -55,8 +55,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ft_core.recovery.drill_catch_up import (Bound, BatchCost, CaughtUpInputs, CaughtUpPrediction, fit_batch_cost,
-                                              hedge, predict_caught_up)
+from ft_core.recovery.drill_catch_up import (Bound, BatchCost, CaughtUpInputs, CaughtUpPrediction, hedge,
+                                              predict_caught_up)
 
 STEADY_S = 300.0
 LEARN_FROM = 5
@@ -64,12 +64,10 @@ ASSUMED_ADD_WORKER_S = 30.0
 DEFAULT_REPLACEMENT_DELAY_S = 30.0  # a drill's (DrillSettings.replacement_delay_s), when its record lacks one
 ASSUMED_RESUME_S = {False: 15.0, True: 30.0}  # executors back; a killed driver restarted from its checkpoint
 ASSUMED_HEADROOM = 4.0
-MAX_BATCHES_AFTER = 10
 PACE_S = 120.0  # the job's batch time before a fault: the batches of the two minutes before it
 DRAINED_AFTER_S = 30.0  # a drill's catch-up over: in the soak of 2026-12-03 12:23 UTC the batches read the steady
 # rows again 5 s after caught up; before, the steady window of the next drill held the last one's backlog batches
 # (7,300 and 2,000 rows against 300-500) and its input rate read 125 rows/s for 100
-STEADY_POINTS = 5  # the newest steady batches beside the catching-up ones in the fit: the machine as it is now
 DONE_BEFORE_S = 1.0  # a batch that ended this soon after the fault had done its work before it (its tasks had
 # finished; the driver was committing): not the end of the stall (a drill in CI measured a stall of 0.0 s so)
 
@@ -105,13 +103,14 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = _paced(past[:LEARN_FROM], _batch_time([b for b in steady if b["batch_end"] > now - PACE_S]))
     add_worker = _add_worker(store, job, now, sources)
-    cost = _cost(store, job, cycles, [p for m in past for p in m["points"]], rate, trigger_s, sources)
+    cost = _cost(store, job, cycles, rate, trigger_s, sources)
     if rate * cost.per_row_s >= 1:  # a batch takes longer than the input it reads: the job never catches up
         return None
     cycle = statistics.fmean(c for _, c in cycles)
     resume = 0.0 if survivors and not kill_driver else ASSUMED_RESUME_S[kill_driver]  # a killed driver stops them all
     relaunch = not kill_driver and not survivors and bool(free_cores_outside)  # (module docstring)
-    model = _Model(replacement_delay_s, add_worker, resume, relaunch, rate, cost, pending_s=cycle / 2, two_cycles=2 * cycle)
+    model = _Model(replacement_delay_s, add_worker, resume, relaunch, rate, cost, pending_s=cycle / 2,
+                   two_cycles=2 * cycle)
     went_on, waited = [m for m in past if m["went_on"]], [m for m in past if not m["went_on"]]
     if went_on and waited:  # both outcomes of the race among the drills learnt from (module docstring)
         (early, _, _), (late, inputs, late_sources) = model.predict(went_on, {}), model.predict(waited, sources)
@@ -128,7 +127,7 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     if past:
         inputs["pace_ratio"] = round(statistics.median(m["pace"] for m in past), 2)
         sources["pace_ratio"] = (f"the job's median batch time in the {PACE_S:.0f} s before now over the one before "
-                                 "each of those drills' faults (their stalls and catching-up batches scaled by it)")
+                                 "each of those drills' faults (their stalls scaled by it)")
     return CatchUpForecast(predicted_caught_up_s=prediction.caught_up_s, stall_s=prediction.stall_s,
                            bound=prediction.bound, batches=prediction.batches, inputs=inputs, sources=sources,
                            learned_from=[m["drill_id"] for m in past])
@@ -136,7 +135,7 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
 
 @dataclass(frozen=True)
 class _Model:
-    """What a forecast knows before it picks the drills to learn the stall, the batches after it and the tail from."""
+    """What a forecast knows before it picks the drills to learn the stall and the offset from."""
 
     delay_s: float
     add_worker_s: float
@@ -148,31 +147,34 @@ class _Model:
     two_cycles: float
 
     def predict(self, past: list[dict], sources: dict[str, str]) -> tuple[CaughtUpPrediction, dict, dict[str, str]]:
-        """The prediction from the drills ``past``, its inputs, and where each came from (``sources`` and more)."""
+        """The prediction from the drills ``past`` (the capacity's return and their median offset; none: Chiron's
+        model), its inputs, and where each came from (``sources`` and more)."""
         sources = dict(sources)
         learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
         stall, stall_inputs = _stall(past, self.delay_s, self.add_worker_s, self.resume_s, learned, sources,
                                      self.relaunch)
-        after = _batches_after(past, sources)
-        tail = _tail(past, self.two_cycles, learned, sources)
-        prediction = predict_caught_up(CaughtUpInputs(
-            stall_s=stall, pending_s=self.pending_s, input_rate=self.rate, cost=self.cost, batches_after=after,
-            capacity_back_s=self.delay_s + self.add_worker_s, tail_s=tail))
+        capacity = self.delay_s + self.add_worker_s
         inputs = {"replacement_delay_s": self.delay_s, "add_worker_s": round(self.add_worker_s, 1), **stall_inputs,
-                  "pending_s": round(self.pending_s, 1), "input_rate": round(self.rate, 2),
-                  "overhead_s": self.cost.overhead_s, "per_row_s": self.cost.per_row_s, "batches_after": after,
-                  "tail_s": round(tail, 1)}
+                  "input_rate": round(self.rate, 2)}
+        if past:
+            offset = statistics.median(m["offset_s"] for m in past)
+            sources["offset_s"] = learned + " (from the capacity's return to caught up, as measured)"
+            return (CaughtUpPrediction(caught_up_s=round(capacity + offset, 1), stall_s=round(stall, 1),
+                                       bound="capacity", batches=[]), inputs | {"offset_s": round(offset, 1)}, sources)
+        sources["tail_s"] = "assumed: two batches at the job's steady time between batches"
         sources["pending_s"] = "half the mean time between those batches"
-        return prediction, inputs, sources
+        prediction = predict_caught_up(CaughtUpInputs(
+            stall_s=stall, pending_s=self.pending_s, input_rate=self.rate, cost=self.cost, capacity_back_s=capacity,
+            tail_s=self.two_cycles))
+        return prediction, inputs | {"pending_s": round(self.pending_s, 1), "overhead_s": self.cost.overhead_s,
+                                     "per_row_s": self.cost.per_row_s, "tail_s": round(self.two_cycles, 1)}, sources
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
     """What one finished drill measured for the next ones' forecasts: its stall (the first batch after its fault),
-    whether the job went on (that batch ended before the capacity was back), its replacement delay, the batches from
-    the stall to caught up, its tail (caught up after both the capacity's return and the end of the two batches
-    after the stall, the backlog's in the model: a drain that ran past the capacity is not counted twice), and
-    (rows, seconds) of each batch that caught up; None when its batches are not in the store (a job whose driver
-    does not write there)."""
+    whether the job went on (that batch ended before the capacity was back), its replacement delay, its offset (from
+    the capacity's return to caught up) and the job's batch time before its fault; None when its batches are not in
+    the store (a job whose driver does not write there)."""
     failed, caught = drill["failed_at"], drill["time_to_caught_up_s"]
     _, batches = _main_stream(store.job_batches(job, failed - PACE_S, failed + caught + 60))  # running just before?
     before = [b for b in batches if b["batch_end"] <= failed]
@@ -180,14 +182,10 @@ def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | N
     if not before or not after or drill["capacity_alive_s"] is None:
         return None
     stall = after[0]["batch_end"] - failed
-    went_on = stall < drill["capacity_alive_s"]
-    caught_at = failed + caught
-    catching = [b for b in after[1:] if b["batch_end"] <= caught_at + 0.5]
-    drained = after[min(2, len(after) - 1)]["batch_end"] - failed
-    return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": went_on, "batches_after": len(catching),
-            "tail_s": max(0.0, caught - max(drill["capacity_alive_s"], drained)),
+    return {"drill_id": drill["drill_id"], "stall_s": stall, "went_on": stall < drill["capacity_alive_s"],
+            "offset_s": max(0.0, caught - drill["capacity_alive_s"]),
             "delay_s": float(drill["params"].get("replacement_delay_s", DEFAULT_REPLACEMENT_DELAY_S)),
-            "points": _points(after)[:max(len(catching), 1)], "batch_time_s": _batch_time(before)}
+            "batch_time_s": _batch_time(before)}
 
 
 def _batch_time(batches: list[dict]) -> float | None:
@@ -199,13 +197,12 @@ def _batch_time(batches: list[dict]) -> float | None:
 
 def _paced(past: list[dict], batch_time_now: float | None) -> list[dict]:
     """Each learnt drill with its ``pace`` (the job's batch time now over before its fault; 1 when either is not
-    known) and its stall and catching-up batches scaled by it (module docstring)."""
+    known) and its stall scaled by it (module docstring)."""
     out = []
     for m in past:
         pace = batch_time_now / m["batch_time_s"] if batch_time_now and m.get("batch_time_s") else 1.0
         waited = 0.0 if m["went_on"] else min(m["delay_s"], m["stall_s"])  # wall-clock: not scaled
-        out.append({**m, "pace": pace, "stall_s": waited + (m["stall_s"] - waited) * pace, "tail_s": m["tail_s"] * pace,
-                    "points": [(rows, s * pace) for rows, s in m["points"]]})
+        out.append({**m, "pace": pace, "stall_s": waited + (m["stall_s"] - waited) * pace})
     return out
 
 
@@ -273,37 +270,10 @@ def _stall(past: list[dict], delay_s: float, add_worker_s: float, resume_s: floa
     return max(delay_s + add_worker_s + resume_s, 1.0), {"resume_s": resume_s}
 
 
-def _batches_after(past: list[dict], sources: dict[str, str]) -> int:
-    """The batches from the stall to caught up when the backlog bounds it: their median over the drills learnt from
-    that waited for the capacity (in one that went on, the batches until the capacity's return count too, and the
-    tail stands for them), else 2 (module docstring of :mod:`ft_core.recovery.drill_catch_up`)."""
-    waited = [m for m in past if not m["went_on"]]
-    if not waited:
-        sources["batches_after"] = "assumed (2: no earlier drill of this kind waited for the capacity)"
-        return 2
-    sources["batches_after"] = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in waited)
-    return min(max(1, round(statistics.median(m["batches_after"] for m in waited))), MAX_BATCHES_AFTER)
-
-
-def _tail(past: list[dict], two_cycles: float, learned: str, sources: dict[str, str]) -> float:
-    """How long after the capacity's return (and the backlog's batches) the output is caught up: the median over the
-    drills learnt from of theirs (:func:`measured_drill`, scaled by the pace), else two of its batches (one reading
-    past that moment, one moving the watermark)."""
-    if past:
-        sources["tail_s"] = learned + " (caught up after the capacity's return, each scaled by the job's pace)"
-        return statistics.median(m["tail_s"] for m in past)
-    sources["tail_s"] = "assumed: two batches at the job's steady time between batches"
-    return two_cycles
-
-
-def _cost(store, job: str, steady: list[tuple[float, float]], caught: list[tuple[float, float]], rate: float,
-          trigger_s: float, sources: dict[str, str]) -> BatchCost:
-    # the steady batches alone read about the same rows each: they pin a batch's fixed cost, not its cost per row
-    fitted = fit_batch_cost(steady[-STEADY_POINTS:] + caught, trigger_s) if len(caught) >= 2 else None
-    if fitted is not None:
-        sources["batch_cost"] = (f"fitted on {len(caught)} batches catching up after those drills and the "
-                                 f"{min(len(steady), STEADY_POINTS)} newest steady ones")
-        return fitted
+def _cost(store, job: str, steady: list[tuple[float, float]], rate: float, trigger_s: float,
+          sources: dict[str, str]) -> BatchCost:
+    """A batch's cost: ``1 / I_max`` from the job's checkpoint profile, else :data:`ASSUMED_HEADROOM` times the input
+    rate; its fixed cost what remains of the steady batches' time."""
     rows = statistics.fmean(r for r, _ in steady)
     cycle = statistics.fmean(c for _, c in steady)
     i_max = _profiled_i_max(store, job)
@@ -311,11 +281,10 @@ def _cost(store, job: str, steady: list[tuple[float, float]], caught: list[tuple
         sources["batch_cost"] = f"1 / I_max of the job's checkpoint profile ({i_max:.0f} rows/s)"
         per_row = 1 / i_max
     else:
-        sources["batch_cost"] = (f"assumed: processing {ASSUMED_HEADROOM:g} x the input rate (no drill or checkpoint "
-                                 "profile measured it)")
+        sources["batch_cost"] = (f"assumed: processing {ASSUMED_HEADROOM:g} x the input rate (no checkpoint profile "
+                                 "measured it)")
         per_row = 1 / (ASSUMED_HEADROOM * max(rate, 1e-6))
     return BatchCost(overhead_s=round(max(0.0, cycle - per_row * rows), 3), per_row_s=per_row, trigger_s=trigger_s)
-
 
 def _profiled_i_max(store, job: str) -> float | None:
     profile = store.latest_profile(job, "checkpoint")
