@@ -173,6 +173,8 @@ def test_the_forecast_bench_replays_each_drill_from_the_store_as_it_was_before_i
     stalls = {i: [c.strip() for c in cells[i] if c.strip()][4:7] for i in ids}
     assert stalls == {ids[0]: ["-", "65.0", "60.0"], ids[1]: ["1.00", "60.0", "72.0"], ids[2]: ["1.00", "66.0", "64.0"]}
     assert "**3 of 3 forecasts within 25%**" in res.out and "of those learnt from earlier drills: 2 of 2" in res.out
+    assert "One number chosen after seeing every measured time would be within 25% of 3 of 3" in res.out
+    assert all(line.rstrip().endswith(("capacity", "backlog")) for line in rows.values())  # each forecast's bound
     missing = cli("bench", "drill-forecast", "--job", "nobody", env={"FTOPS_DATABASE_URL": pg_server.url()})
     assert missing.code == 2 and "job 'nobody' is not registered" in missing.err
 
