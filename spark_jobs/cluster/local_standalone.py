@@ -68,6 +68,7 @@ class LocalStandalone:
         lost executor is relaunched there at once (the application still asks for its cores). Workers ftops did not
         start (no domain) are not counted; None when the master does not answer (it only informs a forecast)."""
         from ft_core.errors import ExternalError
+        from spark_jobs.cluster.master_room import free_cores
         from spark_jobs.cluster.web_ui import master_state
 
         state = self._state()
@@ -76,8 +77,8 @@ class LocalStandalone:
             listed = master_state(self.uis.get("primary") or state.master_ui("primary")).get("workers", [])
         except ExternalError:
             return None
-        return sum(max(0, w.get("cores", 0) - w.get("coresused", 0)) for w in listed
-                   if w.get("state") == "ALIVE" and domains.get((w.get("host"), w.get("port"))) not in (None, outside))
+        return free_cores(w for w in listed if w.get("state") == "ALIVE"
+                          and domains.get((w.get("host"), w.get("port"))) not in (None, outside))
 
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:
         """The live workers outside ``domain`` (name -> pid and start time)."""

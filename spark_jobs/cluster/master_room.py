@@ -20,6 +20,7 @@ Cores are counted on alive workers only (a dead worker's cores are nobody's). Li
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,16 @@ class Room:
                 f"held by {held}")
 
 
+def free_cores(alive: Iterable[dict[str, Any]]) -> int:
+    """Cores free on the workers ``alive`` (the master's ``/json/`` entries of alive workers), as the master counts
+    them: what a waiting executor can be given now.
+
+    >>> free_cores([{"cores": 2, "coresused": 1}, {"cores": 1, "coresused": 1}])
+    1
+    """
+    return sum(max(0, int(w.get("cores", 0)) - int(w.get("coresused", 0))) for w in alive)
+
+
 def room(state: dict[str, Any], but: str | None = None, also_free: tuple[str, ...] = ()) -> Room:
     """The master's free and alive cores and who holds them, from its ``/json/`` state. ``but``: the asking
     application (not a holder); ``also_free``: applications whose cores count as free (to be stopped by the
@@ -55,6 +66,6 @@ def room(state: dict[str, Any], but: str | None = None, also_free: tuple[str, ..
     holding = [(a["name"], int(a.get("cores", 0))) for a in state.get("activeapps", [])
                if a.get("name") != but and int(a.get("cores", 0)) > 0]
     freed = sum(n for name, n in holding if name in also_free)
-    return Room(cores_free=sum(w["cores"] - w["coresused"] for w in alive) + freed,
+    return Room(cores_free=free_cores(alive) + freed,
                 cores_alive=sum(w["cores"] for w in alive),
                 holders=tuple((name, n) for name, n in holding if name not in also_free))

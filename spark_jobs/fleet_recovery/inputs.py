@@ -312,6 +312,7 @@ def as_fleet_job(planned: dict[str, Any], *, kept: bool = False):
 
 def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float, failed_at: float) -> dict[str, Any]:
     """Free cores on the master's alive workers now, and the arrivals (given; else :func:`dead_workers_back`)."""
+    from spark_jobs.cluster.master_room import free_cores
     from spark_jobs.cluster.web_ui import master_state
 
     try:
@@ -320,7 +321,7 @@ def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: fl
         raise ExternalError(f"master {master_ui} does not answer: {exc}") from exc
     workers = state.get("workers", [])
     alive = [w for w in workers if w.get("state") == "ALIVE"]
-    free = sum(w["cores"] - w["coresused"] for w in alive)
+    free = free_cores(alive)
     if not arrivals:
         arrivals = dead_workers_back(workers, failed_at, replacement_s)
     return {"free_cores": float(free), "arrivals": arrivals}

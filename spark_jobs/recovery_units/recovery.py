@@ -36,6 +36,7 @@ from ft_core.input.quantities import PositiveFraction, PositiveNodes, Seconds, c
 from ft_core.input.validation import validate
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
 from ft_core.recovery.staged import POLICIES, StagedSchedule
+from spark_jobs.cluster.master_room import free_cores
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, start_app, wait_app_running
 from spark_jobs.recovery_units.verification import verify
@@ -139,7 +140,7 @@ def survivor_capacity(root: Path, node_cap: float, master_ui: str | None = None)
     failure = last_failure(root)
     alive = [w for w in _master_doc(root, master_ui)["workers"]
              if w["state"] == "ALIVE" and w["id"] in failure.survivor_workers]
-    return [node_cap] * sum(w["cores"] - w["coresused"] for w in alive)
+    return [node_cap] * free_cores(alive)
 
 
 def check_stage_inputs(arrivals: str, policy: str, node_cap: float | str,
@@ -231,7 +232,7 @@ def capacity(root: Path, known_workers: list[str], master_ui: str | None = None)
     """(alive workers not in ``known_workers``, free cores on alive workers) from the JSON of the master at
     ``master_ui`` (default: the one the deployment records)."""
     alive = [w for w in _master_doc(root, master_ui)["workers"] if w["state"] == "ALIVE"]
-    return sum(w["id"] not in known_workers for w in alive), sum(w["cores"] - w["coresused"] for w in alive)
+    return sum(w["id"] not in known_workers for w in alive), free_cores(alive)
 
 
 def wait_for_capacity(root: Path, new_workers: int, free_cores: int, known_workers: list[str],

@@ -12,6 +12,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from ft_core.errors import InputError
+from spark_jobs.cluster.master_room import free_cores
 from spark_jobs.cluster.web_ui import master_state, post_form
 
 
@@ -55,7 +56,7 @@ class SparkMasterHook(BaseHook):
         return [w for w in self.master_state()["workers"] if w["state"] == "ALIVE"]
 
     def free_cores(self) -> int:
-        return sum(w["cores"] - w["coresused"] for w in self.alive_workers())
+        return free_cores(self.alive_workers())
 
     def active_apps(self) -> list[dict[str, Any]]:
         return self.master_state().get("activeapps", [])
