@@ -61,7 +61,6 @@ input: the backlog is worked off by 33.3 s, and it is caught up at 46 s::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field

@@ -92,13 +92,14 @@ def forecast_caught_up(store, job: str, *, replacement_delay_s: float, kill_driv
     job recorded fewer than 3 batches in the :data:`STEADY_S` before (nothing to forecast from), or its batch cost
     says it cannot keep up with its input (it would never catch up)."""
     drills = store.drill_timings(job, now, limit=LEARN_FROM * 3)
-    stream, steady = _steady_batches(store, job, now, drills[0] if drills else None)
+    stream, steady, cut = _steady_batches(store, job, now, drills[0] if drills else None)
     span = steady[-1]["batch_end"] - steady[0]["batch_end"] if steady else 0.0
     if len(steady) < 3 or span <= 0:
         return None
     rate = sum(b["input_rows"] for b in steady[1:]) / span
     cycles = _points(steady)
-    sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"}
+    sources = {"input_rate": f"{len(steady)} batches of {stream} in the {STEADY_S:.0f} s before"
+                             + (f", after drill #{drills[0]['drill_id']}'s catch-up" if cut else "")}
     past = [m for d in drills
             if bool(d["params"].get("kill_driver")) == kill_driver and (m := measured_drill(store, job, d)) is not None]
     past = _paced(past[:LEARN_FROM], _batch_time([b for b in steady if b["batch_end"] > now - PACE_S]))
@@ -213,15 +214,17 @@ def first_batch_after(store, job: str, failed_at: float) -> float | None:
     return round(batches[0]["batch_end"] - failed_at, 1) if batches else None
 
 
-def _steady_batches(store, job: str, now: float, last_drill: dict | None) -> tuple[str | None, list[dict]]:
+def _steady_batches(store, job: str, now: float, last_drill: dict | None) -> tuple[str | None, list[dict], bool]:
     """The job's batches in the :data:`STEADY_S` before ``now``, but not those of ``last_drill``'s catch-up (up to
-    :data:`DRAINED_AFTER_S` after it was caught up) when at least 3 remain: its backlog's rows arrived before."""
+    :data:`DRAINED_AFTER_S` after it was caught up) when at least 3 remain: its backlog's rows arrived before; and
+    whether any were left out."""
     stream, batches = _main_stream(store.job_batches(job, now - STEADY_S, now))
     if last_drill:
         drained = last_drill["failed_at"] + last_drill["time_to_caught_up_s"] + DRAINED_AFTER_S
         after = [b for b in batches if b["batch_end"] > drained]
-        batches = after if len(after) >= 3 else batches
-    return stream, batches
+        if len(batches) > len(after) >= 3:
+            return stream, after, True
+    return stream, batches, False
 
 
 def _main_stream(batches: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:
@@ -285,6 +288,7 @@ def _cost(store, job: str, steady: list[tuple[float, float]], rate: float, trigg
                                  "measured it)")
         per_row = 1 / (ASSUMED_HEADROOM * max(rate, 1e-6))
     return BatchCost(overhead_s=round(max(0.0, cycle - per_row * rows), 3), per_row_s=per_row, trigger_s=trigger_s)
+
 
 def _profiled_i_max(store, job: str) -> float | None:
     profile = store.latest_profile(job, "checkpoint")

@@ -69,7 +69,8 @@ def replay(store, job: str, limit: int = 200) -> list[ForecastRow]:
                                 stall_measured_s=round(measured["stall_s"], 1) if measured else None,
                                 forecast_s=forecast.predicted_caught_up_s if forecast else None,
                                 stored_forecast_s=stored.get(d["drill_id"]),
-                                measured_s=round(d["time_to_caught_up_s"], 1), capacity_s=d["capacity_alive_s"], went_on=measured["went_on"] if measured else None,
+                                measured_s=round(d["time_to_caught_up_s"], 1), capacity_s=d["capacity_alive_s"],
+                                went_on=measured["went_on"] if measured else None,
                                 bound=forecast.bound if forecast else None))
     return rows
 
