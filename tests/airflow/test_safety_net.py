@@ -92,8 +92,11 @@ def test_a_sigkilled_drill_is_undone_by_the_safety_net_and_the_next_drill_passes
     wait_for(lambda: cluster.capacity().get(fault["target"], 0) == 0 or None, timeout_s=30, interval_s=0.2,
              what=f"{fault['target']}'s worker to die")
 
-    wait_for(lambda: (cluster.capacity() == before and not store.open_faults(JOB)) or None, timeout_s=TTL_S + 300,
-             interval_s=1, what=lambda: f"the safety net to give {fault['target']} back ({cluster.capacity()})")
+    # The safety net closes the fault, then the dead drill: whole again is both (and the capacity back).
+    wait_for(lambda: (cluster.capacity() == before and not store.open_faults(JOB)
+                      and store.drills(JOB)[-1]["status"] != "running") or None, timeout_s=TTL_S + 300, interval_s=1,
+             what=lambda: f"the safety net to give {fault['target']} back and close the drill ({cluster.capacity()}, "
+                          f"drill {store.drills(JOB)[-1]['status']}, lease {store.lease(JOB)})")
     took = time.time() - killed_at
     assert took <= TTL_S + 120, f"the job was whole again {took:.0f} s after the kill (bound {TTL_S + 120} s)"
     [closed] = [f for f in store.faults(JOB) if f["fault_id"] == fault["fault_id"]]
