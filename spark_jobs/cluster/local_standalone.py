@@ -68,17 +68,16 @@ class LocalStandalone:
         lost executor is relaunched there at once (the application still asks for its cores). Workers ftops did not
         start (no domain) are not counted; None when the master does not answer (it only informs a forecast)."""
         from ft_core.errors import ExternalError
-        from spark_jobs.cluster.master_room import free_cores
+        from spark_jobs.cluster.master_room import alive_workers, free_cores
         from spark_jobs.cluster.web_ui import master_state
 
         state = self._state()
         domains = {(w.host, w.port): w.domain for w in state.workers("primary")}
         try:
-            listed = master_state(self.uis.get("primary") or state.master_ui("primary")).get("workers", [])
+            alive = alive_workers(master_state(self.uis.get("primary") or state.master_ui("primary")))
         except ExternalError:
             return None
-        return free_cores(w for w in listed if w.get("state") == "ALIVE"
-                          and domains.get((w.get("host"), w.get("port"))) not in (None, outside))
+        return free_cores(w for w in alive if domains.get((w.get("host"), w.get("port"))) not in (None, outside))
 
     def watched_outside(self, domain: str) -> dict[str, tuple[int, float | None]]:
         """The live workers outside ``domain`` (name -> pid and start time)."""

@@ -48,6 +48,16 @@ class Room:
                 f"held by {held}")
 
 
+def alive_workers(state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The workers a master's ``/json/`` document lists ALIVE: a dead worker's cores are nobody's, and a restarted
+    worker keeps DEAD entries on its port (with its old address) beside its ALIVE one.
+
+    >>> alive_workers({"workers": [{"id": "w1", "state": "ALIVE"}, {"id": "w0", "state": "DEAD"}]})
+    [{'id': 'w1', 'state': 'ALIVE'}]
+    """
+    return [w for w in (state or {}).get("workers", []) if w.get("state") == "ALIVE"]
+
+
 def free_cores(alive: Iterable[dict[str, Any]]) -> int:
     """Cores free on the workers ``alive`` (the master's ``/json/`` entries of alive workers), as the master counts
     them: what a waiting executor can be given now.
@@ -62,7 +72,7 @@ def room(state: dict[str, Any], but: str | None = None, also_free: tuple[str, ..
     """The master's free and alive cores and who holds them, from its ``/json/`` state. ``but``: the asking
     application (not a holder); ``also_free``: applications whose cores count as free (to be stopped by the
     caller: a job's own replica that a new one replaces)."""
-    alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+    alive = alive_workers(state)
     holding = [(a["name"], int(a.get("cores", 0))) for a in state.get("activeapps", [])
                if a.get("name") != but and int(a.get("cores", 0)) > 0]
     freed = sum(n for name, n in holding if name in also_free)

@@ -31,6 +31,7 @@ from ft_core.errors import ExternalError, InputError
 from ft_core.local_ports import port_taken
 from ft_core.home import state_path
 from spark_jobs.cluster import netns
+from spark_jobs.cluster.master_room import alive_workers
 from spark_jobs.cluster.web_ui import master_state, try_json
 from spark_jobs.runtime.processes import own_group_alive, same_process, signal_own_group, start_time
 from spark_jobs.runtime.waiting import wait_for, wait_while
@@ -524,7 +525,7 @@ def _pending_workers(state: ClusterState, workers: list[Process]) -> str:
 
 def _alive_workers(state: ClusterState, pool: str) -> set[tuple[str, int]]:
     """(host, port) of every worker ``pool``'s master lists ALIVE."""
-    return {(w["host"], w["port"]) for w in master_json(state.master_ui(pool))["workers"] if w["state"] == "ALIVE"}
+    return {(w["host"], w["port"]) for w in alive_workers(master_json(state.master_ui(pool)))}
 
 
 def cluster_status(state_dir: Path) -> dict:

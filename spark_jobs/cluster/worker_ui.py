@@ -16,14 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from spark_jobs.cluster.master_room import alive_workers
 from spark_jobs.cluster.web_ui import try_json
 
 
 def reported_worker_uis(master_doc: dict[str, Any] | None) -> dict[tuple[str, int], str]:
     """(worker address, port) -> web UI base URL, for the workers a master's ``/json/`` document lists ALIVE
     (a restarted worker also has DEAD entries on the same port, with its old address)."""
-    return {(w["host"], w["port"]): w["webuiaddress"].rstrip("/") for w in (master_doc or {}).get("workers", [])
-            if w.get("state") == "ALIVE" and w.get("webuiaddress")}
+    return {(w["host"], w["port"]): w["webuiaddress"].rstrip("/") for w in alive_workers(master_doc)
+            if w.get("webuiaddress")}
 
 
 def worker_ui_url(worker, reported: dict[tuple[str, int], str]) -> str:

@@ -340,11 +340,11 @@ def _staged_steps(store, jobs: list[str], policy: str, failed_at: float, run: in
 def _stage_ready(planned: dict, stage: str) -> bool:
     """The condition of the DAG's ``wait_capacity_<k>`` (SparkCapacityTrigger), read synchronously: the stage's free
     cores, and an executor for each application it kept waiting."""
-    from spark_jobs.cluster.master_room import free_cores
+    from spark_jobs.cluster.master_room import alive_workers, free_cores
     from spark_jobs.cluster.web_ui import master_state, try_json
 
     state = master_state(planned["master_ui"])
-    alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+    alive = alive_workers(state)
     if free_cores(alive) < planned["cores"].get(stage, 0):
         return False
     ids = {a["id"] for a in state.get("activeapps", [])

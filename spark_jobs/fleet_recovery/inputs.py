@@ -312,18 +312,16 @@ def as_fleet_job(planned: dict[str, Any], *, kept: bool = False):
 
 def capacity(master_ui: str, arrivals: list[dict[str, float]], replacement_s: float, failed_at: float) -> dict[str, Any]:
     """Free cores on the master's alive workers now, and the arrivals (given; else :func:`dead_workers_back`)."""
-    from spark_jobs.cluster.master_room import free_cores
+    from spark_jobs.cluster.master_room import alive_workers, free_cores
     from spark_jobs.cluster.web_ui import master_state
 
     try:
         state = master_state(master_ui)
     except (FtopsError, OSError) as exc:
         raise ExternalError(f"master {master_ui} does not answer: {exc}") from exc
-    workers = state.get("workers", [])
-    alive = [w for w in workers if w.get("state") == "ALIVE"]
-    free = free_cores(alive)
+    free = free_cores(alive_workers(state))
     if not arrivals:
-        arrivals = dead_workers_back(workers, failed_at, replacement_s)
+        arrivals = dead_workers_back(state.get("workers", []), failed_at, replacement_s)
     return {"free_cores": float(free), "arrivals": arrivals}
 
 

@@ -36,7 +36,7 @@ from ft_core.input.quantities import PositiveFraction, PositiveNodes, Seconds, c
 from ft_core.input.validation import validate
 from ft_core.recovery.catch_up_order import POLICY as CATCH_UP
 from ft_core.recovery.staged import POLICIES, StagedSchedule
-from spark_jobs.cluster.master_room import free_cores
+from spark_jobs.cluster.master_room import alive_workers, free_cores
 from spark_jobs.recovery_units.deployment import Failure, load
 from spark_jobs.recovery_units.runtime import UnitsError, start_app, wait_app_running
 from spark_jobs.recovery_units.verification import verify
@@ -138,8 +138,7 @@ def survivor_capacity(root: Path, node_cap: float, master_ui: str | None = None)
     """Usable capacity on the surviving workers now: ``node_cap`` per free core (one-core nodes), from the
     master at ``master_ui`` (default: the one the deployment records)."""
     failure = last_failure(root)
-    alive = [w for w in _master_doc(root, master_ui)["workers"]
-             if w["state"] == "ALIVE" and w["id"] in failure.survivor_workers]
+    alive = [w for w in alive_workers(_master_doc(root, master_ui)) if w["id"] in failure.survivor_workers]
     return [node_cap] * free_cores(alive)
 
 
@@ -231,7 +230,7 @@ def _master_doc(root: Path, master_ui: str | None = None) -> dict:
 def capacity(root: Path, known_workers: list[str], master_ui: str | None = None) -> tuple[int, int]:
     """(alive workers not in ``known_workers``, free cores on alive workers) from the JSON of the master at
     ``master_ui`` (default: the one the deployment records)."""
-    alive = [w for w in _master_doc(root, master_ui)["workers"] if w["state"] == "ALIVE"]
+    alive = alive_workers(_master_doc(root, master_ui))
     return sum(w["id"] not in known_workers for w in alive), free_cores(alive)
 
 

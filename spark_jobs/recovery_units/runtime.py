@@ -387,15 +387,15 @@ def kill_domain(root: Path, domain: str, fault: str = "host-down") -> Failure:
 def _alive_worker_ids(dep: Deployment, with_ports: bool = False) -> list:
     """Ids (and addresses) of the workers the primary master lists ALIVE (empty without a cluster state).
     Killed workers stay ALIVE until the master's worker timeout, so callers filter them by (host, port)."""
+    from spark_jobs.cluster.master_room import alive_workers
     from spark_jobs.cluster.standalone import ClusterError, master_json, require_state
 
     if not dep.cluster_state:
         return []
     try:
-        workers = master_json(require_state(Path(dep.cluster_state)).master_ui("primary"))["workers"]
+        alive = alive_workers(master_json(require_state(Path(dep.cluster_state)).master_ui("primary")))
     except ClusterError:
         return []
-    alive = [w for w in workers if w["state"] == "ALIVE"]
     return [(w["id"], (w["host"], w["port"])) for w in alive] if with_ports else [w["id"] for w in alive]
 
 

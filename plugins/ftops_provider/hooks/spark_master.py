@@ -12,7 +12,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from ft_core.errors import InputError
-from spark_jobs.cluster.master_room import free_cores
+from spark_jobs.cluster.master_room import alive_workers, free_cores
 from spark_jobs.cluster.web_ui import master_state, post_form
 
 
@@ -53,7 +53,7 @@ class SparkMasterHook(BaseHook):
         return master_state(self._base_url(), timeout_s=self.timeout_s)
 
     def alive_workers(self) -> list[dict[str, Any]]:
-        return [w for w in self.master_state()["workers"] if w["state"] == "ALIVE"]
+        return alive_workers(self.master_state())
 
     def free_cores(self) -> int:
         return free_cores(self.alive_workers())

@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from spark_jobs.cluster.master_room import alive_workers
+
 
 async def master_state(client: httpx.AsyncClient, master_ui_url: str) -> dict[str, Any]:
     resp = await client.get(master_ui_url.rstrip("/") + "/json/")
@@ -20,8 +22,8 @@ async def master_state(client: httpx.AsyncClient, master_ui_url: str) -> dict[st
 async def app_executors(client: httpx.AsyncClient, state: dict[str, Any], app_id: str) -> list[str]:
     """Executor ids of ``app_id`` running on the master's alive workers (each worker's own JSON lists them)."""
     found = []
-    for w in state.get("workers", []):
-        if w.get("state") != "ALIVE" or not w.get("webuiaddress"):
+    for w in alive_workers(state):
+        if not w.get("webuiaddress"):
             continue
         try:
             resp = await client.get(w["webuiaddress"].rstrip("/") + "/json/")

@@ -22,7 +22,7 @@ import httpx
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ftops_provider.triggers.master_json import app_executors, master_state
-from spark_jobs.cluster.master_room import free_cores
+from spark_jobs.cluster.master_room import alive_workers, free_cores
 
 
 class SparkCapacityTrigger(BaseTrigger):
@@ -54,7 +54,7 @@ class SparkCapacityTrigger(BaseTrigger):
         })
 
     async def _missing(self, client: httpx.AsyncClient, state: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        alive = [w for w in state.get("workers", []) if w.get("state") == "ALIVE"]
+        alive = alive_workers(state)
         free = free_cores(alive)
         new = [w["id"] for w in alive if w["id"] not in self.known_worker_ids]
         seen: dict[str, Any] = {"alive_workers": [w["id"] for w in alive], "free_cores": free, "new_workers": new}
