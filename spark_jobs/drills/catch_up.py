@@ -21,11 +21,11 @@ Inputs, each with where it came from (the forecast says so; "assumed" where noth
   for the capacity) and its inputs show the earlier (``caught_up_if_went_on_s``: the stall ``resume_s`` alone). Why
   the later: the first drills of the soaks and demos of 2026-12-03 were caught up at 65.9 s (08:07 UTC, the
   relaunch won: -17 % for the earlier outcome's forecast), then 97.8, 79.1, 97.4 and 102.6 s, which the earlier
-  outcome's forecast (56.6-59.2 s) missed by 28-44 %; in the 15:42 soak the relaunch lost every drill (stalls of
+  outcome's forecast (56.6-59.2 s) missed by 28-44 %; in the 15:44 soak the relaunch lost every drill (stalls of
   67-75 s, the capacity back at 56-62 s) and the later outcome's forecast of its first drill, 92.5 s, was within
   10 %. Erring late is also what an on-call person is better served by. It errs when the job waits only briefly:
-  the demo at e226910, its stall ending 2.4 s after the capacity's return (44.7 s), was caught up at 66.4 s against
-  92.0 s forecast (+39 %; the earlier outcome's, 57.3 s: -14 %);
+  the demo from a fresh clone at 595f885, its stall ending 2.4 s after the capacity's return (44.7 s), was caught
+  up at 66.4 s against 92.0 s forecast (+39 %; the earlier outcome's, 57.3 s: -14 %);
 - caught up, learnt: the capacity's return (``replacement_delay_s + add_worker_s``) plus the *offset*, the median
   over those drills of the time from their capacity's return to caught up, as measured (Chiron's restore and
   catch-up, profiled by the drills themselves). Caught up is measured against the input at the capacity's return,
@@ -154,34 +154,40 @@ class _Model:
     pending_s: float
     two_cycles: float
 
+    @property
+    def capacity_s(self) -> float:
+        """When the capacity is back: the drill's delay, then a worker's join."""
+        return self.delay_s + self.add_worker_s
+
     def predict(self, past: list[dict], sources: dict[str, str]) -> tuple[CaughtUpPrediction, dict, dict[str, str]]:
         """The prediction from the drills ``past`` (the capacity's return and their median offset; none: Chiron's
         model), its inputs, and where each came from (``sources`` and more)."""
         sources = dict(sources)
         learned = "median of drills " + ", ".join(f"#{m['drill_id']}" for m in past)
         stall, stall_inputs = _stall(past, self.delay_s, self.add_worker_s, self.resume_s, learned, sources)
-        capacity = self.delay_s + self.add_worker_s
         inputs = {"replacement_delay_s": self.delay_s, "add_worker_s": round(self.add_worker_s, 1), **stall_inputs,
                   "input_rate": round(self.rate, 2)}
         if past:
             offset = statistics.median(m["offset_s"] for m in past)
             sources["offset_s"] = learned + " (from the capacity's return to caught up, as measured)"
-            return (CaughtUpPrediction(caught_up_s=round(capacity + offset, 1), stall_s=round(stall, 1),
+            return (CaughtUpPrediction(caught_up_s=round(self.capacity_s + offset, 1), stall_s=round(stall, 1),
                                        bound="capacity", batches=[]), inputs | {"offset_s": round(offset, 1)}, sources)
         sources["tail_s"] = "assumed: two batches at the job's steady time between batches"
         sources["pending_s"] = "half the mean time between those batches"
         inputs |= {"pending_s": round(self.pending_s, 1), "overhead_s": self.cost.overhead_s,
                    "per_row_s": self.cost.per_row_s, "tail_s": round(self.two_cycles, 1)}
         if self.relaunch:  # the race, with nothing learnt: the later outcome forecast, the earlier shown (docstring)
-            relaunched = self._chiron(max(self.resume_s, 1.0), capacity)
+            relaunched = self._chiron(max(self.resume_s, 1.0))
             inputs["caught_up_if_went_on_s"] = relaunched.caught_up_s
             sources["caught_up_s"] = (f"the job waiting for the capacity; had the master's relaunch on the cores free "
                                       f"outside the domain won the race, {relaunched.caught_up_s:g} s")
-        return self._chiron(stall, capacity), inputs, sources
+        return self._chiron(stall), inputs, sources
 
-    def _chiron(self, stall_s: float, capacity_s: float) -> CaughtUpPrediction:
+    def _chiron(self, stall_s: float) -> CaughtUpPrediction:
+        """Chiron's recurrence (:func:`~ft_core.recovery.drill_catch_up.predict_caught_up`) after ``stall_s``."""
         return predict_caught_up(CaughtUpInputs(stall_s=stall_s, pending_s=self.pending_s, input_rate=self.rate,
-                                                cost=self.cost, capacity_back_s=capacity_s, tail_s=self.two_cycles))
+                                                cost=self.cost, capacity_back_s=self.capacity_s,
+                                                tail_s=self.two_cycles))
 
 
 def measured_drill(store, job: str, drill: dict[str, Any]) -> dict[str, Any] | None:
